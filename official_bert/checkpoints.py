@@ -1,0 +1,520 @@
+"""Checkpoint I/O: one loader for every kind of BERT checkpoint, and exporters.
+
+Kinds read by `read_checkpoint(path)`:
+
+* ``huggingface``: a directory with `config.json` and `model.safetensors`
+  (`BertModel`, or `BertFor*` with `bert.`-prefixed names and head weights),
+  read with `safetensors.numpy` (no torch).
+* ``google_tf1``: Google's original TF1 checkpoints, `bert_model.ckpt.*` with
+  `bert_config.json` and `vocab.txt` (names like
+  `bert/encoder/layer_0/attention/self/query/kernel`).
+* ``official_bert``: this project's own object-based TF2 checkpoints, written
+  by `tf.train.Checkpoint(encoder=..., ...)`, with `bert_config.json` beside.
+
+Whatever the kind, the weights come back as one dictionary of numpy arrays
+under Google's TF1 names (the *canonical names*), kernels as [in, out]. Heads
+use google-research/bert's names too: `cls/predictions/...` (masked LM),
+`cls/seq_relationship/...` (next sentence), `output_weights`/`output_bias`
+(run_classifier), `cls/squad/...` (run_squad).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+from absl import logging
+
+from official_bert.configs import BertConfig, ConfigError, write_text_atomic
+
+HUGGINGFACE = "huggingface"
+GOOGLE_TF1 = "google_tf1"
+OFFICIAL_BERT = "official_bert"
+
+# Buffers in Hugging Face files that are not parameters.
+_HF_IGNORED = re.compile(r"(^|\.)(position_ids|num_batches_tracked)$")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, of an unknown kind, or does not fit the model."""
+
+
+@dataclasses.dataclass
+class BertCheckpoint:
+    """What `read_checkpoint` found.
+
+    Attributes:
+        kind: one of "huggingface", "google_tf1", "official_bert".
+        path: the path given.
+        config: the encoder's `BertConfig`.
+        weights: canonical name → numpy array, encoder and any heads.
+        vocab_file: `vocab.txt` beside the checkpoint, or None.
+        do_lower_case: the casing the checkpoint was trained with, when the
+            files say so (Hugging Face `tokenizer_config.json`, or "uncased" /
+            "cased" in a Google checkpoint's directory name), else None.
+    """
+
+    kind: str
+    path: str
+    config: BertConfig
+    weights: dict
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None
+
+    def head_weights(self, prefix: str) -> dict:
+        """The weights whose canonical name starts with `prefix`."""
+        return {k: v for k, v in self.weights.items() if k.startswith(prefix)}
+
+
+# === Name mapping ===
+#
+# (Hugging Face regex, canonical template, transpose?). HF's nn.Linear keeps
+# weights as [out, in]; TF kernels are [in, out]. Google's NSP, classifier and
+# SQuAD heads store their matrices as [classes, H] like HF, so no transpose.
+_HF_TO_CANONICAL = [
+    (r"embeddings\.word_embeddings\.weight", "bert/embeddings/word_embeddings", False),
+    (r"embeddings\.position_embeddings\.weight", "bert/embeddings/position_embeddings", False),
+    (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
+    (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
+    (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight", r"bert/encoder/layer_\1/attention/self/\2/kernel", True),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias", r"bert/encoder/layer_\1/attention/self/\2/bias", False),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.weight", r"bert/encoder/layer_\1/attention/output/dense/kernel", True),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.bias", r"bert/encoder/layer_\1/attention/output/dense/bias", False),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(?:weight|gamma)", r"bert/encoder/layer_\1/attention/output/LayerNorm/gamma", False),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(?:bias|beta)", r"bert/encoder/layer_\1/attention/output/LayerNorm/beta", False),
+    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.weight", r"bert/encoder/layer_\1/intermediate/dense/kernel", True),
+    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.bias", r"bert/encoder/layer_\1/intermediate/dense/bias", False),
+    (r"encoder\.layer\.(\d+)\.output\.dense\.weight", r"bert/encoder/layer_\1/output/dense/kernel", True),
+    (r"encoder\.layer\.(\d+)\.output\.dense\.bias", r"bert/encoder/layer_\1/output/dense/bias", False),
+    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(?:weight|gamma)", r"bert/encoder/layer_\1/output/LayerNorm/gamma", False),
+    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(?:bias|beta)", r"bert/encoder/layer_\1/output/LayerNorm/beta", False),
+    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
+    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
+    # Heads of BertForPreTraining / BertForMaskedLM / BertForNextSentencePrediction.
+    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
+    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
+    (r"cls\.predictions\.transform\.LayerNorm\.(?:weight|gamma)", "cls/predictions/transform/LayerNorm/gamma", False),
+    (r"cls\.predictions\.transform\.LayerNorm\.(?:bias|beta)", "cls/predictions/transform/LayerNorm/beta", False),
+    (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
+    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
+    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
+    # BertForSequenceClassification / BertForQuestionAnswering.
+    (r"classifier\.weight", "output_weights", False),
+    (r"classifier\.bias", "output_bias", False),
+    (r"qa_outputs\.weight", "cls/squad/output_weights", False),
+    (r"qa_outputs\.bias", "cls/squad/output_bias", False),
+]
+_HF_PATTERNS = [(re.compile(p + "$"), t, tr) for p, t, tr in _HF_TO_CANONICAL]
+# The MLM decoder is tied to the word embeddings in every BERT: not a weight.
+_HF_TIED = re.compile(r"cls\.predictions\.decoder\.(weight|bias)$")
+
+
+def _hf_to_canonical(name):
+    """Returns (canonical name, transpose) for a Hugging Face tensor name."""
+    bare = name[len("bert."):] if name.startswith("bert.") else name
+    for pattern, template, transpose in _HF_PATTERNS:
+        match = pattern.match(bare)
+        if match:
+            return match.expand(template), transpose
+    return None, False
+
+
+def _canonical_to_hf(canonical):
+    """Inverse of `_hf_to_canonical` for encoder weights (`BertModel` names)."""
+    name = canonical[len("bert/"):]
+    transpose = name.endswith("/kernel")
+    if name.endswith("_embeddings"):
+        name += "/weight"
+    name = re.sub(r"/(kernel|gamma)$", "/weight", name)
+    name = re.sub(r"/beta$", "/bias", name)
+    name = re.sub(r"layer_(\d+)", r"layer/\1", name)
+    return name.replace("/", "."), transpose
+
+
+def encoder_variables(encoder) -> dict:
+    """Canonical name → the encoder's Keras variable."""
+    emb = encoder.embeddings
+    variables = {
+        "bert/embeddings/word_embeddings": emb.word_embeddings.embeddings,
+        "bert/embeddings/position_embeddings": emb.position_embeddings.embeddings,
+        "bert/embeddings/token_type_embeddings": emb.token_type_embeddings.embeddings,
+        "bert/embeddings/LayerNorm/gamma": emb.layer_norm.gamma,
+        "bert/embeddings/LayerNorm/beta": emb.layer_norm.beta,
+        "bert/pooler/dense/kernel": encoder.pooler.kernel,
+        "bert/pooler/dense/bias": encoder.pooler.bias,
+    }
+    for i, block in enumerate(encoder.transformer_layers):
+        prefix = f"bert/encoder/layer_{i}/"
+        dense_layers = {
+            "attention/self/query": block.attention.query,
+            "attention/self/key": block.attention.key,
+            "attention/self/value": block.attention.value,
+            "attention/output/dense": block.attention_output,
+            "intermediate/dense": block.intermediate,
+            "output/dense": block.output_dense,
+        }
+        for name, layer in dense_layers.items():
+            variables[prefix + name + "/kernel"] = layer.kernel
+            variables[prefix + name + "/bias"] = layer.bias
+        for name, layer in {
+            "attention/output/LayerNorm": block.attention_layer_norm,
+            "output/LayerNorm": block.output_layer_norm,
+        }.items():
+            variables[prefix + name + "/gamma"] = layer.gamma
+            variables[prefix + name + "/beta"] = layer.beta
+    return variables
+
+
+def get_encoder_weights(encoder) -> dict:
+    """Canonical name → numpy array of the encoder's current weights."""
+    return {k: np.asarray(v) for k, v in encoder_variables(encoder).items()}
+
+
+def assign_encoder_weights(encoder, weights: dict) -> None:
+    """Sets every encoder variable from canonical-named arrays.
+
+    Raises `CheckpointError` listing every missing or mis-shaped name; names
+    outside the encoder (heads) are left for the task models.
+    """
+    variables = encoder_variables(encoder)
+    missing = sorted(set(variables) - set(weights))
+    mismatched = [
+        f"{name}: checkpoint {tuple(np.shape(weights[name]))} vs model "
+        f"{tuple(variables[name].shape)}"
+        for name in variables
+        if name in weights
+        and tuple(np.shape(weights[name])) != tuple(variables[name].shape)
+    ]
+    if missing or mismatched:
+        lines = []
+        if missing:
+            lines.append(f"missing from the checkpoint: {', '.join(missing)}")
+        if mismatched:
+            lines.append("shape mismatch: " + "; ".join(mismatched))
+        raise CheckpointError(
+            "Checkpoint does not fit the encoder config ("
+            + " | ".join(lines)
+            + "). Check that --bert_config_file matches the checkpoint."
+        )
+    for name, variable in variables.items():
+        variable.assign(np.asarray(weights[name], dtype=variable.dtype))
+
+
+# === Locating files ===
+
+
+def _find_beside(path, names):
+    """The first of `names` in `path` (a directory) or beside it (a prefix)."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    for name in names:
+        candidate = os.path.join(folder, name)
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def _tf_checkpoint_prefix(path):
+    """Resolves a TF checkpoint directory or prefix to a prefix, or None."""
+    import tensorflow as tf
+
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
+        indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+        if len(indexes) == 1:
+            return indexes[0][: -len(".index")]
+        if len(indexes) > 1:
+            raise CheckpointError(
+                f"{path} holds several checkpoints "
+                f"({', '.join(os.path.basename(i) for i in indexes)}); "
+                "pass the prefix of the one to load"
+            )
+        return None
+    if os.path.exists(path + ".index"):
+        return path
+    if path.endswith(".index") and os.path.exists(path):
+        return path[: -len(".index")]
+    return None
+
+
+def _guess_lower_case(path, kind):
+    tokenizer_config = _find_beside(path, ["tokenizer_config.json"])
+    if tokenizer_config:
+        try:
+            with open(tokenizer_config, encoding="utf-8") as f:
+                value = json.load(f).get("do_lower_case")
+            if isinstance(value, bool):
+                return value
+        except (OSError, ValueError):
+            pass
+    name = os.path.basename(os.path.normpath(
+        path if os.path.isdir(path) else os.path.dirname(path) or path
+    )).lower()
+    if "uncased" in name:
+        return True
+    if "cased" in name:
+        return False
+    return None
+
+
+# === Reading ===
+
+
+def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
+    """Reads any supported BERT checkpoint; see the module docstring.
+
+    Args:
+        path: a Hugging Face directory, a Google TF1 checkpoint directory or
+            prefix (`.../bert_model.ckpt`), or one of this project's checkpoint
+            directories or prefixes.
+        config: the encoder config; by default read from `config.json` /
+            `bert_config.json` beside the checkpoint.
+
+    Raises:
+        CheckpointError: the path does not exist or holds no known checkpoint.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path) and not os.path.exists(path + ".index"):
+        raise CheckpointError(
+            f"Checkpoint {path} does not exist; pass a Hugging Face directory "
+            "(config.json + model.safetensors), a Google checkpoint "
+            "(bert_model.ckpt) or an official_bert checkpoint directory"
+        )
+    if os.path.isdir(path) and os.path.exists(
+        os.path.join(path, "model.safetensors")
+    ):
+        return _read_huggingface(path, config)
+    prefix = _tf_checkpoint_prefix(path)
+    if prefix is None:
+        raise CheckpointError(
+            f"{path} holds no checkpoint: expected model.safetensors (Hugging "
+            "Face) or a TensorFlow checkpoint (*.index and *.data-* files)"
+        )
+    import tensorflow as tf
+
+    try:
+        names = dict(tf.train.list_variables(prefix))
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"Cannot read checkpoint {prefix}: {e}") from None
+    if any(name.startswith("bert/") for name in names):
+        return _read_google_tf1(path, prefix, names, config)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in names and any(
+        name.startswith("encoder/") for name in names
+    ):
+        return _read_official_bert(path, prefix, config)
+    raise CheckpointError(
+        f"{prefix} is a TensorFlow checkpoint but neither Google's BERT "
+        "(no 'bert/...' variables) nor an official_bert one (no 'encoder')"
+    )
+
+
+def _config_beside(path, config, names):
+    if config is not None:
+        return config
+    config_file = _find_beside(path, names)
+    if config_file is None:
+        raise CheckpointError(
+            f"No {' or '.join(names)} found beside {path}; pass "
+            "--bert_config_file"
+        )
+    return BertConfig.from_json_file(config_file)
+
+
+def _read_huggingface(path, config):
+    from safetensors.numpy import load_file
+
+    config = _config_beside(path, config, ["config.json", "bert_config.json"])
+    tensors = load_file(os.path.join(path, "model.safetensors"))
+    weights, unknown = {}, []
+    for name, value in tensors.items():
+        if _HF_IGNORED.search(name) or _HF_TIED.search(name):
+            continue
+        canonical, transpose = _hf_to_canonical(name)
+        if canonical is None:
+            unknown.append(name)
+            continue
+        weights[canonical] = np.ascontiguousarray(value.T if transpose else value)
+    if unknown:
+        raise CheckpointError(
+            f"{path}/model.safetensors has tensors that are not BERT's: "
+            f"{', '.join(sorted(unknown))}"
+        )
+    return BertCheckpoint(
+        kind=HUGGINGFACE,
+        path=path,
+        config=config,
+        weights=weights,
+        vocab_file=_find_beside(path, ["vocab.txt"]),
+        do_lower_case=_guess_lower_case(path, HUGGINGFACE),
+    )
+
+
+def _read_google_tf1(path, prefix, names, config):
+    import tensorflow as tf
+
+    config = _config_beside(prefix, config, ["bert_config.json", "config.json"])
+    if config.hidden_act == "gelu":
+        # google-research/bert's modeling.gelu is the tanh approximation;
+        # reproduce the network the checkpoint was trained as.
+        logging.info("Google TF1 checkpoint: hidden_act 'gelu' → 'gelu_tanh'")
+        config = dataclasses.replace(config, hidden_act="gelu_tanh")
+    reader = tf.train.load_checkpoint(prefix)
+    # Optimizer slots (adam_m/adam_v) and the global step are not weights.
+    skip = re.compile(r"(/adam_[mv]$|^global_step$|^_CHECKPOINTABLE)")
+    weights = {
+        name: reader.get_tensor(name) for name in names if not skip.search(name)
+    }
+    return BertCheckpoint(
+        kind=GOOGLE_TF1,
+        path=path,
+        config=config,
+        weights=weights,
+        vocab_file=_find_beside(prefix, ["vocab.txt"]),
+        do_lower_case=_guess_lower_case(prefix, GOOGLE_TF1),
+    )
+
+
+def _read_official_bert(path, prefix, config):
+    import tensorflow as tf
+
+    from official_bert.encoder import BertEncoder, dummy_inputs
+
+    # CheckpointManager writes into output_dir; the config sits there too.
+    config = _config_beside(prefix, config, ["bert_config.json", "config.json"])
+    encoder = BertEncoder.from_bert_config(config)
+    encoder(dummy_inputs())
+    try:
+        status = tf.train.Checkpoint(encoder=encoder).read(prefix)
+        status.expect_partial()
+        status.assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+        raise CheckpointError(
+            f"Checkpoint {prefix} does not fit the encoder config: {e}"
+        ) from None
+    return BertCheckpoint(
+        kind=OFFICIAL_BERT,
+        path=path,
+        config=config,
+        weights=get_encoder_weights(encoder),
+        vocab_file=_find_beside(prefix, ["vocab.txt"]),
+        do_lower_case=_guess_lower_case(prefix, OFFICIAL_BERT),
+    )
+
+
+def load_encoder(path, config: BertConfig | None = None, dtype=None):
+    """Builds a `BertEncoder` and loads a checkpoint of any kind into it.
+
+    Returns:
+        (encoder, checkpoint): the ready encoder and the `BertCheckpoint`
+        (its config, vocab file, casing and any head weights).
+
+    Example:
+    >>> encoder, ckpt = load_encoder("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
+    """
+    from official_bert.encoder import BertEncoder, dummy_inputs
+
+    checkpoint = read_checkpoint(path, config)
+    encoder = BertEncoder.from_bert_config(checkpoint.config, dtype=dtype)
+    encoder(dummy_inputs())
+    assign_encoder_weights(encoder, checkpoint.weights)
+    extra = sorted(
+        set(checkpoint.weights)
+        - set(encoder_variables(encoder))
+        - {k for k in checkpoint.weights if not k.startswith("bert/")}
+    )
+    if extra:
+        raise CheckpointError(
+            f"Checkpoint {path} has encoder variables the config does not "
+            f"expect: {', '.join(extra)}. Check num_hidden_layers in the config."
+        )
+    return encoder, checkpoint
+
+
+# === Writing ===
+
+
+def save_checkpoint(encoder, output_dir, vocab_file=None, step=None):
+    """Writes an official_bert checkpoint of the encoder alone.
+
+    Also writes `bert_config.json` (and copies `vocab.txt`) beside it so the
+    directory is self-describing. Returns the checkpoint prefix.
+    """
+    import tensorflow as tf
+
+    os.makedirs(output_dir, exist_ok=True)
+    encoder.config.to_json_file(os.path.join(output_dir, "bert_config.json"))
+    if vocab_file:
+        _copy_atomic(vocab_file, os.path.join(output_dir, "vocab.txt"))
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(encoder=encoder), output_dir, max_to_keep=1
+    )
+    return manager.save(checkpoint_number=step)
+
+
+def export_huggingface(encoder, output_dir, vocab_file=None, do_lower_case=None):
+    """Writes the encoder as a Hugging Face `BertModel` directory.
+
+    `model.safetensors` (float32), `config.json`, and `vocab.txt` (copied from
+    `vocab_file`) are written to a temporary directory first and moved into
+    place, so a crash never leaves a half-written export.
+    """
+    from safetensors.numpy import save_file
+
+    output_dir = os.fspath(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    tensors = {}
+    for canonical, value in get_encoder_weights(encoder).items():
+        hf_name, transpose = _canonical_to_hf(canonical)
+        value = value.astype(np.float32)
+        tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=output_dir)
+    try:
+        save_file(tensors, os.path.join(staging, "model.safetensors"),
+                  metadata={"format": "pt"})
+        write_text_atomic(
+            os.path.join(staging, "config.json"),
+            json.dumps(encoder.config.to_hf_dict(), indent=2, sort_keys=True) + "\n",
+        )
+        if vocab_file:
+            shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+        if do_lower_case is not None:
+            write_text_atomic(
+                os.path.join(staging, "tokenizer_config.json"),
+                json.dumps({"do_lower_case": do_lower_case,
+                            "tokenizer_class": "BertTokenizer"}, indent=2) + "\n",
+            )
+        for name in os.listdir(staging):
+            os.replace(os.path.join(staging, name), os.path.join(output_dir, name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return output_dir
+
+
+def _copy_atomic(source, destination):
+    if os.path.abspath(source) == os.path.abspath(destination):
+        return
+    tmp = f"{destination}.tmp-{os.getpid()}"
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, destination)
+
+
+__all__ = [
+    "BertCheckpoint",
+    "CheckpointError",
+    "ConfigError",
+    "assign_encoder_weights",
+    "encoder_variables",
+    "export_huggingface",
+    "get_encoder_weights",
+    "load_encoder",
+    "read_checkpoint",
+    "save_checkpoint",
+]

@@ -1,0 +1,212 @@
+"""Model configuration: `BertConfig`, read from Google's or Hugging Face's JSON.
+
+Google's `bert_config.json` and Hugging Face's `config.json` share the same
+keys for a BERT encoder; Hugging Face adds `layer_norm_eps` (and many keys that
+do not change the network, such as `architectures` or `use_cache`). `BertConfig`
+reads both and always writes Google's form, plus `layer_norm_eps` when it is not
+BERT's 1e-12 (Google's readers ignore unknown keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Mapping
+
+# Activations the encoder implements (see `layers.get_activation`). Google's
+# TF1 code names its tanh-approximated GELU "gelu"; Hugging Face uses "gelu"
+# for the exact erf form and "gelu_new"/"gelu_pytorch_tanh" for the tanh form.
+ACTIVATIONS = (
+    "gelu",  # exact: x * Phi(x), Phi the normal CDF (erf form)
+    "gelu_tanh",  # tanh approximation, as google-research/bert computes it
+    "gelu_new",
+    "gelu_pytorch_tanh",
+    "gelu_fast",
+    "relu",
+    "silu",
+    "swish",
+    "tanh",
+)
+
+
+class ConfigError(ValueError):
+    """A configuration value or file is invalid; the message names the key."""
+
+
+@dataclasses.dataclass
+class BertConfig:
+    """Hyper-parameters of a BERT encoder, with Google's key names.
+
+    Args:
+        vocab_size: int. Size of the WordPiece vocabulary.
+        hidden_size: int. Width H of every layer.
+        num_hidden_layers: int. Number L of Transformer blocks.
+        num_attention_heads: int. Number A of attention heads; must divide H.
+        intermediate_size: int. Width of the feed-forward layer (4H in BERT).
+        hidden_act: str. Feed-forward activation, one of `ACTIVATIONS`.
+        hidden_dropout_prob: float. Dropout on embeddings and block outputs.
+        attention_probs_dropout_prob: float. Dropout on attention weights.
+        max_position_embeddings: int. Longest sequence the model can take.
+        type_vocab_size: int. Number of segment (token type) ids.
+        initializer_range: float. Stddev of the truncated-normal initializer.
+        layer_norm_eps: float. LayerNorm epsilon (1e-12 in BERT).
+
+    Example:
+    >>> config = BertConfig(vocab_size=30522, hidden_size=384,
+    ...                     num_hidden_layers=6, num_attention_heads=12,
+    ...                     intermediate_size=1536)
+    >>> config.head_size
+    32
+    """
+
+    vocab_size: int
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+
+    def __post_init__(self):
+        self.validate()
+
+    # --- validation -------------------------------------------------------
+
+    def validate(self) -> None:
+        """Raises `ConfigError` naming the first bad key."""
+        for key in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(
+                    f"BertConfig.{key} must be an integer, got {value!r}"
+                )
+            if value <= 0:
+                raise ConfigError(
+                    f"BertConfig.{key} must be positive, got {value}"
+                )
+        for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ConfigError(
+                    f"BertConfig.{key} must be a probability in [0, 1), "
+                    f"got {value!r}"
+                )
+        for key in ("initializer_range", "layer_norm_eps"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(
+                    f"BertConfig.{key} must be a positive number, got {value!r}"
+                )
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(
+                f"BertConfig.hidden_size ({self.hidden_size}) must be divisible "
+                f"by num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.hidden_act not in ACTIVATIONS:
+            raise ConfigError(
+                f"BertConfig.hidden_act {self.hidden_act!r} is unknown; "
+                f"use one of {', '.join(ACTIVATIONS)}"
+            )
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    # --- reading ------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "BertConfig":
+        """Builds a config from Google's or Hugging Face's dictionary.
+
+        Keys that do not shape the encoder (`architectures`, `model_type`,
+        `pad_token_id`, ...) are ignored. A missing `vocab_size` or a
+        `position_embedding_type` other than "absolute" is an error.
+        """
+        values = dict(values)
+        if "vocab_size" not in values:
+            raise ConfigError("BERT config is missing the key 'vocab_size'")
+        position_type = values.get("position_embedding_type", "absolute")
+        if position_type != "absolute":
+            raise ConfigError(
+                f"BERT config key 'position_embedding_type' is "
+                f"{position_type!r}; only 'absolute' (BERT's learned "
+                "positions) is supported"
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+    @classmethod
+    def from_json_file(cls, path: str | os.PathLike) -> "BertConfig":
+        """Reads `bert_config.json` (Google) or `config.json` (Hugging Face)."""
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise ConfigError(
+                f"BERT config file {path} does not exist; pass "
+                "--bert_config_file, or put bert_config.json / config.json "
+                "beside the checkpoint"
+            )
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"BERT config file {path} is not valid JSON: {e}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"BERT config file {path} must hold a JSON object")
+        try:
+            return cls.from_dict(values)
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
+        except TypeError as e:  # e.g. a string where a number belongs
+            raise ConfigError(f"{path}: {e}") from None
+
+    # --- writing ------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Google's `bert_config.json` keys (+ `layer_norm_eps` if not 1e-12)."""
+        values = dataclasses.asdict(self)
+        if values["layer_norm_eps"] == 1e-12:
+            del values["layer_norm_eps"]
+        return values
+
+    def to_hf_dict(self) -> dict[str, Any]:
+        """Hugging Face's `config.json` for a `BertModel`."""
+        values = dataclasses.asdict(self)
+        values.update(
+            architectures=["BertModel"],
+            model_type="bert",
+            pad_token_id=0,
+            position_embedding_type="absolute",
+        )
+        return values
+
+    def to_json_string(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, path: str | os.PathLike) -> None:
+        """Writes Google's form atomically (temp file, then rename)."""
+        write_text_atomic(path, self.to_json_string())
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Writes `text` to `path` so that readers never see a partial file."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

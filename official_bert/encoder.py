@@ -1,0 +1,197 @@
+"""The BERT encoder network: embeddings, L Transformer blocks, tanh pooler."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from official_bert import layers as bert_layers
+from official_bert.configs import BertConfig
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertEncoder(keras.Model):
+    """A bidirectional Transformer encoder (Devlin et al., 2018).
+
+    A functional model: a dict of three int tensors in, a dict out.
+
+    Inputs:
+        input_word_ids: [batch, seq] WordPiece ids, `[CLS] A [SEP] B [SEP]`.
+        input_mask: [batch, seq] 1 for tokens, 0 for padding.
+        input_type_ids: [batch, seq] segment ids, 0 for A and 1 for B.
+
+    Outputs:
+        sequence_output: [batch, seq, H], the last block's token vectors T_i.
+        pooled_output: [batch, H], tanh(dense(T_[CLS])), the vector C.
+        encoder_outputs: list of L tensors [batch, seq, H], each block's
+            output (for the feature-based approach).
+        embedding_output: [batch, seq, H], the normalized embeddings.
+
+    Args:
+        vocab_size: int. WordPiece vocabulary size.
+        hidden_size: int. Width H.
+        num_hidden_layers: int. Number L of Transformer blocks.
+        num_attention_heads: int. Number A of heads.
+        intermediate_size: int. Feed-forward width (4H).
+        hidden_act: str. Feed-forward activation ("gelu" = exact erf form,
+            "gelu_tanh" = google-research/bert's approximation).
+        hidden_dropout_prob: float. Dropout on embeddings and residuals.
+        attention_probs_dropout_prob: float. Dropout on attention weights.
+        max_position_embeddings: int. Number of learned positions.
+        type_vocab_size: int. Number of segment ids.
+        initializer_range: float. Stddev of the truncated-normal initializer.
+        layer_norm_eps: float. LayerNorm epsilon.
+        dtype: None, str or `keras.DTypePolicy`, e.g. "mixed_bfloat16".
+
+    The arguments are `BertConfig`'s fields; `BertEncoder.from_bert_config`
+    builds one from a config.
+
+    Example:
+    >>> encoder = BertEncoder(vocab_size=100, hidden_size=32,
+    ...     num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    >>> inputs = {
+    ...     "input_word_ids": keras.ops.ones((1, 8), "int32"),
+    ...     "input_mask": keras.ops.ones((1, 8), "int32"),
+    ...     "input_type_ids": keras.ops.zeros((1, 8), "int32"),
+    ... }
+    >>> encoder(inputs)["pooled_output"].shape
+    (1, 32)
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+        dtype=None,
+        **kwargs,
+    ):
+        # Validate through the one definition of what a valid config is.
+        config = BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            hidden_dropout_prob=hidden_dropout_prob,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps,
+        )
+        policy = keras.dtype_policies.get(dtype) if dtype else None
+        policy = policy or keras.config.dtype_policy()
+
+        # === Layers ===
+        embeddings = bert_layers.BertEmbeddings(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            dropout=hidden_dropout_prob,
+            initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps,
+            dtype=policy,
+            name="embeddings",
+        )
+        blocks = [
+            bert_layers.TransformerBlock(
+                hidden_size=hidden_size,
+                num_heads=num_attention_heads,
+                intermediate_size=intermediate_size,
+                activation=hidden_act,
+                dropout=hidden_dropout_prob,
+                attention_dropout=attention_probs_dropout_prob,
+                initializer_range=initializer_range,
+                layer_norm_eps=layer_norm_eps,
+                dtype=policy,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(
+            hidden_size,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range
+            ),
+            dtype=policy,
+            name="pooler",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ENCODER_INPUTS
+        }
+        x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        embedding_output = x
+        attention_bias = bert_layers.attention_bias_from_mask(
+            inputs["input_mask"]
+        )
+        encoder_outputs = []
+        for block in blocks:
+            x = block(x, attention_bias)
+            encoder_outputs.append(x)
+        pooled_output = pooler(x[:, 0, :])
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
+
+        # === Config ===
+        self.config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    @classmethod
+    def from_bert_config(cls, config: BertConfig, dtype=None, **kwargs):
+        """Builds an encoder from a `BertConfig`."""
+        return cls(**vars(config), dtype=dtype, **kwargs)
+
+    @property
+    def word_embeddings(self):
+        """The [vocab, H] token embedding matrix (tied to the MLM output)."""
+        return self.embeddings.word_embeddings.embeddings
+
+    def get_config(self):
+        # Mirrors __init__: the BertConfig fields, plus name/dtype/trainable.
+        return {
+            **vars(self.config),
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def dummy_inputs(batch_size=1, seq_length=8):
+    """All-ones ids and mask, zero segments: builds a model's variables."""
+    return {
+        "input_word_ids": ops.ones((batch_size, seq_length), "int32"),
+        "input_mask": ops.ones((batch_size, seq_length), "int32"),
+        "input_type_ids": ops.zeros((batch_size, seq_length), "int32"),
+    }

@@ -1,0 +1,88 @@
+import json
+
+import pytest
+
+from official_bert.configs import BertConfig, ConfigError
+
+GOOGLE_BASE = {
+    "attention_probs_dropout_prob": 0.1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 768,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 512,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "type_vocab_size": 2,
+    "vocab_size": 30522,
+}
+
+
+def test_reads_google_bert_config(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(GOOGLE_BASE))
+    config = BertConfig.from_json_file(path)
+    assert config.hidden_size == 768 and config.num_hidden_layers == 12
+    assert config.layer_norm_eps == 1e-12
+    assert config.head_size == 64
+
+
+def test_reads_huggingface_config_and_ignores_extra_keys(tmp_path):
+    values = dict(
+        GOOGLE_BASE,
+        hidden_size=384,
+        intermediate_size=1536,
+        num_hidden_layers=6,
+        layer_norm_eps=1e-7,
+        architectures=["BertModel"],
+        model_type="bert",
+        pad_token_id=0,
+        use_cache=True,
+        position_embedding_type="absolute",
+    )
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(values))
+    config = BertConfig.from_json_file(path)
+    assert (config.hidden_size, config.num_hidden_layers) == (384, 6)
+    assert config.layer_norm_eps == 1e-7
+
+
+def test_writes_google_form_and_reads_it_back(tmp_path):
+    config = BertConfig(**GOOGLE_BASE)
+    path = tmp_path / "out.json"
+    config.to_json_file(path)
+    assert json.loads(path.read_text()) == GOOGLE_BASE  # exactly Google's keys
+    assert BertConfig.from_json_file(path) == config
+    eps = BertConfig(**GOOGLE_BASE, layer_norm_eps=1e-6)
+    assert eps.to_dict()["layer_norm_eps"] == 1e-6
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ({"hidden_size": 100}, "hidden_size"),  # not divisible by 12 heads
+        ({"hidden_act": "gelu2"}, "hidden_act"),
+        ({"num_hidden_layers": -1}, "num_hidden_layers"),
+        ({"intermediate_size": 0}, "intermediate_size"),
+        ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob"),
+        ({"vocab_size": "30522"}, "vocab_size"),
+        ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
+    ],
+)
+def test_invalid_values_name_the_key(override, key):
+    with pytest.raises(ConfigError, match=key):
+        BertConfig.from_dict(dict(GOOGLE_BASE, **override))
+
+
+def test_missing_vocab_size_and_bad_files(tmp_path):
+    values = dict(GOOGLE_BASE)
+    del values["vocab_size"]
+    with pytest.raises(ConfigError, match="vocab_size"):
+        BertConfig.from_dict(values)
+    with pytest.raises(ConfigError, match="does not exist"):
+        BertConfig.from_json_file(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        BertConfig.from_json_file(bad)

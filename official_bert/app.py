@@ -1,0 +1,41 @@
+"""Running a command-line entry point: absl flags, logging, one-line errors.
+
+Every `run_*.py` script calls `app.run(main)`. Mistakes in what the user gave
+(a missing file, a bad flag value, a checkpoint that does not fit) raise
+`ValueError` / `OSError` subclasses with a message that names the bad input and
+the fix; they are printed as one `error: ...` line with exit status 1 instead of
+a traceback. Set OFFICIAL_BERT_TRACEBACK=1 to see the traceback anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app as absl_app
+from absl import logging
+
+USER_ERRORS = (ValueError, OSError)
+
+
+def run(main, argv=None):
+    """`absl.app.run(main)`, with user errors printed as one line."""
+
+    def guarded(args):
+        try:
+            return main(args)
+        except USER_ERRORS as e:
+            if os.environ.get("OFFICIAL_BERT_TRACEBACK"):
+                raise
+            message = str(e).strip().splitlines()
+            message = message[0] if message else type(e).__name__
+            logging.flush()
+            print(f"error: {message}", file=sys.stderr)
+            sys.exit(1)
+
+    absl_app.run(guarded, argv=argv)
+
+
+def quiet_tensorflow():
+    """Silences TensorFlow's C++ start-up chatter (call before importing TF)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

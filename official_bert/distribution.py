@@ -1,0 +1,87 @@
+"""A `tf.distribute` strategy from a name, as the runners' flags give it."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def split_cpu(num_devices: int) -> None:
+    """Splits the CPU into `num_devices` logical devices (for mirrored tests).
+
+    Must run before TensorFlow initializes its devices (before any op runs).
+    """
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    current = tf.config.get_logical_device_configuration(cpu)
+    if current and len(current) == num_devices:
+        return
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices
+        )
+    except RuntimeError as e:
+        raise ValueError(
+            f"cannot split the CPU into {num_devices} devices after TensorFlow "
+            f"has started: {e}"
+        ) from None
+
+
+def get_strategy(
+    name: str = "one_device",
+    num_gpus: int = 0,
+    tpu: str | None = None,
+    num_cpu_devices: int = 0,
+) -> tf.distribute.Strategy:
+    """Returns the strategy called `name`.
+
+    Args:
+        name: one of "one_device", "mirrored", "multi_worker_mirrored", "tpu".
+        num_gpus: GPUs to use (0 = CPU). `mirrored` with 0 GPUs mirrors over
+            the logical CPU devices.
+        tpu: TPU address or name for "tpu" ("" or "local" for a TPU VM).
+        num_cpu_devices: split the CPU into this many logical devices first
+            (to test `mirrored` on a CPU-only machine).
+    """
+    if name not in STRATEGIES:
+        raise ValueError(
+            f"--distribution_strategy {name!r} is unknown; use one of "
+            f"{', '.join(STRATEGIES)}"
+        )
+    if num_cpu_devices:
+        split_cpu(num_cpu_devices)
+    if name == "one_device":
+        device = "/gpu:0" if num_gpus > 0 else "/cpu:0"
+        return tf.distribute.OneDeviceStrategy(device)
+    if name == "mirrored":
+        if num_gpus > 0:
+            devices = [f"/gpu:{i}" for i in range(num_gpus)]
+            return tf.distribute.MirroredStrategy(devices)
+        devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+        # NCCL needs GPUs; on CPU reduce through one device.
+        return tf.distribute.MirroredStrategy(
+            devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+        )
+    if name == "multi_worker_mirrored":
+        # Cluster membership comes from the TF_CONFIG environment variable.
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu="" if tpu in (None, "local") else tpu
+    )
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    logging.info("TPU devices: %s", tf.config.list_logical_devices("TPU"))
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True on the worker that writes checkpoints and summaries."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    # Without an explicit chief, worker 0 is the chief.
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief

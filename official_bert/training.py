@@ -1,0 +1,439 @@
+"""The one training / evaluation / prediction loop every runner uses.
+
+A runner supplies a `Task` (how to build the model and compute its loss), a
+`dataset_fn` (a `tf.data` pipeline per input pipeline), and a `TrainingConfig`;
+`Trainer` does the rest under any `tf.distribute` strategy:
+
+* exact global-batch losses: a task's loss normalizers (number of examples,
+  sum of masked-LM weights, ...) are summed over every replica and every
+  accumulated micro-batch *before* the loss is computed, so one update over
+  2 replicas, or over 4 accumulated micro-batches, is the same update as over
+  one device with the whole batch;
+* gradient accumulation (`gradient_accumulation_steps`) in a `tf.while_loop`
+  inside the replica step, then one `apply_gradients`;
+* `steps_per_loop` updates per `tf.function` call, so the host does not wait
+  on every step;
+* checkpoints through `tf.train.CheckpointManager` (model, encoder, optimizer
+  slots, global step, dropout RNG state) every `save_checkpoints_steps` and at
+  the end; a restart resumes from the latest one and re-creates the input
+  pipeline at the same position, so a resumed run equals an uninterrupted one.
+  TensorFlow writes a checkpoint's files before it atomically updates the
+  `checkpoint` index file, so a run killed at any moment restarts from the last
+  complete checkpoint;
+* a progress line every `log_steps` (loss, metrics, learning rate, examples/s,
+  tokens/s) and the same values as TensorBoard summaries in `output_dir/train`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable, Protocol
+
+import numpy as np
+import keras
+import tensorflow as tf
+from absl import logging
+
+from official_bert import distribution
+
+# What a task's loss step returns besides the loss: metric name → (numerator,
+# denominator) sums, reported as numerator / denominator over a window.
+Metrics = dict
+
+
+class Task(Protocol):
+    """What a runner plugs into the `Trainer`."""
+
+    def build_model(self) -> keras.Model:
+        """The model (with an `encoder` attribute); called in strategy scope."""
+
+    def loss_normalizers(self, features) -> dict:
+        """Local sums that normalize the loss, e.g. {"examples": batch size}."""
+
+    def loss_and_metrics(self, model, features, normalizers, training):
+        """(loss, metrics) for a (micro-)batch.
+
+        `normalizers` are the task's `loss_normalizers` summed over the whole
+        global batch (all replicas, all accumulated micro-batches): dividing by
+        them makes the sum of the returned losses the global-batch loss.
+        """
+
+
+@dataclasses.dataclass
+class TrainingConfig:
+    """How long to train, and how often to log and save.
+
+    Args:
+        output_dir: str. Checkpoints, summaries and results go here.
+        num_train_steps: int. Optimizer updates in the whole run.
+        save_checkpoints_steps: int. Updates between checkpoints.
+        keep_checkpoint_max: int. Checkpoints kept on disk.
+        log_steps: int. Updates between progress lines and summaries.
+        steps_per_loop: int. Updates per host call (at most `log_steps`).
+        gradient_accumulation_steps: int. Micro-batches per update.
+        jit_compile: bool. Compile the forward and backward pass with XLA.
+        tokens_per_example: int. For the tokens/s figure (the sequence length).
+        clip_norm: float or None. Clip the global-batch gradient to this
+            global norm (1.0 in BERT).
+    """
+
+    output_dir: str
+    num_train_steps: int
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    steps_per_loop: int = 100
+    gradient_accumulation_steps: int = 1
+    jit_compile: bool = False
+    tokens_per_example: int = 0
+    clip_norm: float | None = 1.0
+
+    def __post_init__(self):
+        for key in ("num_train_steps", "save_checkpoints_steps", "log_steps",
+                    "steps_per_loop", "gradient_accumulation_steps",
+                    "keep_checkpoint_max"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
+
+
+def seed_generator_states(model: keras.Model) -> list:
+    """The dropout RNG state variables, which `model` alone does not checkpoint."""
+    return [v for v in model.variables if "seed_generator_state" in v.path]
+
+
+class Trainer:
+    """Trains, evaluates and predicts a `Task` under a distribution strategy.
+
+    Args:
+        task: the `Task`.
+        strategy: a `tf.distribute.Strategy`.
+        config: a `TrainingConfig`.
+        optimizer_fn: builds the optimizer (called in the strategy's scope).
+        init_fn: called with the model when the run does not resume from a
+            checkpoint in `output_dir` (e.g. to load `--init_checkpoint`).
+        loss_scale: wrap the optimizer in a `LossScaleOptimizer` (float16).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        strategy: tf.distribute.Strategy,
+        config: TrainingConfig,
+        optimizer_fn: Callable[[], keras.optimizers.Optimizer] | None = None,
+        init_fn: Callable[[keras.Model], None] | None = None,
+        loss_scale: bool = False,
+    ):
+        self.task = task
+        self.strategy = strategy
+        self.config = config
+        self.is_chief = distribution.is_chief(strategy)
+        with strategy.scope():
+            self.model = task.build_model()
+            self.optimizer = optimizer_fn() if optimizer_fn else None
+            if self.optimizer is not None and loss_scale:
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            if self.optimizer is not None:
+                self.optimizer.build(self.model.trainable_variables)
+            self.global_step = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name="global_step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+        tracked = dict(model=self.model, global_step=self.global_step,
+                       rng=seed_generator_states(self.model))
+        if hasattr(self.model, "encoder"):
+            tracked["encoder"] = self.model.encoder
+        if self.optimizer is not None:
+            tracked["optimizer"] = self.optimizer
+        self.checkpoint = tf.train.Checkpoint(**tracked)
+        self._write_dir = self._checkpoint_dir()
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, self._write_dir,
+            max_to_keep=config.keep_checkpoint_max, checkpoint_name="ckpt",
+        )
+        self.resumed_from = None
+        latest = tf.train.latest_checkpoint(config.output_dir)
+        if latest:
+            self.checkpoint.restore(latest).expect_partial()
+            self.resumed_from = latest
+            logging.info("Resumed from %s at step %d", latest, int(self.global_step.numpy()))
+        elif init_fn is not None:
+            init_fn(self.model)
+        self._train_loop = None
+
+    # --- checkpoints -------------------------------------------------------
+
+    def _checkpoint_dir(self):
+        if self.is_chief:
+            return self.config.output_dir
+        # Every worker must take part in saving (it is a collective), but only
+        # the chief's files are kept.
+        return tempfile.mkdtemp(prefix="worker-ckpt-")
+
+    def save(self):
+        path = self.manager.save(checkpoint_number=int(self.global_step.numpy()))
+        if not self.is_chief:
+            shutil.rmtree(self._write_dir, ignore_errors=True)
+            os.makedirs(self._write_dir, exist_ok=True)
+        return path
+
+    # --- the replica step ----------------------------------------------------
+
+    def _global_normalizers(self, macro_batch):
+        """Task normalizers summed over micro-batches and replicas."""
+        k = self.config.gradient_accumulation_steps
+        if k == 1:
+            local = self.task.loss_normalizers(macro_batch)
+        else:
+            micro = [tf.nest.map_structure(lambda t: t[i], macro_batch) for i in range(k)]
+            parts = [self.task.loss_normalizers(m) for m in micro]
+            local = tf.nest.map_structure(lambda *xs: tf.add_n(list(xs)), *parts)
+        local = tf.nest.map_structure(lambda t: tf.cast(t, tf.float32), local)
+        context = tf.distribute.get_replica_context()
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+
+    def _grads_fn(self):
+        model, task = self.model, self.task
+        scale = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+
+        def compute(features, normalizers):
+            with tf.GradientTape() as tape:
+                loss, metrics = task.loss_and_metrics(
+                    model, features, normalizers, training=True)
+                scaled = self.optimizer.scale_loss(loss) if scale else loss
+            grads = tape.gradient(scaled, model.trainable_variables)
+            return loss, metrics, grads
+
+        if self.config.jit_compile:
+            return tf.function(compute, jit_compile=True)
+        return compute
+
+    def _replica_train_step(self, macro_batch):
+        k = self.config.gradient_accumulation_steps
+        normalizers = self._global_normalizers(macro_batch)
+        compute = self._grads_fn()
+        variables = self.model.trainable_variables
+        if k == 1:
+            loss, metrics, grads = compute(macro_batch, normalizers)
+            grads = [tf.convert_to_tensor(g) for g in grads]
+        else:
+            first = tf.nest.map_structure(lambda t: t[0], macro_batch)
+            loss, metrics, grads = compute(first, normalizers)
+            grads = [tf.convert_to_tensor(g) for g in grads]
+            # A while loop keeps one micro-batch's activations alive at a time.
+            for i in tf.range(1, k):
+                micro = tf.nest.map_structure(lambda t: t[i], macro_batch)
+                l, m, g = compute(micro, normalizers)
+                loss += l
+                metrics = tf.nest.map_structure(tf.add, metrics, m)
+                grads = [a + tf.convert_to_tensor(b) for a, b in zip(grads, g)]
+        self.optimizer.apply_gradients(zip(self._clip(grads), variables))
+        return loss, metrics
+
+    def _clip(self, grads):
+        """Clips the global-batch gradient by its global norm.
+
+        Gradients arrive dense: Keras 3's Adam applies an `IndexedSlices`
+        embedding gradient with repeated ids differently from the same gradient
+        dense (it squares the parts, not their sum), and BERT repeats ids.
+        Keras would clip each replica's gradient before its cross-replica sum,
+        so the sum is taken here, clipped, and handed to `apply_gradients`
+        divided by the replica count (Keras sums it over replicas again).
+        """
+        clip_norm = self.config.clip_norm
+        if clip_norm is None:
+            return grads
+        context = tf.distribute.get_replica_context()
+        replicas = context.num_replicas_in_sync
+        if replicas > 1:
+            grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        scale = None
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            scale = tf.cast(self.optimizer.dynamic_scale, tf.float32)
+            grads = [g / scale for g in grads]
+        # A non-finite norm (float16 overflow) makes the grads NaN, and the
+        # loss-scale optimizer then skips the step and lowers its scale.
+        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+        if scale is not None:
+            grads = [g * scale for g in grads]
+        if replicas > 1:
+            grads = [g / replicas for g in grads]
+        return grads
+
+    def _build_train_loop(self):
+        strategy = self.strategy
+
+        def reduce(x):
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
+
+        @tf.function
+        def train_loop(iterator, num_steps):
+            loss, metrics = strategy.run(self._replica_train_step, args=(next(iterator),))
+            loss = reduce(loss)
+            metrics = tf.nest.map_structure(reduce, metrics)
+            self.global_step.assign_add(1)
+            for _ in tf.range(num_steps - 1):
+                l, m = strategy.run(self._replica_train_step, args=(next(iterator),))
+                loss += reduce(l)
+                metrics = tf.nest.map_structure(lambda a, b: a + reduce(b), metrics, m)
+                self.global_step.assign_add(1)
+            return loss, metrics
+
+        return train_loop
+
+    # --- public API -----------------------------------------------------------
+
+    def _distribute(self, dataset_fn, skip_batches=0, batch_micro=1):
+        def per_pipeline(context):
+            ds = dataset_fn(context)
+            if batch_micro > 1:
+                ds = ds.batch(batch_micro, drop_remainder=True)
+            if skip_batches:
+                ds = ds.skip(skip_batches)
+            return ds.prefetch(tf.data.AUTOTUNE)
+
+        return self.strategy.distribute_datasets_from_function(per_pipeline)
+
+    def current_learning_rate(self):
+        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        return float(optimizer.learning_rate)
+
+    def train(self, dataset_fn, global_batch_size: int,
+              hooks: list | None = None) -> dict:
+        """Trains until `num_train_steps`; returns the last window's metrics.
+
+        Args:
+            dataset_fn: `tf.distribute.InputContext` → dataset of per-replica
+                micro-batches (repeated; drop_remainder batching).
+            global_batch_size: examples per update (for examples/s).
+            hooks: callables `(step, metrics_dict)` run after each log line.
+        """
+        config = self.config
+        start_step = int(self.global_step.numpy())
+        if start_step >= config.num_train_steps:
+            logging.info("Already at step %d of %d: nothing to train.",
+                         start_step, config.num_train_steps)
+            return {}
+        iterator = iter(self._distribute(
+            dataset_fn, skip_batches=start_step,
+            batch_micro=config.gradient_accumulation_steps))
+        if self._train_loop is None:
+            self._train_loop = self._build_train_loop()
+        writer = (tf.summary.create_file_writer(os.path.join(config.output_dir, "train"))
+                  if self.is_chief else tf.summary.create_noop_writer())
+        results = {}
+        step = start_step
+        window_start, window_steps = time.time(), 0
+        window_loss, window_metrics = 0.0, None
+        while step < config.num_train_steps:
+            boundary = min(
+                config.num_train_steps,
+                (step // config.log_steps + 1) * config.log_steps,
+                (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps,
+                step + config.steps_per_loop,
+            )
+            num_steps = boundary - step
+            loss, metrics = self._train_loop(iterator, tf.constant(num_steps))
+            step = int(self.global_step.numpy())
+            window_steps += num_steps
+            window_loss += float(loss)
+            metrics = tf.nest.map_structure(lambda t: float(t), metrics)
+            window_metrics = metrics if window_metrics is None else tf.nest.map_structure(
+                lambda a, b: a + b, window_metrics, metrics)
+            if not np.isfinite(float(loss)):
+                raise FloatingPointError(
+                    f"loss is {float(loss)} at step {step}; lower the learning "
+                    "rate or use --dtype=float32")
+            if step % config.log_steps == 0 or step == config.num_train_steps:
+                elapsed = max(time.time() - window_start, 1e-9)
+                results = {"loss": window_loss / window_steps}
+                results.update({name: num / max(den, 1e-12)
+                                for name, (num, den) in window_metrics.items()})
+                results["learning_rate"] = self.current_learning_rate()
+                examples_per_second = window_steps * global_batch_size / elapsed
+                results["examples_per_second"] = examples_per_second
+                if config.tokens_per_example:
+                    results["tokens_per_second"] = examples_per_second * config.tokens_per_example
+                logging.info("step %d/%d: %s", step, config.num_train_steps,
+                             ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()))
+                with writer.as_default(step=step):
+                    for name, value in results.items():
+                        tf.summary.scalar(name, value)
+                writer.flush()
+                for hook in hooks or ():
+                    hook(step, results)
+                window_start, window_steps = time.time(), 0
+                window_loss, window_metrics = 0.0, None
+            if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+                path = self.save()
+                logging.info("Saved checkpoint %s", path)
+        return results
+
+    def evaluate(self, dataset_fn, steps: int | None = None) -> dict:
+        """Loss (mean over batches) and metrics (sum ratios) over a dataset.
+
+        The dataset should be finite (no repeat); every example counts once.
+        """
+        strategy = self.strategy
+
+        def replica_step(features):
+            normalizers = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM,
+                tf.nest.map_structure(lambda t: tf.cast(t, tf.float32),
+                                      self.task.loss_normalizers(features)))
+            return self.task.loss_and_metrics(self.model, features, normalizers, training=False)
+
+        @tf.function
+        def eval_step(features):
+            loss, metrics = strategy.run(replica_step, args=(features,))
+            reduce = lambda x: strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
+            return reduce(loss), tf.nest.map_structure(reduce, metrics)
+
+        total_loss, total_metrics, batches = 0.0, None, 0
+        for features in self._distribute(dataset_fn):
+            if steps is not None and batches >= steps:
+                break
+            loss, metrics = eval_step(features)
+            metrics = tf.nest.map_structure(float, metrics)
+            total_loss += float(loss)
+            total_metrics = metrics if total_metrics is None else tf.nest.map_structure(
+                lambda a, b: a + b, total_metrics, metrics)
+            batches += 1
+        if batches == 0:
+            raise ValueError("the evaluation data is empty")
+        results = {"loss": total_loss / batches}
+        results.update({name: num / max(den, 1e-12) for name, (num, den) in total_metrics.items()})
+        results["global_step"] = int(self.global_step.numpy())
+        return results
+
+    def predict(self, dataset_fn, output_fn: Callable) -> dict:
+        """Runs `output_fn(model, features)` (a dict of tensors) over a finite
+        dataset; returns the outputs concatenated in input order as numpy."""
+        strategy = self.strategy
+
+        @tf.function
+        def predict_step(features):
+            return strategy.run(lambda f: output_fn(self.model, f), args=(features,))
+
+        collected = {}
+        for features in self._distribute(dataset_fn):
+            outputs = predict_step(features)
+            for name, value in outputs.items():
+                parts = strategy.experimental_local_results(value)
+                collected.setdefault(name, []).extend(np.asarray(p) for p in parts)
+        return {name: np.concatenate(parts) for name, parts in collected.items()}
+
+
+def write_results(path: str, results: dict) -> None:
+    """Writes `key = value` lines (google-research/bert's eval_results.txt)."""
+    from official_bert.configs import write_text_atomic
+
+    lines = [f"{key} = {results[key]}" for key in sorted(results)]
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def _fmt(value):
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,1 @@
+"""Data preparation: raw files → examples → features (pre-training corpus, vocabulary, TFRecords)."""

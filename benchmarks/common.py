@@ -1,0 +1,151 @@
+"""Shared pieces of the benchmarks: matmul rate, FLOP counts, memory, tables.
+
+Every benchmark measures the machine's float32 matrix-multiply rate in the same
+run (numpy and `tf.matmul`, 2048 x 2048) and reports model FLOP/s as a
+fraction of it (MFU), so numbers from different machines compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def set_threads(threads: int) -> None:
+    """Pins TensorFlow's intra/inter-op pools (0 = TensorFlow's default)."""
+    import tensorflow as tf
+
+    if threads:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
+    """Best-of-`repeats` GFLOP/s of an n x n float32 product, numpy and TF."""
+    import numpy as np
+    import tensorflow as tf
+
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+    flops = 2.0 * n ** 3
+    a @ b  # warm-up
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    ta, tb = tf.constant(a), tf.constant(b)
+    tf.matmul(ta, tb).numpy()
+    best_tf = min(_timed(lambda: tf.matmul(ta, tb).numpy()) for _ in range(repeats))
+    return {"numpy_gflops": flops / best / 1e9, "tf_gflops": flops / best_tf / 1e9}
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def encoder_forward_flops_per_token(num_layers, hidden, intermediate, seq_length) -> float:
+    """Matmul FLOPs of one token through the encoder (forward).
+
+    Per layer: Q, K, V and output projections (4 H^2), the feed-forward
+    (2 H I), each 2 FLOPs per multiply-add, plus attention scores and the
+    weighted sum (2 x 2 S H). Embedding lookups and element-wise work are not
+    counted (as in the usual MFU accounting).
+    """
+    per_layer = 2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * seq_length * hidden
+    return num_layers * per_layer
+
+
+def pretraining_flops_per_token(num_layers, hidden, intermediate, seq_length,
+                                vocab_size, masked_per_sequence) -> float:
+    """Training FLOPs per input token: 3 x forward (forward + backward), encoder
+    plus the masked-LM head (H^2 transform and H x V output) at the masked
+    positions only, and the pooler + NSP head (negligible)."""
+    forward = encoder_forward_flops_per_token(num_layers, hidden, intermediate, seq_length)
+    mlm = 2 * (hidden * hidden + hidden * vocab_size) * masked_per_sequence / seq_length
+    return 3 * (forward + mlm)
+
+
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process so far (Linux: ru_maxrss is KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def percentile(values, q) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summarize_times(seconds: list) -> dict:
+    return {
+        "ms_per_step": 1000 * statistics.median(seconds),
+        "p50_ms": 1000 * percentile(seconds, 50),
+        "p90_ms": 1000 * percentile(seconds, 90),
+        "mean_ms": 1000 * statistics.fmean(seconds),
+    }
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    """Prints rows as an aligned text table."""
+    def fmt(value):
+        if isinstance(value, float):
+            return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+        return str(value)
+
+    cells = [[fmt(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for row in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+
+
+def write_json(path: str | None, payload: dict) -> None:
+    if not path:
+        return
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def add_model_flags(flags, defaults=None):
+    """The model-shape and run flags every benchmark takes."""
+    d = dict(num_layers=12, hidden_size=768, num_heads=12, batch_size=8,
+             seq_length=128, steps=10)
+    d.update(defaults or {})
+    flags.DEFINE_integer("num_layers", d["num_layers"], "Transformer blocks L.")
+    flags.DEFINE_integer("hidden_size", d["hidden_size"], "Hidden size H.")
+    flags.DEFINE_integer("num_heads", d["num_heads"], "Attention heads A.")
+    flags.DEFINE_integer("intermediate_size", 0, "Feed-forward width (0 = 4H).")
+    flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size.")
+    flags.DEFINE_integer("batch_size", d["batch_size"], "Sequences per step.")
+    flags.DEFINE_integer("seq_length", d["seq_length"], "Tokens per sequence.")
+    flags.DEFINE_integer("steps", d["steps"], "Timed steps (after warm-up).")
+    flags.DEFINE_integer("warmup_steps", 2, "Untimed steps first (tracing, XLA compile).")
+    flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
+                      "Compute dtype (mixed precision for the 16-bit ones).")
+    flags.DEFINE_bool("jit_compile", False, "Compile the step with XLA.")
+    flags.DEFINE_integer("threads", 0, "TensorFlow intra/inter-op threads (0 = default).")
+    flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
+
+
+def bert_config_from_flags(FLAGS):
+    from official_bert.configs import BertConfig
+
+    return BertConfig(
+        vocab_size=FLAGS.vocab_size,
+        hidden_size=FLAGS.hidden_size,
+        num_hidden_layers=FLAGS.num_layers,
+        num_attention_heads=FLAGS.num_heads,
+        intermediate_size=FLAGS.intermediate_size or 4 * FLAGS.hidden_size,
+        max_position_embeddings=max(512, FLAGS.seq_length),
+    )
+
+
+def policy_name(dtype: str) -> str:
+    return {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[dtype]

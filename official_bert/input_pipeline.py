@@ -1,0 +1,399 @@
+"""tf.data input pipelines: TFRecord files → dicts of batched features for the models.
+
+Pre-training (`pretraining_dataset`)
+------------------------------------
+Reads the files of `data_prep/create_pretraining_data.py` or of
+google-research/bert's generator (same features) and yields batches of
+
+    input_word_ids       int32   [batch, seq_length]   (file feature `input_ids`)
+    input_mask           int32   [batch, seq_length]
+    input_type_ids       int32   [batch, seq_length]   (file feature `segment_ids`)
+    masked_lm_positions  int32   [batch, max_predictions_per_seq]
+    masked_lm_ids        int32   [batch, max_predictions_per_seq]
+    masked_lm_weights    float32 [batch, max_predictions_per_seq]
+    next_sentence_labels int32   [batch, 1]            (1 = B is a random span)
+
+Two kinds of file, told apart by their features (every file is checked):
+
+* static: masked when written (`masked_lm_*` present) — parsed as they are;
+* dynamic: unmasked pairs (`--dynamic_masking`; no `masked_lm_*`) — masked
+  here, per batch, fresh every epoch, with the generator's statistics: the
+  number of masked positions is `masked_lm_prob` × the maskable tokens (not
+  [CLS]/[SEP]/padding) with unbiased random rounding, at least 1, at most
+  `max_predictions_per_seq`; each is [MASK] 80%, a random ordinary token 10%,
+  unchanged 10%. With `word_start_mask` in the files, whole-word masking
+  (google's greedy: words in random order, skipping words that no longer fit).
+
+`dynamic_masking=True` also re-masks static files (their original tokens are
+restored from `masked_lm_ids` first); `False` refuses dynamic files.
+
+The pipeline: the files (sharded per input pipeline with `input_context` when
+there are enough of them, otherwise records are sharded), shuffled and
+repeated when training, read in parallel with `interleave`, records shuffled,
+batched with `drop_remainder`, parsed (and masked) per batch in parallel,
+prefetched. Gzip files are detected. With a `seed` the order and the masks
+are deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Sequence
+
+import tensorflow as tf
+
+STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                   "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+DYNAMIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")
+WORD_START_FEATURE = "word_start_mask"
+
+_IGNORED_SUFFIXES = (".json", ".incomplete")
+
+
+def expand_file_patterns(file_patterns: str | Iterable[str]) -> list[str]:
+    """Comma-separated patterns or a list of them → sorted unique files.
+
+    Skips files that are not data: `*.json` (the generator's summary), hidden
+    names and unfinished `*.incomplete` temporaries.
+    """
+    if isinstance(file_patterns, str):
+        file_patterns = file_patterns.split(",")
+    patterns = [p.strip() for p in file_patterns if p and p.strip()]
+    if not patterns:
+        raise ValueError("no pre-training file patterns given")
+    files: list[str] = []
+    for pattern in patterns:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = [m for m in matches if not tf.io.gfile.isdir(m)
+                   and not os.path.basename(m).startswith(".")
+                   and not m.endswith(_IGNORED_SUFFIXES)]
+        if not matches:
+            raise FileNotFoundError(f"no pre-training files match {pattern!r}")
+        files.extend(m for m in matches if m not in files)
+    return files
+
+
+def _compression(path: str) -> str:
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return "GZIP" if f.read(2) == b"\x1f\x8b" else ""
+
+
+def inspect_file(path: str) -> tuple[str, dict[str, tuple[str, int]]]:
+    """(compression, {feature: (kind, length)}) from the first record of `path`."""
+    compression = _compression(path)
+    try:
+        records = list(tf.data.TFRecordDataset(path, compression_type=compression).take(1))
+    except tf.errors.OpError as e:
+        raise ValueError(f"{path} is not a readable TFRecord file ({e.message.splitlines()[0]})"
+                         ) from None
+    if not records:
+        raise ValueError(f"{path} holds no records")
+    example = tf.train.Example.FromString(records[0].numpy())
+    features = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        values = getattr(feature, kind).value if kind else []
+        features[name] = ({"int64_list": "int64", "float_list": "float",
+                           "bytes_list": "bytes"}.get(kind, "none"), len(values))
+    return compression, features
+
+
+def _check_features(path, features, seq_length, max_predictions_per_seq) -> bool:
+    """Validates one file's features; returns whether it is static (masked)."""
+    static = any(name.startswith("masked_lm_") for name in features)
+    required = STATIC_FEATURES if static else DYNAMIC_FEATURES
+    for name in required:
+        if name not in features:
+            kind = "static (masked)" if static else "dynamic (unmasked)"
+            raise ValueError(f"{path}: feature {name!r} is missing (a {kind} pre-training "
+                             f"file needs {', '.join(required)})")
+        kind, length = features[name]
+        want_kind = "float" if name == "masked_lm_weights" else "int64"
+        want_length = (1 if name == "next_sentence_labels" else
+                       max_predictions_per_seq if name.startswith("masked_lm_") else seq_length)
+        if kind != want_kind:
+            raise ValueError(f"{path}: feature {name!r} is {kind}, expected {want_kind}")
+        if length != want_length:
+            what = ("max_predictions_per_seq" if name.startswith("masked_lm_") else
+                    "seq_length" if want_length != 1 else "1 value")
+            raise ValueError(f"{path}: feature {name!r} has {length} values, but "
+                             f"{what}={want_length} was asked for")
+    if WORD_START_FEATURE in features and features[WORD_START_FEATURE][1] != seq_length:
+        raise ValueError(f"{path}: feature {WORD_START_FEATURE!r} has "
+                         f"{features[WORD_START_FEATURE][1]} values, expected {seq_length}")
+    return static
+
+
+def _vocab_ids(vocab_file: str):
+    """(vocab_size, mask_id, cls_id, sep_id, ordinary ids) from a vocabulary file."""
+    from official_bert import tokenization
+
+    vocab = tokenization.load_vocab(vocab_file)
+    for token in ("[MASK]", "[CLS]", "[SEP]"):
+        if token not in vocab:
+            raise ValueError(f"vocab_file {vocab_file} lacks {token}")
+    ordinary = [i for t, i in vocab.items()
+                if not (len(t) > 2 and t.startswith("[") and t.endswith("]"))]
+    return (max(vocab.values()) + 1, vocab["[MASK]"], vocab["[CLS]"], vocab["[SEP]"],
+            sorted(ordinary))
+
+
+def _static_spec(seq_length, max_predictions_per_seq):
+    return {
+        "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
+def _dynamic_spec(seq_length, word_starts):
+    spec = {
+        "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    if word_starts:
+        spec[WORD_START_FEATURE] = tf.io.FixedLenFeature([seq_length], tf.int64)
+    return spec
+
+
+def mask_batch(input_ids, input_mask, seed, *, max_predictions_per_seq: int,
+               masked_lm_prob: float, mask_token_id: int, random_token_ids,
+               unmaskable_token_ids: Sequence[int], word_starts=None):
+    """Masks a batch of token ids (int32 [B, L]) the way the static generator does.
+
+    Returns (masked input ids, masked_lm_positions, masked_lm_ids, masked_lm_weights).
+    `seed`: a stateless seed (int [2]). `word_starts` (int [B, L], 1 where a
+    word begins): mask whole words only.
+    """
+    input_ids = tf.convert_to_tensor(input_ids, tf.int32)
+    batch = tf.shape(input_ids)[0]
+    length = tf.shape(input_ids)[1]
+    P = max_predictions_per_seq
+    seeds = tf.random.experimental.stateless_split(seed, num=5)
+    candidates = tf.cast(input_mask, tf.bool)
+    for token_id in unmaskable_token_ids:
+        candidates &= tf.not_equal(input_ids, token_id)
+    n = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)
+    # Unbiased random rounding: E[floor(x + u)] = x for u ~ U[0, 1).
+    k = tf.floor(n * masked_lm_prob + tf.random.stateless_uniform([batch], seeds[0]))
+    k = tf.cast(tf.clip_by_value(k, 1.0, tf.minimum(float(P), tf.maximum(n, 1.0))), tf.int32)
+    scores = tf.random.stateless_uniform(tf.shape(input_ids), seeds[1])
+    if word_starts is None:
+        # The k candidates with the lowest random scores.
+        keyed = tf.where(candidates, scores, 2.0)
+        order = tf.argsort(keyed, axis=1, stable=True)
+        ranks = tf.argsort(order, axis=1, stable=True)
+        chosen = candidates & (ranks < k[:, None])
+    else:
+        word_starts = tf.cast(word_starts, tf.int32)
+        word_id = tf.maximum(tf.cumsum(word_starts, axis=1) - 1, 0)  # [B, L]
+        rows = tf.range(batch)[:, None] * length
+        lengths = tf.math.unsorted_segment_sum(
+            tf.cast(candidates, tf.int32), word_id + rows, batch * length)
+        lengths = tf.reshape(lengths, [batch, length])  # pieces per word
+        is_word = lengths > 0
+        taken = tf.zeros([batch, length], tf.bool)
+        remaining = k
+        for _ in range(P):  # google's greedy: words in random order, skip what does not fit
+            eligible = is_word & ~taken & (lengths <= remaining[:, None])
+            best = tf.argmax(tf.where(eligible, scores, -1.0), axis=1, output_type=tf.int32)
+            any_eligible = tf.reduce_any(eligible, axis=1)
+            pick = tf.one_hot(best, length, on_value=True, off_value=False) & any_eligible[:, None]
+            taken |= pick
+            remaining -= tf.where(any_eligible, tf.gather(lengths, best, batch_dims=1), 0)
+        chosen = candidates & tf.gather(taken, word_id, batch_dims=1)
+    # Chosen positions in ascending order, then padding.
+    key = tf.where(chosen, 0, length) + tf.range(length)[None, :]
+    positions = tf.argsort(key, axis=1, stable=True)[:, :P]
+    weights = tf.gather(chosen, positions, batch_dims=1)
+    positions = tf.where(weights, positions, 0)
+    labels = tf.where(weights, tf.gather(input_ids, positions, batch_dims=1), 0)
+    # 80% [MASK], 10% a random ordinary token, 10% unchanged.
+    u = tf.random.stateless_uniform(tf.shape(input_ids), seeds[2])
+    random_token_ids = tf.constant(random_token_ids, tf.int32)
+    random_ids = tf.gather(random_token_ids, tf.random.stateless_uniform(
+        tf.shape(input_ids), seeds[3], maxval=tf.shape(random_token_ids)[0], dtype=tf.int32))
+    masked_ids = tf.where(chosen & (u < 0.8), mask_token_id, input_ids)
+    masked_ids = tf.where(chosen & (u >= 0.9), random_ids, masked_ids)
+    if P > 0:
+        pad = tf.maximum(P - tf.shape(positions)[1], 0)
+        positions = tf.pad(positions, [[0, 0], [0, pad]])
+        labels = tf.pad(labels, [[0, 0], [0, pad]])
+        weights = tf.pad(weights, [[0, 0], [0, pad]])
+    return masked_ids, positions, labels, tf.cast(weights, tf.float32)
+
+
+def pretraining_dataset(
+    file_patterns: str | Iterable[str],
+    seq_length: int,
+    max_predictions_per_seq: int,
+    batch_size: int,
+    is_training: bool = True,
+    *,
+    dynamic_masking: bool | None = None,
+    vocab_file: str | None = None,
+    vocab_size: int | None = None,
+    mask_token_id: int = 103,
+    cls_token_id: int = 101,
+    sep_token_id: int = 102,
+    random_token_ids: Sequence[int] | None = None,
+    masked_lm_prob: float = 0.15,
+    whole_word_masking: bool | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+    seed: int | None = None,
+    shuffle_buffer_size: int = 10_000,
+    cycle_length: int | None = None,
+    drop_remainder: bool = True,
+) -> tf.data.Dataset:
+    """A `tf.data.Dataset` of pre-training batches (see the module docstring).
+
+    Args:
+      file_patterns: comma-separated globs, or a list of them.
+      seq_length, max_predictions_per_seq: the files' shapes (checked).
+      batch_size: the global batch size; with `input_context` each input
+        pipeline batches `input_context.get_per_replica_batch_size(batch_size)`.
+      is_training: shuffle and repeat forever; otherwise one pass in file order.
+      dynamic_masking: None = as the files are (static or dynamic); True =
+        mask at read time (static files are unmasked first); False = static
+        files only.
+      vocab_file: for dynamic masking, where [MASK]/[CLS]/[SEP] ids, the
+        vocabulary size and the ordinary tokens (random replacements) come
+        from. Without it: `vocab_size`, the `*_token_id`s, and
+        `random_token_ids` (default: every id except [PAD]=0, [CLS], [SEP],
+        [MASK], [UNK]=100 and the 1..99 [unused] slots of Google's layout).
+      whole_word_masking: None = when the files carry `word_start_mask`.
+      input_context: a `tf.distribute.InputContext` (per-worker sharding).
+      seed: makes file order, shuffling and masks deterministic.
+    """
+    if seq_length < 1 or max_predictions_per_seq < 1 or batch_size < 1:
+        raise ValueError("seq_length, max_predictions_per_seq and batch_size must be positive")
+    files = expand_file_patterns(file_patterns)
+    compressions, kinds, word_start_files = [], [], 0
+    for path in files:
+        compression, features = inspect_file(path)
+        compressions.append(compression)
+        kinds.append(_check_features(path, features, seq_length, max_predictions_per_seq))
+        word_start_files += WORD_START_FEATURE in features
+    if len(set(kinds)) > 1:
+        static = [f for f, s in zip(files, kinds) if s][:1]
+        dynamic = [f for f, s in zip(files, kinds) if not s][:1]
+        raise ValueError(f"the files mix static (masked, e.g. {static[0]}) and dynamic "
+                         f"(unmasked, e.g. {dynamic[0]}) pre-training data")
+    files_static = kinds[0]
+    if dynamic_masking is None:
+        dynamic_masking = not files_static
+    if not dynamic_masking and not files_static:
+        raise ValueError(f"{files[0]} holds unmasked (dynamic) pre-training data; it needs "
+                         "dynamic_masking=True (or None)")
+    word_starts = False
+    if dynamic_masking:
+        has_word_starts = not files_static and word_start_files == len(files)
+        if whole_word_masking and not has_word_starts:
+            raise ValueError(f"whole-word masking needs the feature {WORD_START_FEATURE!r} "
+                             "(create_pretraining_data.py --dynamic_masking "
+                             "--do_whole_word_mask); the files lack it")
+        word_starts = has_word_starts if whole_word_masking is None else bool(whole_word_masking)
+        if vocab_file:
+            vocab_size, mask_token_id, cls_token_id, sep_token_id, vocab_random = \
+                _vocab_ids(vocab_file)
+            if random_token_ids is None:
+                random_token_ids = vocab_random
+        if random_token_ids is None:
+            if not vocab_size:
+                raise ValueError("dynamic masking needs vocab_file or vocab_size "
+                                 "(for the 10% random replacement tokens)")
+            excluded = {0, cls_token_id, sep_token_id, mask_token_id, 100, *range(1, 100)}
+            random_token_ids = [i for i in range(vocab_size) if i not in excluded]
+        random_token_ids = list(random_token_ids)
+        if not random_token_ids:
+            raise ValueError("no token ids to draw random replacements from")
+
+    per_replica_batch = batch_size
+    num_pipelines, pipeline_id = 1, 0
+    if input_context is not None:
+        per_replica_batch = input_context.get_per_replica_batch_size(batch_size)
+        num_pipelines = input_context.num_input_pipelines
+        pipeline_id = input_context.input_pipeline_id
+    deterministic = seed is not None or not is_training
+    local_seed = None if seed is None else seed + 1_000_003 * pipeline_id
+
+    d = tf.data.Dataset.from_tensor_slices((files, compressions))
+    shard_records = num_pipelines > 1 and len(files) < num_pipelines
+    if num_pipelines > 1 and not shard_records:
+        d = d.shard(num_pipelines, pipeline_id)
+    n_files = len(files) if shard_records else -(-len(files) // num_pipelines)
+    if is_training:
+        d = d.shuffle(max(n_files, 1), seed=local_seed, reshuffle_each_iteration=True)
+        d = d.repeat()
+    d = d.interleave(
+        lambda path, compression: tf.data.TFRecordDataset(path, compression_type=compression),
+        cycle_length=cycle_length or max(1, min(n_files, 8)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
+    if shard_records:
+        d = d.shard(num_pipelines, pipeline_id)
+    if is_training:
+        d = d.shuffle(shuffle_buffer_size, seed=local_seed, reshuffle_each_iteration=True)
+    d = d.batch(per_replica_batch, drop_remainder=drop_remainder)
+
+    spec = (_static_spec(seq_length, max_predictions_per_seq) if files_static
+            else _dynamic_spec(seq_length, word_starts))
+
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        return {name: (tf.cast(t, tf.int32) if t.dtype == tf.int64 else t)
+                for name, t in parsed.items()}
+
+    def to_output(parsed, input_ids):
+        return {
+            "input_word_ids": input_ids,
+            "input_mask": parsed["input_mask"],
+            "input_type_ids": parsed["segment_ids"],
+            "masked_lm_positions": parsed["masked_lm_positions"],
+            "masked_lm_ids": parsed["masked_lm_ids"],
+            "masked_lm_weights": parsed["masked_lm_weights"],
+            "next_sentence_labels": parsed["next_sentence_labels"],
+        }
+
+    if not dynamic_masking:
+        d = d.map(lambda s: (lambda p: to_output(p, p["input_ids"]))(parse(s)),
+                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    else:
+        mask_args = dict(max_predictions_per_seq=max_predictions_per_seq,
+                         masked_lm_prob=masked_lm_prob, mask_token_id=mask_token_id,
+                         random_token_ids=random_token_ids,
+                         unmaskable_token_ids=(cls_token_id, sep_token_id))
+
+        def parse_and_mask(serialized, seed_pair):
+            p = parse(serialized)
+            ids = p["input_ids"]
+            if files_static:  # put the original tokens back first
+                rows = tf.range(tf.shape(ids)[0])[:, None] + tf.zeros_like(
+                    p["masked_lm_positions"])
+                real = p["masked_lm_weights"] > 0
+                index = tf.stack([tf.boolean_mask(rows, real),
+                                  tf.boolean_mask(p["masked_lm_positions"], real)], axis=1)
+                ids = tf.tensor_scatter_nd_update(ids, index,
+                                                  tf.boolean_mask(p["masked_lm_ids"], real))
+            masked_ids, positions, labels, weights = mask_batch(
+                ids, p["input_mask"], seed_pair,
+                word_starts=p.get(WORD_START_FEATURE) if word_starts else None, **mask_args)
+            p.update(masked_lm_positions=positions, masked_lm_ids=labels,
+                     masked_lm_weights=weights)
+            return to_output(p, masked_ids)
+
+        # A new seed stream for every iteration (an epoch, a `repeat`): fresh masks,
+        # reproducible for a given `seed`.
+        seeds = tf.data.Dataset.random(seed=local_seed, rerandomize_each_iteration=True)
+        seeds = seeds.batch(2, drop_remainder=True)
+        d = tf.data.Dataset.zip((d, seeds))
+        d = d.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=deterministic)
+    return d.prefetch(tf.data.AUTOTUNE)

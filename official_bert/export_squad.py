@@ -1,0 +1,323 @@
+"""A SQuAD SavedModel that answers raw questions: strings in, answer text out.
+
+`export_squad_model(model, vocab, export_dir, ...)` writes a SavedModel whose
+`serving_default` signature takes batched `question` and `context` strings and
+does everything `data_prep/squad.py` does in Python, in TensorFlow ops:
+
+1. the context is split on white space into words (google's doc tokens: space,
+   tab, CR, LF, U+202F), with their byte offsets;
+2. each word is tokenized with the `BertTokenizerLayer` logic (the same ids as
+   `FullTokenizer`), keeping each WordPiece's character span inside its word;
+   the question is tokenized and cut to `max_query_length`;
+3. the context WordPieces are split into windows of `max_seq_length -
+   len(query) - 3` tokens every `doc_stride` (the window starts are a closed
+   form of google's loop), every token is marked in its max-context window
+   (google's `_check_is_max_context`, same scores and tie-break), and the
+   windows are packed `[CLS] query [SEP] window [SEP]` and run through the model;
+4. the answer is google's top prediction: the `n_best_size` best start and end
+   logits of each window, legal spans only (inside the context, end >= start,
+   at most `max_answer_length` tokens, start at its max-context window), the
+   best start + end logit over all windows; v2.0: null score = min over the
+   windows of start[CLS] + end[CLS], no answer when null - best > threshold;
+5. the text is cut from the context: from the first character of the start
+   WordPiece to the last character of the end WordPiece, which is what
+   `get_final_text` finds; where its heuristic gives up (the tokenizer changed
+   the length of a word, e.g. removed control characters or a combining
+   accent, or the span has an [UNK]), whole words, as it does.
+
+Outputs (per question): `answer` (string), `start_char` / `end_char` (the
+answer is `context[start_char:end_char]`, in Unicode code points; -1 when
+there is none), `score` (start + end logit of the best span), and for v2.0
+`null_score`, `score_diff` (null - best) and `is_impossible`.
+
+Differences from the Python post-processing, all rare: `get_final_text` looks
+for the predicted text with `str.find`, so when the same characters occur
+earlier in the answer's first word it cuts there; the Python text joins the
+words with single spaces while the export's answer is the context's own
+characters; logits sums are float32 here (float64 in Python), which can swap
+two candidates whose scores tie to ~1e-6.
+
+The SavedModel needs only TensorFlow and tensorflow-text to load
+(`import tensorflow_text` registers the ops).
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from official_bert import tokenization
+from official_bert.text_layers import BertTokenizerLayer, basic_tokenize
+
+# google's run_squad.py `is_whitespace`: the characters between doc tokens.
+DOC_SPLIT_PATTERN = r"[ \t\r\n\x{202F}]+"
+
+_NEG = -1e30
+
+
+def _first_argmax(values, axis=-1):
+    """Index of the first maximum along `axis` (top-k/sort tie order)."""
+    best = tf.reduce_max(values, axis=axis, keepdims=True)
+    size = tf.shape(values, out_type=tf.int64)[axis]
+    index = tf.range(size, dtype=tf.int64)
+    shape = [1] * len(values.shape)
+    shape[axis] = -1
+    index = tf.reshape(index, shape)
+    return tf.reduce_min(tf.where(values >= best, index, size), axis=axis)
+
+
+class SquadServingModule(tf.Module):
+    """The raw-text SQuAD graph around a `BertSpanLabeler`."""
+
+    def __init__(self, model, vocab, lower_case=True, max_seq_length=384, doc_stride=128,
+                 max_query_length=64, n_best_size=20, max_answer_length=30,
+                 version_2_with_negative=False, null_score_diff_threshold=0.0):
+        super().__init__(name="squad_serving")
+        if max_seq_length <= max_query_length + 3:
+            raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than "
+                             f"max_query_length ({max_query_length}) + 3")
+        self.model = model
+        self.tokenizer = BertTokenizerLayer(vocab, lower_case=lower_case, name="tokenizer")
+        # Tracked here too, so the SavedModel keeps the tables whatever Keras tracks.
+        self._vocab_table = self.tokenizer._vocab_table
+        self._lower_table = self.tokenizer._lower_table
+        self.cls_id = self.tokenizer.token_id(tokenization.CLS_TOKEN)
+        self.sep_id = self.tokenizer.token_id(tokenization.SEP_TOKEN)
+        self.unk_id = self.tokenizer.token_id(tokenization.UNK_TOKEN)
+        self.seq_length = int(max_seq_length)
+        self.doc_stride = int(doc_stride)
+        self.max_query_length = int(max_query_length)
+        self.n_best_size = int(n_best_size)
+        self.max_answer_length = int(max_answer_length)
+        self.version_2 = bool(version_2_with_negative)
+        self.threshold = float(null_score_diff_threshold)
+
+    # --- tokenization with WordPiece character spans ---------------------
+
+    def _tokenize_words(self, words):
+        """words [N] → (ids [N, (pieces)], piece char begin/end in the word
+        (spaces removed), whether the word keeps its length when tokenized)."""
+        tok = self.tokenizer
+        basic = basic_tokenize(words, tok.lower_case, tok._lower_table)  # [N, (b)]
+        basic_chars = tf.strings.length(basic.flat_values, unit="UTF8_CHAR")
+        too_long = basic_chars > tok.max_input_chars_per_word
+        pieces_in = basic.with_flat_values(
+            tf.where(too_long, tok.unknown_token, basic.flat_values))
+        ids, begin, end = tok._wordpiece.tokenize_with_offsets(pieces_in)  # [N, (b), (p)]
+        parent = ids.values.value_rowids()  # piece → basic token
+        token = tf.gather(pieces_in.flat_values, parent)
+        begin_b, end_b = begin.flat_values, end.flat_values
+        char_begin = tf.strings.length(tf.strings.substr(token, tf.zeros_like(begin_b), begin_b), unit="UTF8_CHAR")
+        char_end = tf.strings.length(tf.strings.substr(token, tf.zeros_like(end_b), end_b), unit="UTF8_CHAR")
+        long_piece = tf.gather(too_long, parent)
+        char_begin = tf.where(long_piece, 0, char_begin)
+        char_end = tf.where(long_piece, tf.gather(basic_chars, parent), char_end)
+        # Offset of each basic token inside its word, spaces removed.
+        basic_chars64 = tf.cast(basic_chars, tf.int64)
+        exclusive = tf.cumsum(basic_chars64, exclusive=True)
+        word_first = tf.gather(tf.concat([exclusive, [0]], 0), basic.row_starts())
+        basic_offset = exclusive - tf.gather(word_first, basic.value_rowids())
+        piece_begin = tf.gather(basic_offset, parent) + tf.cast(char_begin, tf.int64)
+        piece_end = tf.gather(basic_offset, parent) + tf.cast(char_end, tf.int64)
+        ids = tf.cast(ids.merge_dims(1, 2), tf.int32)  # [N, (pieces)]
+        normalized_chars = tf.math.unsorted_segment_sum(
+            basic_chars64, basic.value_rowids(), tf.shape(words, out_type=tf.int64)[0])
+        aligned = tf.equal(normalized_chars,
+                           tf.cast(tf.strings.length(words, unit="UTF8_CHAR"), tf.int64))
+        return ids, piece_begin, piece_end, aligned
+
+    # --- the graph ----------------------------------------------------------
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
+                                  tf.TensorSpec([None], tf.string, name="context")])
+    def serve(self, question, context):
+        return self.answer(question, context)
+
+    def answer(self, question, context):
+        S = self.seq_length
+        batch = tf.shape(context, out_type=tf.int64)[0]
+        # Invalid UTF-8 is dropped up front, as the Python reader's decoding does.
+        context = tf.strings.unicode_transcode(context, "UTF-8", "UTF-8", errors="ignore")
+
+        # 1. Doc tokens with byte offsets.
+        words, word_begin, word_end = tf_text.regex_split_with_offsets(
+            context, DOC_SPLIT_PATTERN, "")
+        word_example = words.value_rowids()
+        flat_words = words.flat_values
+
+        # 2. WordPieces per word, and per example.
+        word_ids, piece_begin, piece_end, word_aligned = self._tokenize_words(flat_words)
+        piece_word = word_ids.value_rowids()  # global word index of each piece
+        pieces_per_word = word_ids.row_lengths()
+        doc_len = tf.math.unsorted_segment_sum(pieces_per_word, word_example, batch)
+        doc_ids = tf.RaggedTensor.from_row_lengths(word_ids.flat_values, doc_len)
+        doc_starts = doc_ids.row_starts()
+        query = self.tokenizer(question)[:, :self.max_query_length]
+        q_len = query.row_lengths()
+
+        # 3. Windows: starts 0, s, 2s, ... until one reaches the end (at least one).
+        max_doc = S - q_len - 3
+        stride = tf.minimum(max_doc, self.doc_stride)
+        extra = tf.maximum(doc_len - max_doc, 0)
+        num_windows = 1 + (extra + stride - 1) // stride
+        windows = tf.ragged.range(num_windows)  # [B, (n)]
+        win_example = windows.value_rowids()
+        win_index = windows.flat_values
+        win_start = win_index * tf.gather(stride, win_example)
+        win_len = tf.minimum(tf.gather(max_doc, win_example),
+                             tf.gather(doc_len, win_example) - win_start)
+        positions = tf.ragged.range(win_start, win_start + win_len)  # [K, (len)]
+        pos_window = positions.value_rowids()
+        pos = positions.flat_values
+        global_piece = pos + tf.gather(tf.gather(doc_starts, win_example), pos_window)
+        window_doc = positions.with_flat_values(tf.gather(doc_ids.flat_values, global_piece))
+
+        # Max context (google's _check_is_max_context): score over every window
+        # of the example that holds the token, first best window wins.
+        starts_b = windows.with_flat_values(win_start).to_tensor(0)  # [B, Nmax]
+        lens_b = windows.with_flat_values(win_len).to_tensor(0)
+        valid_b = windows.with_flat_values(tf.ones_like(win_start, tf.bool)).to_tensor(False)
+        pos_example = tf.gather(win_example, pos_window)
+        s_j = tf.gather(starts_b, pos_example)
+        l_j = tf.gather(lens_b, pos_example)
+        e_j = s_j + l_j - 1
+        p = pos[:, tf.newaxis]
+        contains = tf.gather(valid_b, pos_example) & (p >= s_j) & (p <= e_j)
+        score = (tf.cast(tf.minimum(p - s_j, e_j - p), tf.float64)
+                 + 0.01 * tf.cast(l_j, tf.float64))
+        score = tf.where(contains, score, tf.constant(-1.0, tf.float64))
+        best_window = _first_argmax(score, axis=1)
+        is_max = positions.with_flat_values(
+            tf.equal(best_window, tf.gather(win_index, pos_window)))
+
+        # Pack [CLS] query [SEP] window [SEP].
+        k = tf.shape(win_index, out_type=tf.int64)[0]
+        win_query = tf.gather(query, win_example)
+
+        def column(value, dtype=tf.int32):
+            return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([k, 1]), tf.cast(value, dtype)))
+
+        word_ids_in = tf.concat([column(self.cls_id), win_query, column(self.sep_id),
+                                 window_doc, column(self.sep_id)], axis=1)
+        type_ids = tf.concat([column(0), tf.zeros_like(win_query), column(0),
+                              tf.ones_like(window_doc), column(1)], axis=1)
+        no = column(False, tf.bool)
+        max_ctx = tf.concat([no, tf.zeros_like(win_query, tf.bool), no, is_max, no], axis=1)
+        in_ctx = tf.concat([no, tf.zeros_like(win_query, tf.bool), no,
+                            tf.ones_like(window_doc, tf.bool), no], axis=1)
+        shape = [None, S]
+        inputs = {
+            "input_word_ids": word_ids_in.to_tensor(0, shape=shape),
+            "input_mask": tf.ones_like(word_ids_in).to_tensor(0, shape=shape),
+            "input_type_ids": type_ids.to_tensor(0, shape=shape),
+        }
+        max_ctx = max_ctx.to_tensor(False, shape=shape)
+        in_ctx = in_ctx.to_tensor(False, shape=shape)
+        outputs = self.model(inputs, training=False)
+        start_logits = tf.cast(outputs["start_logits"], tf.float32)
+        end_logits = tf.cast(outputs["end_logits"], tf.float32)
+
+        # 4. n-best starts x ends per window, legal spans only.
+        n = min(self.n_best_size, S)
+        s_val, s_idx = tf.math.top_k(start_logits, k=n)  # ties: lower index first
+        e_val, e_idx = tf.math.top_k(end_logits, k=n)
+        s_ok = tf.gather(in_ctx, s_idx, batch_dims=1) & tf.gather(max_ctx, s_idx, batch_dims=1)
+        e_ok = tf.gather(in_ctx, e_idx, batch_dims=1)
+        si, ei = s_idx[:, :, tf.newaxis], e_idx[:, tf.newaxis, :]
+        legal = (s_ok[:, :, tf.newaxis] & e_ok[:, tf.newaxis, :] & (ei >= si)
+                 & (ei - si + 1 <= self.max_answer_length))
+        pair_score = s_val[:, :, tf.newaxis] + e_val[:, tf.newaxis, :]
+        pair_score = tf.reshape(tf.where(legal, pair_score, _NEG), [k, n * n])
+        pair_best = _first_argmax(pair_score, axis=1)
+        win_best = tf.reduce_max(pair_score, axis=1)
+        ex_best = tf.math.unsorted_segment_max(win_best, win_example, batch)
+        candidate = tf.where(tf.equal(win_best, tf.gather(ex_best, win_example)),
+                             tf.range(k), k)
+        best_k = tf.math.unsorted_segment_min(candidate, win_example, batch)  # [B]
+        found = ex_best > _NEG / 2
+        best_k = tf.where(found, best_k, 0)
+        flat = tf.gather(pair_best, best_k)
+        start_tok = tf.gather(tf.gather(s_idx, best_k), flat // n, batch_dims=1)
+        end_tok = tf.gather(tf.gather(e_idx, best_k), flat % n, batch_dims=1)
+        start_tok, end_tok = tf.cast(start_tok, tf.int64), tf.cast(end_tok, tf.int64)
+
+        # 5. Back to the context: WordPiece → word → characters.
+        offset = tf.gather(win_start, best_k) - tf.gather(q_len, tf.gather(win_example, best_k)) - 2
+        example_range = tf.range(batch)
+        g_start = tf.gather(doc_starts, example_range) + start_tok + offset
+        g_end = tf.gather(doc_starts, example_range) + end_tok + offset
+        num_pieces = tf.shape(piece_word, out_type=tf.int64)[0]
+        g_start = tf.clip_by_value(tf.where(found, g_start, 0), 0, tf.maximum(num_pieces - 1, 0))
+        g_end = tf.clip_by_value(tf.where(found, g_end, 0), 0, tf.maximum(num_pieces - 1, 0))
+        safe_piece_word = tf.concat([piece_word, [0]], 0)
+        w_start = tf.gather(safe_piece_word, g_start)
+        w_end = tf.gather(safe_piece_word, g_end)
+        # get_final_text gives up (whole words) when a word changed length or
+        # the span has an [UNK].
+        bad_word = tf.cumsum(tf.cast(tf.logical_not(word_aligned), tf.int64))
+        bad_word = tf.concat([[0], bad_word], 0)
+        unk = tf.cumsum(tf.cast(tf.equal(word_ids.flat_values, self.unk_id), tf.int64))
+        unk = tf.concat([[0], unk], 0)
+        whole = ((tf.gather(bad_word, w_end + 1) - tf.gather(bad_word, w_start)) > 0) | (
+            (tf.gather(unk, g_end + 1) - tf.gather(unk, g_start)) > 0)
+        flat_words_safe = tf.concat([flat_words, [""]], 0)
+        flat_begin = tf.concat([word_begin.flat_values, [0]], 0)
+        flat_end = tf.concat([word_end.flat_values, [0]], 0)
+        pb = tf.concat([piece_begin, [0]], 0)
+        pe = tf.concat([piece_end, [0]], 0)
+
+        def byte_in_word(word, chars):
+            return tf.cast(tf.strings.length(
+                tf.strings.substr(word, tf.zeros_like(chars), chars, unit="UTF8_CHAR")), tf.int64)
+
+        start_byte = tf.gather(flat_begin, w_start) + tf.where(
+            whole, tf.zeros_like(w_start),
+            byte_in_word(tf.gather(flat_words_safe, w_start), tf.gather(pb, g_start)))
+        end_byte = tf.where(
+            whole, tf.gather(flat_end, w_end),
+            tf.gather(flat_begin, w_end)
+            + byte_in_word(tf.gather(flat_words_safe, w_end), tf.gather(pe, g_end)))
+        text = tf.strings.substr(context, start_byte, end_byte - start_byte)
+        start_char = tf.cast(tf.strings.length(
+            tf.strings.substr(context, tf.zeros_like(start_byte), start_byte),
+            unit="UTF8_CHAR"), tf.int64)
+        end_char = start_char + tf.cast(tf.strings.length(text, unit="UTF8_CHAR"), tf.int64)
+        text = tf.where(found, text, "")
+        start_char = tf.where(found, start_char, -1)
+        end_char = tf.where(found, end_char, -1)
+        score = tf.where(found, ex_best, -float("inf"))
+        result = {"start_char": start_char, "end_char": end_char, "score": score}
+        if self.version_2:
+            null_k = start_logits[:, 0] + end_logits[:, 0]
+            null_score = tf.math.unsorted_segment_min(null_k, win_example, batch)
+            # predict "" iff the null score - the score of best non-null > threshold
+            score_diff = null_score - tf.where(found, ex_best, 0.0)
+            impossible = score_diff > self.threshold
+            result.update(null_score=null_score, score_diff=score_diff,
+                          is_impossible=impossible, best_answer=text)
+            text = tf.where(impossible, "", text)
+        result["answer"] = text
+        return result
+
+
+def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length=384,
+                       doc_stride=128, max_query_length=64, n_best_size=20,
+                       max_answer_length=30, version_2_with_negative=False,
+                       null_score_diff_threshold=0.0):
+    """Writes the raw-text SQuAD SavedModel; returns `export_dir`.
+
+    Args:
+        model: a `BertSpanLabeler` (dict of ids in, start/end logits out).
+        vocab: vocabulary file path or list of tokens.
+        The rest: as the `run_squad.py` flags of the same names.
+    """
+    module = SquadServingModule(
+        model, vocab, lower_case=lower_case, max_seq_length=max_seq_length,
+        doc_stride=doc_stride, max_query_length=max_query_length, n_best_size=n_best_size,
+        max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold)
+    export_dir = os.fspath(export_dir)
+    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
+    return export_dir

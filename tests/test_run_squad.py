@@ -1,0 +1,187 @@
+"""run_squad.py end to end on a tiny file, the SavedModel round trip, bad input."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from data_prep import squad
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = ("the man went to store and bought a gallon of milk john smith leader was "
+         "japanese electronics industry is largest in world who what when born cafe "
+         "one two three four five six seven eight nine ten").split()
+VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "(", ")", "-", ".", ",", "'", "s",
+          "?", "##s", "18", "##95", "1943", "ca", "##fe"] + WORDS)
+
+LONG = ("The man went to the store and bought a gallon of milk. John Smith (1895-1943) was "
+        "the leader.  Café  John's  japanese\telectronics industry is the largest in the world. ")
+CONTEXTS = [LONG * 2, "Cafe\u0301 leader was John Smith's man, one two three.",
+            "Who went to the store? The man\u00a0went,  one  two."]
+
+
+def squad_file(path, version_2=False):
+    qas = [
+        [("a1", "who bought milk?", "The man"), ("a2", "when was smith born?", "1895"),
+         ("a3", "what industry?", "electronics industry")],
+        [("b1", "who was the leader?", "John Smith"), ("b2", "what?", "Cafe\u0301")],
+        [("c1", "who went to the store?", "The man")],
+    ]
+    paragraphs = []
+    for context, questions in zip(CONTEXTS, qas):
+        items = [{"id": qid, "question": q,
+                  "answers": [{"text": a, "answer_start": context.index(a)}]}
+                 for qid, q, a in questions]
+        if version_2:
+            items.append({"id": f"x{len(paragraphs)}", "question": "when did the zebra go?",
+                          "answers": [], "is_impossible": True})
+        paragraphs.append({"context": context, "qas": items})
+    path.write_text(json.dumps({"version": "2.0" if version_2 else "1.1",
+                                "data": [{"title": "t", "paragraphs": paragraphs}]}),
+                    encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    import keras
+
+    from official_bert import checkpoints
+    from official_bert.configs import BertConfig
+    from official_bert.encoder import BertEncoder, dummy_inputs
+
+    root = tmp_path_factory.mktemp("squad")
+    vocab = root / "vocab.txt"
+    vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    keras.utils.set_random_seed(3)
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32,
+                        max_position_embeddings=64)
+    encoder = BertEncoder.from_bert_config(config)
+    encoder(dummy_inputs())
+    checkpoints.save_checkpoint(encoder, str(root / "ckpt"), vocab_file=str(vocab))
+    return root
+
+
+def run_cli(*args, expect_rc=0):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env.pop("OFFICIAL_BERT_TRACEBACK", None)
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "run_squad.py"), *args],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert proc.returncode == expect_rc, proc.stderr[-3000:]
+    return proc
+
+
+COMMON = ["--max_seq_length=32", "--doc_stride=8", "--max_query_length=8", "--n_best_size=10",
+          "--max_answer_length=10", "--log_steps=2"]
+
+LOADER = textwrap.dedent("""
+    import json, sys
+    # The project must not be importable: block it, whatever the installation.
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("official_bert", "data_prep"):
+                raise ImportError("blocked: " + name)
+    sys.meta_path.insert(0, Block())
+    sys.path = [p for p in sys.path if p not in ("", {repo!r})]
+    try:
+        import official_bert  # noqa: F401
+        raise SystemExit("the project is importable")
+    except ImportError:
+        pass
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops)
+    serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+    data = json.load(open(sys.argv[2]))
+    for qas_id, question, context in json.load(open(sys.argv[3])):
+        out = serve(question=tf.constant([question]), context=tf.constant([context]))
+        data[qas_id] = {{k: (v.numpy()[0].decode() if v.dtype == tf.string
+                            else v.numpy()[0].item()) for k, v in out.items()}}
+    json.dump(data, open(sys.argv[2], "w"))
+""")
+
+
+def test_train_predict_export_round_trip(tiny_checkpoint, tmp_path):
+    data = squad_file(tmp_path / "tiny.json")
+    out = tmp_path / "out"
+    proc = run_cli("--do_train", "--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+                   f"--train_file={data}", f"--predict_file={data}", f"--output_dir={out}",
+                   "--train_batch_size=4", "--num_train_epochs=2",
+                   f"--export_dir={out / 'export'}", *COMMON)
+    assert "Num split examples" in proc.stderr
+    predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
+    nbest = json.loads((out / "nbest_predictions.json").read_text(encoding="utf-8"))
+    results = json.loads((out / "eval_results.json").read_text())
+    assert set(predictions) == {"a1", "a2", "a3", "b1", "b2", "c1"} == set(nbest)
+    assert set(results) >= {"exact_match", "f1"} and results["total"] == 6
+    assert not (out / "null_odds.json").exists()
+    assert all(len(v) <= 10 for v in nbest.values())
+
+    # The SavedModel, loaded without the project, answers as the Python post-processing.
+    questions = [(qa["id"], qa["question"], p["context"])
+                 for p in json.loads(open(data).read())["data"][0]["paragraphs"]
+                 for qa in p["qas"]]
+    (tmp_path / "q.json").write_text(json.dumps(questions), encoding="utf-8")
+    (tmp_path / "loader.py").write_text(LOADER.format(repo=REPO))
+    (tmp_path / "a.json").write_text("{}")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, str(tmp_path / "loader.py"), str(out / "export"),
+                           str(tmp_path / "a.json"), str(tmp_path / "q.json")],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    served = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    for qas_id, _, context in questions:
+        got, want = served[qas_id], predictions[qas_id]
+        if want == "empty" and nbest[qas_id][0]["start_logit"] == 0.0:
+            assert got["answer"] == "" and got["start_char"] == -1  # no legal span
+            continue
+        # The export cuts the context itself (its white space); Python joins words.
+        assert got["answer"] == context[got["start_char"]:got["end_char"]]
+        assert " ".join(squad.split_doc_tokens(got["answer"])[0]) == want, qas_id
+        top = nbest[qas_id][0]
+        assert got["score"] == pytest.approx(top["start_logit"] + top["end_logit"], abs=1e-4)
+
+
+def test_v2_predict_only_writes_null_odds_and_tunes(tiny_checkpoint, tmp_path):
+    data = squad_file(tmp_path / "v2.json", version_2=True)
+    out = tmp_path / "out"
+    run_cli("--do_predict", "--version_2_with_negative", "--tune_threshold",
+            f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--predict_file={data}",
+            f"--output_dir={out}", *COMMON)
+    odds = json.loads((out / "null_odds.json").read_text())
+    predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
+    results = json.loads((out / "eval_results.json").read_text())
+    assert set(odds) == set(predictions) and len(odds) == 9
+    for key in ("HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_f1",
+                "best_f1_thresh", "tuned_threshold", "tuned_f1"):
+        assert key in results
+    assert results["HasAns_total"] == 6 and results["NoAns_total"] == 3
+    # The tuned threshold reproduces the best F1 when applied.
+    assert results["tuned_f1"] == pytest.approx(results["best_f1"])
+    threshold = results["tuned_threshold"]
+    # predictions.json holds the answers decided with the tuned threshold.
+    assert all(predictions[q] == "" for q in predictions if odds[q] > threshold)
+
+
+def test_bad_inputs(tiny_checkpoint, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"data": [{"paragraphs": [{"context": "a", "qas": [\n{"id": 1,}]}]}]}')
+    proc = run_cli("--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+                   f"--predict_file={broken}", f"--output_dir={tmp_path / 'o'}", *COMMON,
+                   expect_rc=1)
+    assert "error: " in proc.stderr and "not valid JSON at line 2" in proc.stderr
+    proc = run_cli(f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+                   f"--output_dir={tmp_path / 'o'}", expect_rc=1)
+    assert "--do_train or --do_predict" in proc.stderr
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"data": [{"paragraphs": [{"context": "a b", "qas": [
+        {"id": "x", "question": "q", "answers": [{"text": "a", "answer_start": None}]}]}]}]}))
+    proc = run_cli("--do_train", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+                   f"--train_file={wrong}", f"--output_dir={tmp_path / 'o'}", *COMMON,
+                   expect_rc=1)
+    assert "data[0].paragraphs[0].qas[0].answers[0].answer_start must be an integer" in proc.stderr

@@ -1,0 +1,148 @@
+"""SWAG CSV files → multiple-choice examples → packed features.
+
+Columns (SWAG's own layout): `video-id, fold-ind, startphrase, sent1, sent2,
+gold-source, ending0, ..., endingN, label`. The number of choices is the
+number of consecutive `ending<k>` columns in the header (4 in SWAG; any number
+works). `label` may be absent or empty in a file for prediction.
+
+Each choice is packed as `[CLS] sent1 [SEP] sent2 ending_k [SEP]` (the BERT
+paper's SWAG set-up: sentence A the context, sentence B the start of the next
+sentence followed by the candidate ending), truncated longest-first to
+`max_seq_length` as google-research/bert truncates pairs.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import re
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from official_bert import tokenization
+
+REQUIRED = ("sent1", "sent2")
+_ENDING = re.compile(r"^ending(\d+)$")
+
+
+class SwagFormatError(ValueError):
+    """A SWAG CSV file is malformed; the message names the file and line."""
+
+
+@dataclasses.dataclass
+class SwagExample:
+    example_id: str
+    context: str  # sent1
+    start: str  # sent2, the first words of the next sentence
+    endings: List[str]
+    label: Optional[int]
+
+
+def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
+    """Reads SWAG's CSV; `require_label=False` for a prediction file."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"SWAG file {path} does not exist")
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise SwagFormatError(f"{path} is empty") from None
+        except UnicodeDecodeError as e:
+            raise SwagFormatError(f"{path} is not UTF-8 ({e.reason})") from None
+        header = [h.strip() for h in header]
+        columns = {name: i for i, name in enumerate(header)}
+        missing = [c for c in REQUIRED if c not in columns]
+        if missing:
+            raise SwagFormatError(
+                f"{path}: the header has no {', '.join(missing)} column; expected SWAG's "
+                "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0..endingN,label")
+        endings = sorted(int(m.group(1)) for m in map(_ENDING.match, header) if m)
+        if len(endings) < 2 or endings != list(range(len(endings))):
+            raise SwagFormatError(
+                f"{path}: the header needs ending0, ending1, ... (at least two, numbered "
+                f"from 0 without gaps), found {['ending%d' % k for k in endings]}")
+        ending_columns = [columns[f"ending{k}"] for k in endings]
+        label_column = columns.get("label")
+        if require_label and label_column is None:
+            raise SwagFormatError(f"{path}: the header has no label column")
+        id_column = columns.get("video-id")
+        examples = []
+        try:
+            for row in reader:
+                line = reader.line_num
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) < len(header):
+                    raise SwagFormatError(
+                        f"{path} line {line}: {len(row)} columns, the header has "
+                        f"{len(header)} (a missing ending?)")
+                choice_texts = [row[c].strip() for c in ending_columns]
+                for k, text in enumerate(choice_texts):
+                    if not text:
+                        raise SwagFormatError(f"{path} line {line}: ending{k} is empty")
+                label = None
+                raw_label = row[label_column].strip() if label_column is not None else ""
+                if raw_label:
+                    try:
+                        label = int(raw_label)
+                    except ValueError:
+                        raise SwagFormatError(
+                            f"{path} line {line}: label {raw_label!r} is not an integer") from None
+                    if not 0 <= label < len(choice_texts):
+                        raise SwagFormatError(
+                            f"{path} line {line}: label {label} is not a choice "
+                            f"(0..{len(choice_texts) - 1})")
+                elif require_label:
+                    raise SwagFormatError(f"{path} line {line}: the label is empty")
+                example_id = row[id_column] if id_column is not None else str(len(examples))
+                examples.append(SwagExample(example_id, row[columns["sent1"]],
+                                            row[columns["sent2"]], choice_texts, label))
+        except csv.Error as e:
+            raise SwagFormatError(f"{path} line {reader.line_num}: {e}") from None
+        except UnicodeDecodeError as e:
+            raise SwagFormatError(f"{path} is not UTF-8 ({e.reason})") from None
+    if not examples:
+        raise SwagFormatError(f"{path} holds no examples")
+    return examples
+
+
+def second_segment(start: str, ending: str) -> str:
+    """sent2 followed by the ending (sent2 may be empty, as in HellaSwag)."""
+    return f"{start} {ending}" if start.strip() else ending
+
+
+def pack_example(example: SwagExample, tokenizer, max_seq_length: int):
+    """[num_choices] of (ids, mask, segment ids), each max_seq_length long."""
+    context = tokenizer.tokenize(example.context)
+    packed = []
+    for ending in example.endings:
+        tokens_b = tokenizer.tokenize(second_segment(example.start, ending))
+        tokens, mask, segments = tokenization.pack_tokens(
+            context, tokens_b, max_seq_length, pad=tokenization.PAD_TOKEN)
+        ids = tokenizer.convert_tokens_to_ids(tokens[:sum(mask)])
+        packed.append((ids + [0] * (max_seq_length - len(ids)), mask, segments))
+    return packed
+
+
+def convert_examples(examples: Sequence[SwagExample], tokenizer, max_seq_length: int) -> dict:
+    """Features as numpy: [examples, choices, seq] ids/mask/type ids, label
+    [examples] (0 where unknown), example_index [examples]."""
+    num_choices = {len(e.endings) for e in examples}
+    if len(num_choices) != 1:
+        raise SwagFormatError(f"examples have different numbers of choices: {sorted(num_choices)}")
+    ids, mask, types = [], [], []
+    for example in examples:
+        packed = pack_example(example, tokenizer, max_seq_length)
+        ids.append([p[0] for p in packed])
+        mask.append([p[1] for p in packed])
+        types.append([p[2] for p in packed])
+    return {
+        "input_word_ids": np.asarray(ids, np.int32),
+        "input_mask": np.asarray(mask, np.int32),
+        "input_type_ids": np.asarray(types, np.int32),
+        "label": np.asarray([e.label if e.label is not None else 0 for e in examples], np.int32),
+        "example_index": np.arange(len(examples), dtype=np.int32),
+    }

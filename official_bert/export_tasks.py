@@ -1,0 +1,159 @@
+"""Raw-text serving exports for multiple choice (SWAG) and token classification (NER).
+
+Both write a SavedModel in TF Serving's layout, `export_dir/<version>/` (the
+next integer version; written to a temporary directory first and renamed, so
+a crash never leaves a half-written version). The tokenizer and packer run in
+the graph (`text_layers`, same ids as `FullTokenizer`), so a client sends raw
+strings. Loading needs TensorFlow and `tensorflow_text` (for the WordPiece
+ops: `import tensorflow_text` before `tf.saved_model.load`), not this project.
+
+Multiple choice, signature `serving_default`:
+    inputs:  context  string [batch]        (sentence A, SWAG's sent1)
+             start    string [batch]        (SWAG's sent2; may be "")
+             endings  string [batch, k]     (k candidate endings)
+    outputs: probabilities float32 [batch, k] (softmax over the choices)
+             logits        float32 [batch, k]
+Each choice is packed `[CLS] context [SEP] start ending [SEP]`, truncated
+longest-first, as `data_prep/swag.py` does.
+
+Token classification, signature `serving_default`:
+    inputs:  sentences string [batch]        (words separated by whitespace)
+    outputs: words      string [batch, w]    (the whitespace-split words, "" padding)
+             tags       string [batch, w]    (BIO tag of each word, "" padding)
+             tag_probabilities float32 [batch, w]
+             num_words  int32 [batch]
+Each word is WordPiece-tokenized on its own and tagged from its first
+sub-token, as in training. A sentence longer than `seq_length - 2` sub-tokens
+is cut into consecutive chunks that are tagged separately (no word is
+dropped; training uses overlapping windows instead, so a word at a chunk
+edge sees less context here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from official_bert import text_layers, tokenization
+
+
+def next_version_dir(export_dir: str) -> str:
+    """export_dir/<1 + the largest integer version already there>."""
+    os.makedirs(export_dir, exist_ok=True)
+    versions = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)]
+    return os.path.join(export_dir, str(max(versions, default=0) + 1))
+
+
+def _save(module, export_dir, signatures):
+    final = next_version_dir(export_dir)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=export_dir)
+    try:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+class MultipleChoiceServing(tf.Module):
+    def __init__(self, model, vocab, lower_case, seq_length):
+        super().__init__()
+        self.model = model
+        self.preprocessor = text_layers.BertPreprocessor(
+            vocab, lower_case=lower_case, seq_length=seq_length)
+
+    @tf.function(input_signature=[
+        tf.TensorSpec([None], tf.string, name="context"),
+        tf.TensorSpec([None], tf.string, name="start"),
+        tf.TensorSpec([None, None], tf.string, name="endings"),
+    ])
+    def serve(self, context, start, endings):
+        batch, k = tf.shape(endings)[0], tf.shape(endings)[1]
+        flat_endings = tf.reshape(endings, [-1])
+        contexts = tf.repeat(context, k)
+        starts = tf.repeat(start, k)
+        has_start = tf.strings.length(tf.strings.strip(starts)) > 0
+        second = tf.where(has_start, tf.strings.join([starts, flat_endings], " "), flat_endings)
+        packed = self.preprocessor([contexts, second])
+        inputs = {key: tf.reshape(value, [batch, k, -1]) for key, value in packed.items()}
+        logits = self.model(inputs, training=False)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits}
+
+
+def export_multiple_choice(model, vocab_file, do_lower_case, seq_length, export_dir) -> str:
+    """Writes the raw-text multiple-choice SavedModel; returns its version dir."""
+    module = MultipleChoiceServing(model, tokenization.load_vocab_list(vocab_file),
+                                   do_lower_case, seq_length)
+    return _save(module, export_dir, {"serving_default": module.serve})
+
+
+class TokenClassifierServing(tf.Module):
+    def __init__(self, model, vocab, lower_case, seq_length, label_list):
+        super().__init__()
+        self.model = model
+        self.tokenizer = text_layers.BertTokenizerLayer(vocab, lower_case=lower_case)
+        self.cls_id = self.tokenizer.token_id(tokenization.CLS_TOKEN)
+        self.sep_id = self.tokenizer.token_id(tokenization.SEP_TOKEN)
+        self.unk_id = self.tokenizer.token_id(tokenization.UNK_TOKEN)
+        self.chunk = seq_length - 2
+        self.labels = tf.constant(list(label_list))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
+    def serve(self, sentences):
+        words = tf.strings.split(sentences)  # [batch, (words)]
+        pieces = self.tokenizer(words.flat_values)  # [total words, (pieces)]
+        # A word WordPiece drops entirely (a control character) becomes [UNK].
+        empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
+        unk = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(empty)], tf.constant(self.unk_id, tf.int32)), empty)
+        pieces = tf.concat([pieces, unk], axis=1)
+        counts = pieces.row_lengths()  # per word
+        word_sentence = words.value_rowids()
+        batch = tf.shape(sentences, out_type=tf.int64)[0]
+        tokens_per_sentence = tf.math.unsorted_segment_sum(counts, word_sentence, batch)
+        sentence_start = tf.cumsum(tokens_per_sentence, exclusive=True)
+        first = tf.cumsum(counts, exclusive=True) - tf.gather(sentence_start, word_sentence)
+
+        tokens = tf.RaggedTensor.from_row_lengths(pieces.flat_values, tokens_per_sentence)
+        chunk = tf.constant(self.chunk, tf.int64)
+        longest = tf.maximum(tf.reduce_max(tf.concat([tokens_per_sentence, [1]], 0)), 1)
+        num_chunks = (longest + chunk - 1) // chunk
+        width = num_chunks * chunk
+        dense = tokens.to_tensor(0)
+        dense = tf.pad(dense, [[0, 0], [0, width - tf.shape(dense, out_type=tf.int64)[1]]])
+        chunk_ids = tf.reshape(dense, [-1, chunk])  # [batch * chunks, chunk]
+        positions = tf.range(width)[tf.newaxis, :]
+        real = tf.cast(positions < tokens_per_sentence[:, tf.newaxis], tf.int32)
+        chunk_len = tf.reduce_sum(tf.reshape(real, [-1, chunk]), axis=1)
+        rows = tf.shape(chunk_ids)[0]
+        ids = tf.concat([tf.fill([rows, 1], self.cls_id), chunk_ids,
+                         tf.zeros([rows, 1], tf.int32)], axis=1)
+        ids += self.sep_id * tf.one_hot(chunk_len + 1, self.chunk + 2, dtype=tf.int32)
+        mask = tf.sequence_mask(chunk_len + 2, self.chunk + 2, dtype=tf.int32)
+        logits = self.model({"input_word_ids": ids, "input_mask": mask,
+                             "input_type_ids": tf.zeros_like(ids)}, training=False)
+        logits = tf.reshape(logits[:, 1:-1, :], [-1, tf.shape(logits)[-1]])
+        flat_index = word_sentence * width + first
+        probabilities = tf.nn.softmax(tf.gather(logits, flat_index), axis=-1)
+        tag_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        tags = tf.gather(self.labels, tag_ids)
+        scores = tf.reduce_max(probabilities, axis=-1)
+        as_ragged = lambda values: tf.RaggedTensor.from_row_splits(values, words.row_splits)
+        return {
+            "words": words.to_tensor(""),
+            "tags": as_ragged(tags).to_tensor(""),
+            "tag_probabilities": as_ragged(scores).to_tensor(0.0),
+            "num_words": tf.cast(words.row_lengths(), tf.int32),
+        }
+
+
+def export_token_classifier(model, vocab_file, do_lower_case, seq_length, label_list,
+                            export_dir) -> str:
+    """Writes the raw-sentence NER SavedModel; returns its version dir."""
+    module = TokenClassifierServing(model, tokenization.load_vocab_list(vocab_file),
+                                    do_lower_case, seq_length, label_list)
+    return _save(module, export_dir, {"serving_default": module.serve})

@@ -37,7 +37,7 @@ import time
 
 from absl import flags, logging
 
-from official_bert import app
+from official_bert import app, runner
 
 app.quiet_tensorflow()
 
@@ -46,41 +46,14 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "CoNLL file to train on.")
 flags.DEFINE_string("eval_file", None, "CoNLL file with gold tags to evaluate on.")
 flags.DEFINE_string("predict_file", None, "CoNLL file to tag (gold column optional).")
-flags.DEFINE_string("output_dir", None, "Checkpoints, results and predictions go here.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Pre-trained checkpoint: Hugging Face dir, Google TF1 bert_model.ckpt, "
-                    "or official_bert dir.")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json (default: beside the checkpoint).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt (default: beside the checkpoint).")
-flags.DEFINE_bool("do_lower_case", None,
-                  "Lower-case the input (default: what the checkpoint says, else True).")
-flags.DEFINE_integer("max_seq_length", 128, "Sub-tokens per window, [CLS] and [SEP] included.")
+runner.define_model_flags(max_seq_length=128)
+runner.define_finetuning_flags(train_batch_size=32)
+runner.define_distribution_flags()
 flags.DEFINE_integer("window_stride", None,
                      "Sub-tokens between the starts of a long sentence's windows "
                      "(default: half a window).")
 flags.DEFINE_enum("tag_scheme", "auto", ["auto", "bio", "iob1"],
                   "The files' tag scheme (auto: I- opening an entity means IOB1).")
-flags.DEFINE_bool("do_train", False, "Train.")
-flags.DEFINE_bool("do_eval", False, "Evaluate on --eval_file.")
-flags.DEFINE_bool("do_predict", False, "Tag --predict_file.")
-flags.DEFINE_integer("train_batch_size", 32, "Global batch size for training.")
-flags.DEFINE_integer("eval_batch_size", 8, "Batch size for evaluation.")
-flags.DEFINE_integer("predict_batch_size", 8, "Batch size for prediction.")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (AdamW).")
-flags.DEFINE_float("num_train_epochs", 3.0, "Epochs over the training windows.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps of linear warm-up.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
-flags.DEFINE_integer("log_steps", 50, "Steps between progress lines.")
-flags.DEFINE_integer("max_train_examples", None, "Train on the first N sentences only.")
-flags.DEFINE_integer("seed", 42, "Random seed (initialization, dropout, shuffling).")
-flags.DEFINE_enum("distribution_strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"], "tf.distribute strategy.")
-flags.DEFINE_integer("num_gpus", 0, "GPUs to use.")
-flags.DEFINE_string("tpu", None, "TPU address for --distribution_strategy=tpu.")
-flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
-                  "Compute dtype (mixed precision for bfloat16/float16).")
-flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
-flags.DEFINE_string("export_dir", None, "Write a raw-sentence SavedModel to export_dir/<version>/.")
 # Feature-based approach.
 flags.DEFINE_bool("feature_based", False, "Freeze the encoder; train a task model on its features.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers for --feature_based (-1 = last).")
@@ -97,33 +70,16 @@ flags.DEFINE_integer("feature_batch_size", 32, "Windows per encoder pass when ca
 
 
 def _policy():
-    return {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[FLAGS.dtype]
+    return runner.dtype_policy(FLAGS.dtype)
 
 
 def resolve_model_files():
     """(BertConfig, checkpoint or None, vocab_file, do_lower_case)."""
-    from official_bert import checkpoints, tokenization
-    from official_bert.configs import BertConfig
-
-    config = BertConfig.from_json_file(FLAGS.bert_config_file) if FLAGS.bert_config_file else None
-    ckpt = None
-    if FLAGS.init_checkpoint:
-        ckpt = checkpoints.read_checkpoint(FLAGS.init_checkpoint, config)
-        config = ckpt.config
-    if config is None:
-        raise ValueError("pass --init_checkpoint (or --bert_config_file for a random encoder)")
-    vocab_file = FLAGS.vocab_file or (ckpt.vocab_file if ckpt else None)
-    if not vocab_file:
-        raise ValueError("no vocab.txt beside the checkpoint; pass --vocab_file")
-    do_lower_case = FLAGS.do_lower_case
-    if do_lower_case is None:
-        do_lower_case = True if ckpt is None or ckpt.do_lower_case is None else ckpt.do_lower_case
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} is longer than the model's "
-                         f"max_position_embeddings ({config.max_position_embeddings})")
-    tokenization.validate_case_matches_vocab(tokenization.load_vocab_list(vocab_file),
-                                             do_lower_case)
-    return config, ckpt, vocab_file, do_lower_case
+    files = runner.resolve_model_files(
+        init_checkpoint=FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file,
+        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length)
+    return files.config, files.checkpoint, files.vocab_file, files.do_lower_case
 
 
 def read_labels(path):
@@ -142,37 +98,9 @@ def find_label_list():
                      "(--do_train) or point --output_dir at a trained run")
 
 
-def numpy_dataset(arrays, batch_size, training, seed):
-    import tensorflow as tf
-
-    def dataset_fn(context):
-        ds = tf.data.Dataset.from_tensor_slices(arrays)
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        if training:
-            ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
-            ds = ds.shuffle(len(next(iter(arrays.values()))), seed=seed).repeat()
-            return ds.batch(per_replica, drop_remainder=True)
-        return ds.batch(per_replica)
-
-    return dataset_fn
-
-
 def make_trainer(task, num_train_steps, num_warmup_steps, init_fn, train):
-    from official_bert import distribution, optimization, training
-
-    strategy = distribution.get_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus, FLAGS.tpu)
-    config = training.TrainingConfig(
-        output_dir=FLAGS.output_dir, num_train_steps=max(num_train_steps, 1),
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        log_steps=FLAGS.log_steps, steps_per_loop=FLAGS.log_steps,
-        jit_compile=FLAGS.jit_compile, tokens_per_example=FLAGS.max_seq_length)
-    optimizer_fn = None
-    if train:
-        optimizer_fn = lambda: optimization.create_optimizer(optimization.OptimizerConfig(
-            learning_rate=FLAGS.learning_rate, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps))
-    return training.Trainer(task, strategy, config, optimizer_fn=optimizer_fn, init_fn=init_fn,
-                            loss_scale=FLAGS.dtype == "float16")
+    return runner.make_trainer(task, runner.RunSettings.from_flags(FLAGS), num_train_steps,
+                               num_warmup_steps, init_fn, train)
 
 
 def _masked_loss(logits, labels, normalizer):
@@ -374,7 +302,7 @@ def predict_windows(trainer, windows, batch_size):
                 "gold_log_prob": tf.gather(log_probs, safe, batch_dims=2),
                 "example_index": features["example_index"]}
 
-    out = trainer.predict(numpy_dataset(arrays, batch_size, False, 0), output_fn)
+    out = trainer.predict(runner.numpy_dataset(arrays, batch_size, False, 0), output_fn)
     order = np.argsort(out["example_index"], kind="stable")
     labelled = arrays["label_ids"] >= 0
     loss = -float(np.sum(out["gold_log_prob"][order] * labelled) / max(labelled.sum(), 1))
@@ -429,7 +357,6 @@ def evaluate_split(split, conll_file, predicted_ids, label_list, loss, global_st
 def main(argv):
     del argv
     import keras
-    import numpy as np
 
     from data_prep import conll
     from official_bert import checkpoints, tokenization, training
@@ -518,11 +445,7 @@ def main(argv):
     else:
         task = NerTask(bert_config, len(label_list))
 
-        def init_fn(model):
-            if ckpt is not None:
-                checkpoints.assign_encoder_weights(model.encoder, ckpt.weights)
-                logging.info("Initialized the encoder from %s", FLAGS.init_checkpoint)
-
+        init_fn = runner.encoder_init_fn(ckpt)
         trainer = make_trainer(task, num_train_steps, num_warmup_steps, init_fn, FLAGS.do_train)
 
     if FLAGS.do_train:
@@ -531,7 +454,7 @@ def main(argv):
             dataset_fn = feature_dataset(*prepared["train"], FLAGS.train_batch_size, True,
                                          FLAGS.seed)
         else:
-            dataset_fn = numpy_dataset(conll.windows_to_arrays(train_windows),
+            dataset_fn = runner.numpy_dataset(conll.windows_to_arrays(train_windows),
                                        FLAGS.train_batch_size, True, FLAGS.seed)
         trainer.train(dataset_fn, FLAGS.train_batch_size)
         logging.info("Training took %.1f s", time.time() - start)

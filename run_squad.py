@@ -27,24 +27,17 @@ import time
 
 from absl import flags, logging
 
-from official_bert import app
+from official_bert import app, runner
 
 app.quiet_tensorflow()
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("bert_config_file", None,
-                    "bert_config.json / config.json (default: the one beside the checkpoint).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt (default: the one beside the checkpoint).")
+runner.define_model_flags(max_seq_length=384)
+runner.define_distribution_flags()
 flags.DEFINE_string("output_dir", None, "Checkpoints and predictions are written here.")
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint: Hugging Face dir, Google TF1 bert_model.ckpt, "
-                    "or official_bert dir.")
-flags.DEFINE_bool("do_lower_case", None,
-                  "Lower-case and strip accents (default: what the checkpoint says, else True).")
-flags.DEFINE_integer("max_seq_length", 384, "Tokens per window (question + context + 3).")
 flags.DEFINE_integer("doc_stride", 128, "Stride between context windows, in tokens.")
 flags.DEFINE_integer("max_query_length", 64, "Question tokens kept.")
 flags.DEFINE_bool("do_train", False, "Whether to run training.")
@@ -64,22 +57,11 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "v2.0: predict no answer when null score - best non-null score > this.")
 flags.DEFINE_bool("tune_threshold", False,
                   "v2.0: apply the best_f1_thresh found on --predict_file (needs answers).")
-flags.DEFINE_string("distribution_strategy", "one_device",
-                    "one_device, mirrored, multi_worker_mirrored or tpu.")
-flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = CPU).")
-flags.DEFINE_string("tpu", None, "TPU address (for --distribution_strategy=tpu).")
-flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
-                  "Compute precision (mixed precision for bfloat16/float16).")
-flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
 flags.DEFINE_integer("seed", 42, "Seed for the head's initialization, dropout and shuffling.")
 flags.DEFINE_integer("max_train_examples", None, "Use only the first N training questions.")
 flags.DEFINE_integer("max_predict_examples", None, "Predict only the first N questions.")
 flags.DEFINE_string("export_dir", None,
                     "Write a raw-text SavedModel (question, context → answer) here.")
-
-
-def _dtype_policy(name):
-    return {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[name]
 
 
 class SquadTask:
@@ -177,38 +159,25 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from official_bert import (checkpoints, distribution, optimization, squad_metrics,
-                               tokenization, training)
-    from official_bert.configs import BertConfig, write_text_atomic
+    from official_bert import checkpoints, squad_metrics, tokenization
+    from official_bert.configs import write_text_atomic
 
-    config = BertConfig.from_json_file(FLAGS.bert_config_file) if FLAGS.bert_config_file else None
-    ckpt = None
-    if FLAGS.init_checkpoint:
-        ckpt = checkpoints.read_checkpoint(FLAGS.init_checkpoint, config)
-        config = ckpt.config
-    if config is None:
-        raise ValueError("pass --init_checkpoint or --bert_config_file")
+    files = runner.resolve_model_files(
+        init_checkpoint=FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file,
+        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    config, ckpt = files.config, files.checkpoint
+    vocab_file, do_lower_case = files.vocab_file, files.do_lower_case
     validate_flags(config)
-    vocab_file = FLAGS.vocab_file or (ckpt.vocab_file if ckpt else None)
-    if not vocab_file:
-        raise ValueError(f"no vocab.txt beside {FLAGS.init_checkpoint}; pass --vocab_file")
-    do_lower_case = FLAGS.do_lower_case
-    if do_lower_case is None:
-        do_lower_case = True if ckpt is None or ckpt.do_lower_case is None else ckpt.do_lower_case
-    if FLAGS.init_checkpoint:
-        tokenization.validate_case_matches_checkpoint(do_lower_case, FLAGS.init_checkpoint)
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    files.copy_to(FLAGS.output_dir)
 
     keras.utils.set_random_seed(FLAGS.seed)
-    policy = _dtype_policy(FLAGS.dtype)
-    strategy = distribution.get_strategy(FLAGS.distribution_strategy, num_gpus=FLAGS.num_gpus,
-                                         tpu=FLAGS.tpu)
+    policy = runner.dtype_policy(FLAGS.dtype)
     window_args = dict(max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
                        max_query_length=FLAGS.max_query_length)
 
     train_arrays = None
-    num_train_steps = 1
+    num_train_steps, num_warmup_steps = 1, 0
     if FLAGS.do_train:
         if FLAGS.max_train_examples:
             train_examples = train_examples[:FLAGS.max_train_examples]
@@ -240,18 +209,9 @@ def main(argv):
         if model.load_head_weights(ckpt):
             logging.info("Loaded the SQuAD head (cls/squad/*) from %s", FLAGS.init_checkpoint)
 
-    optimizer_fn = None
-    if FLAGS.do_train:
-        optimizer_fn = lambda: optimization.create_optimizer(optimization.OptimizerConfig(  # noqa: E731
-            learning_rate=FLAGS.learning_rate, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps))
-    train_config = training.TrainingConfig(
-        output_dir=FLAGS.output_dir, num_train_steps=num_train_steps,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        log_steps=FLAGS.log_steps, steps_per_loop=FLAGS.log_steps,
-        jit_compile=FLAGS.jit_compile, tokens_per_example=FLAGS.max_seq_length)
-    trainer = training.Trainer(task, strategy, train_config, optimizer_fn=optimizer_fn,
-                               init_fn=init_fn, loss_scale=FLAGS.dtype == "float16")
+    trainer = runner.make_trainer(task, runner.RunSettings.from_flags(FLAGS), num_train_steps,
+                                  num_warmup_steps, init_fn, train=FLAGS.do_train)
+    strategy = trainer.strategy
 
     if FLAGS.do_train:
         global_batch = FLAGS.train_batch_size

@@ -90,6 +90,11 @@ def main(argv):
                  time.time() - start)
 
 
-if __name__ == "__main__":
+def entry(argv=None):
+    """Console entry point (`bert extract-features`)."""
     flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
-    app.run(main)
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

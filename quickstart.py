@@ -74,6 +74,11 @@ def main(argv):
     print("Next: python extract_features.py --helpshort   (per-token vectors, other layers)")
 
 
-if __name__ == "__main__":
+def entry(argv=None):
+    """Console entry point (`bert quickstart`)."""
     logging.set_verbosity(logging.WARNING)
-    app.run(main)
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

@@ -490,5 +490,10 @@ def main(argv):
         logging.info("Exported the raw-sentence tagger to %s", path)
 
 
+def entry(argv=None):
+    """Console entry point (`bert ner`)."""
+    app.run(main, argv)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    entry()

@@ -320,5 +320,10 @@ def evaluate(dataset, predictions, answers, squad_metrics, squad):
     return results, answers
 
 
+def entry(argv=None):
+    """Console entry point (`bert squad`)."""
+    app.run(main, argv)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    entry()

@@ -177,5 +177,10 @@ def main(argv):
         logging.info("Exported the raw-text multiple-choice model to %s", path)
 
 
+def entry(argv=None):
+    """Console entry point (`bert swag`)."""
+    app.run(main, argv)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    entry()

@@ -594,8 +594,13 @@ def main(argv):
                             progress_seconds=FLAGS.progress_seconds)
 
 
-if __name__ == "__main__":
+def entry(argv=None):
+    """Console entry point (`bert <command>` and `python -m`)."""
     from official_bert import app
 
     _define_flags()
-    app.run(main)
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

@@ -18,8 +18,35 @@ from absl import logging
 USER_ERRORS = (ValueError, OSError)
 
 
+HELP_FLAGS = ("--help", "-h", "-help", "--helpshort", "-?")
+
+
+def grouped_help(argv0: str, doc: str | None) -> str:
+    """The script's doc (its example) and its flags, grouped as they were
+    defined: the script's own, then `official_bert.runner`'s groups (model
+    files, training, distribution), leaving out absl's internals."""
+    from absl import flags
+
+    values = flags.FLAGS
+    parts = [(doc or "").strip(), "", f"usage: {os.path.basename(argv0)} [flags]"]
+    for module in values.flags_by_module_dict():
+        if module.startswith("absl."):
+            continue
+        text = values.module_help(module).strip()
+        if text:
+            parts += ["", text]
+    parts += ["", "--helpfull lists every flag, absl's included."]
+    return "\n".join(parts)
+
+
 def run(main, argv=None):
-    """`absl.app.run(main)`, with user errors printed as one line."""
+    """`absl.app.run(main)`, with user errors printed as one line and
+    `--help` grouped (see `grouped_help`)."""
+    args = sys.argv if argv is None else argv
+    if any(a in HELP_FLAGS for a in args[1:]):
+        module = sys.modules.get(getattr(main, "__module__", "__main__"))
+        print(grouped_help(args[0], getattr(module, "__doc__", None)))
+        sys.exit(0)
 
     def guarded(args):
         try:

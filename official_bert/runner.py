@@ -30,6 +30,11 @@ from absl import flags
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 STRATEGIES = ["one_device", "mirrored", "multi_worker_mirrored", "tpu"]
 
+# Help groups: `--help` (official_bert.app) lists flags under these headings.
+MODEL_FLAGS = "model files (official_bert.runner)"
+TRAINING_FLAGS = "training (official_bert.runner)"
+DISTRIBUTION_FLAGS = "distribution, precision, XLA (official_bert.runner)"
+
 
 # === Flags ===
 
@@ -40,15 +45,15 @@ def define_model_flags(max_seq_length: int) -> None:
         "init_checkpoint", None,
         "Pre-trained weights: a Hugging Face directory (model.safetensors), a Google TF1 "
         "bert_model.ckpt prefix, or an official_bert run/checkpoint directory. "
-        "bert_config.json/config.json and vocab.txt are found beside it.")
+        "bert_config.json/config.json and vocab.txt are found beside it.", module_name=MODEL_FLAGS)
     flags.DEFINE_string("bert_config_file", None,
-                        "bert_config.json (default: the one beside --init_checkpoint).")
-    flags.DEFINE_string("vocab_file", None, "vocab.txt (default: the one beside --init_checkpoint).")
+                        "bert_config.json (default: the one beside --init_checkpoint).", module_name=MODEL_FLAGS)
+    flags.DEFINE_string("vocab_file", None, "vocab.txt (default: the one beside --init_checkpoint).", module_name=MODEL_FLAGS)
     flags.DEFINE_bool("do_lower_case", None,
-                      "Lower-case and strip accents (default: what the checkpoint says, else True).")
+                      "Lower-case and strip accents (default: what the checkpoint says, else True).", module_name=MODEL_FLAGS)
     flags.DEFINE_integer("max_seq_length", max_seq_length,
                          "Tokens per sequence after WordPiece, [CLS] and [SEP] included; longer "
-                         "inputs are truncated (or windowed where the task says so).")
+                         "inputs are truncated (or windowed where the task says so).", module_name=MODEL_FLAGS)
 
 
 def define_finetuning_flags(train_batch_size: int = 32, eval_batch_size: int = 8,
@@ -57,36 +62,36 @@ def define_finetuning_flags(train_batch_size: int = 32, eval_batch_size: int = 8
     """google-research/bert's training flags plus --seed, --log_steps, --max_train_examples."""
     flags.DEFINE_string("output_dir", None,
                         "Checkpoints, summaries, results and predictions are written here; "
-                        "a rerun with the same directory resumes.")
-    flags.DEFINE_bool("do_train", False, "Train.")
-    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev data.")
-    flags.DEFINE_bool("do_predict", False, "Predict the test data.")
-    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size for training.")
-    flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Batch size for evaluation.")
-    flags.DEFINE_integer("predict_batch_size", predict_batch_size, "Batch size for prediction.")
-    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate (AdamW).")
-    flags.DEFINE_float("num_train_epochs", num_train_epochs, "Epochs over the training data.")
+                        "a rerun with the same directory resumes.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_bool("do_train", False, "Train.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev data.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_bool("do_predict", False, "Predict the test data.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size for training.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Batch size for evaluation.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("predict_batch_size", predict_batch_size, "Batch size for prediction.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate (AdamW).", module_name=TRAINING_FLAGS)
+    flags.DEFINE_float("num_train_epochs", num_train_epochs, "Epochs over the training data.", module_name=TRAINING_FLAGS)
     flags.DEFINE_float("warmup_proportion", 0.1,
-                       "Fraction of the training steps of linear learning-rate warm-up.")
-    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
-    flags.DEFINE_integer("log_steps", 50, "Steps between progress lines and summaries.")
-    flags.DEFINE_integer("max_train_examples", None, "Train on the first N examples only.")
-    flags.DEFINE_integer("seed", 42, "Random seed: head initialization, dropout, shuffling.")
+                       "Fraction of the training steps of linear learning-rate warm-up.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("log_steps", 50, "Steps between progress lines and summaries.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("max_train_examples", None, "Train on the first N examples only.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_integer("seed", 42, "Random seed: head initialization, dropout, shuffling.", module_name=TRAINING_FLAGS)
     flags.DEFINE_string("export_dir", None,
                         "After training, write a SavedModel for TF Serving to "
-                        "export_dir/<version>/.")
+                        "export_dir/<version>/.", module_name=TRAINING_FLAGS)
 
 
 def define_distribution_flags() -> None:
     """--distribution_strategy --num_gpus --tpu --dtype --jit_compile."""
     flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGIES,
-                      "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).")
-    flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = CPU).")
-    flags.DEFINE_string("tpu", None, "TPU name or address for --distribution_strategy=tpu.")
+                      "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).", module_name=DISTRIBUTION_FLAGS)
+    flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = CPU).", module_name=DISTRIBUTION_FLAGS)
+    flags.DEFINE_string("tpu", None, "TPU name or address for --distribution_strategy=tpu.", module_name=DISTRIBUTION_FLAGS)
     flags.DEFINE_enum("dtype", "float32", list(DTYPE_POLICIES),
                       "Compute dtype: bfloat16/float16 are mixed precision (variables stay "
-                      "float32; float16 adds loss scaling).")
-    flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
+                      "float32; float16 adds loss scaling).", module_name=DISTRIBUTION_FLAGS)
+    flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.", module_name=DISTRIBUTION_FLAGS)
 
 
 def dtype_policy(dtype: str) -> str | None:

@@ -1,0 +1,144 @@
+"""Every shell command in README.md and docs/*.md runs, so the guide cannot rot.
+
+Each ```bash block of the docs is a test case. It runs with bash from the
+repository root, with three variables the docs use provided by the test:
+
+    MINILM  the real all-MiniLM-L6-v2 directory (skip when not installed)
+    DATA    ../shared/data (skip when a block uses it and it is absent)
+    RUNS    a fresh temporary directory for every output
+
+(lines of the block that assign one of them are dropped). So that a block
+finishes in seconds, `python <script>` and `bert <command>` get *tiny-mode*
+flags appended (absl: the last value of a flag wins): few examples, short
+sequences, few steps — the commands themselves, their flags and the files
+they read and write are exactly the documented ones.
+
+Blocks that only install (`pip install ...`) or start servers (`docker`,
+`curl`) are checked for syntax only (`bash -n`); a block preceded by
+`<!-- docs-test: skip (reason) -->` is skipped with that reason. Blocks
+that train are marked slow by their duration: the fast run executes the
+blocks tagged `<!-- docs-test: fast -->`, `pytest -m slow` all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO_ROOT, SHARED, minilm_model_dir
+
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+PROVIDED = ("MINILM", "DATA", "RUNS")
+
+# Flags appended per script to make a documented command small. Only flags the
+# script defines; absl keeps the last value given.
+TINY = {
+    "run_classifier.py": "--max_train_examples=24 --max_seq_length=32 --num_train_epochs=1 "
+                         "--train_batch_size=8 --max_eval_examples=24 --max_predict_examples=24 "
+                         "--log_steps=1",
+    "run_squad.py": "--max_train_examples=6 --max_predict_examples=6 --max_seq_length=128 "
+                    "--doc_stride=64 --num_train_epochs=1 --train_batch_size=4 --log_steps=1",
+    "run_ner.py": "--max_train_examples=24 --max_seq_length=32 --num_train_epochs=1 "
+                  "--train_batch_size=8 --log_steps=1",
+    "run_swag.py": "--max_train_examples=8 --max_seq_length=32 --num_train_epochs=1 "
+                   "--train_batch_size=4 --log_steps=1",
+    "run_pretraining.py": "--num_train_steps=4 --num_warmup_steps=1 --save_checkpoints_steps=2 "
+                          "--log_steps=1 --max_eval_steps=2 --train_batch_size=8",
+    "data_prep.create_pretraining_data": "--dupe_factor=1",
+    "quickstart.py": "--fast",
+}
+BERT_COMMANDS = {
+    "classify": "run_classifier.py", "squad": "run_squad.py", "ner": "run_ner.py",
+    "swag": "run_swag.py", "pretrain": "run_pretraining.py",
+    "create-pretraining-data": "data_prep.create_pretraining_data", "quickstart": "quickstart.py",
+}
+
+_BLOCK = re.compile(r"(?:<!--\s*docs-test:\s*(?P<tag>[^>]*?)\s*-->\s*\n)?```bash\n(?P<body>.*?)```",
+                    re.S)
+
+
+def _blocks():
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for i, match in enumerate(_BLOCK.finditer(text)):
+            line = text.count("\n", 0, match.start("body"))
+            yield pytest.param(path, match.group("body"), (match.group("tag") or "").strip(),
+                               id=f"{path.name}:{line}")
+
+
+def _preamble(tmp_path: pathlib.Path, minilm) -> str:
+    cases = "\n".join(f'    {script}) echo "{flags}" ;;' for script, flags in TINY.items())
+    bert_cases = "\n".join(f'    {cmd}) echo "{script}" ;;' for cmd, script in BERT_COMMANDS.items())
+    return f"""set -euo pipefail
+export MINILM={minilm or ''}
+export DATA={SHARED / 'data'}
+export RUNS={tmp_path}
+tiny_flags() {{
+  case "$(basename "$1")" in
+{cases}
+    *) echo "" ;;
+  esac
+}}
+bert_script() {{
+  case "$1" in
+{bert_cases}
+    *) echo "" ;;
+  esac
+}}
+python() {{
+  if [ "${{1:-}}" = "-m" ]; then command python "$@" $(tiny_flags "$2");
+  elif [ -n "${{1:-}}" ] && [ "${{1#-}}" = "$1" ]; then command python "$@" $(tiny_flags "$1");
+  else command python "$@"; fi
+}}
+bert() {{
+  local script; script=$(bert_script "${{1:-}}")
+  if [ -n "$script" ]; then command bert "$@" $(tiny_flags "$script"); else command bert "$@"; fi
+}}
+"""
+
+
+def _strip_provided(body: str) -> str:
+    keep = []
+    for line in body.splitlines():
+        if re.match(rf"\s*(export\s+)?({'|'.join(PROVIDED)})=", line):
+            continue
+        keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path,body,tag", list(_blocks()))
+def test_documented_commands_run(path, body, tag, tmp_path):
+    _run_block(path, body, tag, tmp_path)
+
+
+@pytest.mark.parametrize("path,body,tag",
+                         [p for p in _blocks() if p.values[2] == "fast"])
+def test_fast_documented_commands_run(path, body, tag, tmp_path):
+    _run_block(path, body, tag, tmp_path)
+
+
+def _run_block(path, body, tag, tmp_path):
+    if tag.startswith("skip"):
+        pytest.skip(tag)
+    if re.search(r"^\s*(pip install|docker|curl)\b", body, re.M):
+        result = subprocess.run(["bash", "-n"], input=body, text=True, capture_output=True)
+        assert result.returncode == 0, result.stderr
+        return
+    minilm = minilm_model_dir()
+    if "$MINILM" in body and minilm is None:
+        pytest.skip("the real checkpoint is not installed")
+    if "$DATA" in body and not (SHARED / "data").exists():
+        pytest.skip(f"{SHARED / 'data'} is absent")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    script = _preamble(tmp_path, minilm) + _strip_provided(body)
+    result = subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, env=env, text=True,
+                            capture_output=True, timeout=1500)
+    assert result.returncode == 0, (
+        f"{path.name} block failed (exit {result.returncode}):\n{body}\n"
+        f"--- stdout (tail) ---\n{result.stdout[-3000:]}\n--- stderr (tail) ---\n"
+        f"{result.stderr[-3000:]}")

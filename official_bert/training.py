@@ -297,6 +297,20 @@ class Trainer:
 
         return self.strategy.distribute_datasets_from_function(per_pipeline)
 
+    def train_iterator(self, dataset_fn):
+        """A distributed iterator over `dataset_fn` for `run_train_steps`."""
+        return iter(self._distribute(
+            dataset_fn, batch_micro=self.config.gradient_accumulation_steps))
+
+    def run_train_steps(self, iterator, num_steps: int) -> float:
+        """Runs `num_steps` updates in one `tf.function` call, with no logging,
+        summaries or checkpoints (benchmarks; `train` is the loop for runs).
+        Returns the summed loss (a host sync, so the steps are finished)."""
+        if self._train_loop is None:
+            self._train_loop = self._build_train_loop()
+        loss, _ = self._train_loop(iterator, tf.constant(num_steps))
+        return float(loss)
+
     def current_learning_rate(self):
         optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
         return float(optimizer.learning_rate)

@@ -5,7 +5,9 @@ repository root, with three variables the docs use provided by the test:
 
     MINILM  the real all-MiniLM-L6-v2 directory (skip when not installed)
     DATA    ../shared/data (skip when a block uses it and it is absent)
-    RUNS    a fresh temporary directory for every output
+    RUNS    a temporary directory for every output, one per document: the
+            blocks of a document run in order and share it (a later block
+            may read what an earlier one wrote, as a reader would)
 
 (lines of the block that assign one of them are dropped). So that a block
 finishes in seconds, `python <script>` and `bert <command>` get *tiny-mode*
@@ -110,16 +112,25 @@ def _strip_provided(body: str) -> str:
     return "\n".join(keep) + "\n"
 
 
+_RUNS: dict = {}
+
+
+def _runs_dir(path, tmp_path_factory):
+    if path not in _RUNS:
+        _RUNS[path] = tmp_path_factory.mktemp(path.stem)
+    return _RUNS[path]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path,body,tag", list(_blocks()))
-def test_documented_commands_run(path, body, tag, tmp_path):
-    _run_block(path, body, tag, tmp_path)
+def test_documented_commands_run(path, body, tag, tmp_path_factory):
+    _run_block(path, body, tag, _runs_dir(path, tmp_path_factory))
 
 
 @pytest.mark.parametrize("path,body,tag",
                          [p for p in _blocks() if p.values[2] == "fast"])
-def test_fast_documented_commands_run(path, body, tag, tmp_path):
-    _run_block(path, body, tag, tmp_path)
+def test_fast_documented_commands_run(path, body, tag, tmp_path_factory):
+    _run_block(path, body, tag, tmp_path_factory.mktemp("fast"))
 
 
 def _run_block(path, body, tag, tmp_path):
@@ -142,3 +153,13 @@ def _run_block(path, body, tag, tmp_path):
         f"{path.name} block failed (exit {result.returncode}):\n{body}\n"
         f"--- stdout (tail) ---\n{result.stdout[-3000:]}\n--- stderr (tail) ---\n"
         f"{result.stderr[-3000:]}")
+
+
+def test_flag_reference_is_current():
+    """docs/flags.md is what `bert flags-reference` generates from the flag definitions."""
+    result = subprocess.run(["python", "-m", "official_bert.cli", "flags-reference"],
+                            cwd=REPO_ROOT, text=True, capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    current = (REPO_ROOT / "docs" / "flags.md").read_text(encoding="utf-8")
+    assert current == result.stdout, (
+        "docs/flags.md is out of date: python -m official_bert.cli flags-reference > docs/flags.md")

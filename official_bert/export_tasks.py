@@ -31,32 +31,14 @@ edge sees less context here).
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import tempfile
-
 import tensorflow as tf
 
 from official_bert import text_layers, tokenization
+from official_bert.export import next_version_dir, save_versioned  # noqa: F401  (re-exported)
 
 
-def next_version_dir(export_dir: str) -> str:
-    """export_dir/<1 + the largest integer version already there>."""
-    os.makedirs(export_dir, exist_ok=True)
-    versions = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)]
-    return os.path.join(export_dir, str(max(versions, default=0) + 1))
-
-
-def _save(module, export_dir, signatures):
-    final = next_version_dir(export_dir)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=export_dir)
-    try:
-        tf.saved_model.save(module, staging, signatures=signatures)
-        os.replace(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
+# The versioned, atomic TF Serving layout lives in `export` (shared by every export).
+_save = save_versioned
 
 
 class MultipleChoiceServing(tf.Module):

@@ -16,6 +16,147 @@ def _initializer(encoder):
     return keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range)
 
 
+# === Classification ===
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertClassifier(keras.Model):
+    """Sentence(-pair) classification or regression on the pooled `[CLS]` vector C.
+
+    Dropout on C, then one dense layer H → `num_classes` (google-research/bert's
+    `output_weights` / `output_bias`). With `num_classes=1` the single output
+    is a regression score (STS-B, trained with mean squared error).
+
+    Inputs: the encoder's dict of int32 [batch, seq] (`input_word_ids`,
+    `input_mask`, `input_type_ids`; other keys are ignored). Output: float32
+    logits [batch, num_classes] whatever the dtype policy.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: int. Number of labels; 1 for regression.
+        dropout: float. Dropout rate on C (`hidden_dropout_prob` in BERT).
+
+    `load_head_weights(checkpoint)` reads a fine-tuned classifier's head
+    (Google `output_weights`/`output_bias`, Hugging Face `classifier.*`).
+
+    Example:
+    >>> from official_bert.encoder import BertEncoder, dummy_inputs
+    >>> encoder = BertEncoder(vocab_size=100, hidden_size=32,
+    ...     num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    >>> classifier = BertClassifier(encoder, num_classes=3)
+    >>> classifier(dummy_inputs(batch_size=2)).shape
+    TensorShape([2, 3])
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+        super().__init__(**kwargs)
+        if int(num_classes) < 1:
+            raise ValueError(f"num_classes={num_classes}; need at least 1 (1 = regression)")
+        self.encoder = encoder
+        self.num_classes = int(num_classes)
+        self.dropout_rate = float(dropout)
+        policy = encoder.embeddings.dtype_policy
+        self.dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.classifier = keras.layers.Dense(
+            self.num_classes, kernel_initializer=_initializer(encoder), dtype=policy,
+            name="classifier")
+
+    def call(self, inputs, training=False):
+        pooled = self.encoder({k: inputs[k] for k in ENCODER_INPUTS},
+                              training=training)["pooled_output"]
+        logits = self.classifier(self.dropout(pooled, training=training))
+        return tf.cast(logits, tf.float32)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout_rate,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+    def load_head_weights(self, checkpoint) -> bool:
+        """Loads `output_weights` [num_classes, H] / `output_bias` from a
+        `BertCheckpoint` when present with this head's shape.
+
+        Returns False (nothing loaded) when the checkpoint has no classifier
+        head, or one for another number of classes (e.g. an MNLI model reused
+        for RTE: the encoder is kept, the head starts fresh).
+        """
+        weights = checkpoint.head_weights("output_")
+        if "output_weights" not in weights:
+            return False
+        hidden = self.encoder.config.hidden_size
+        kernel = weights["output_weights"]
+        if tuple(kernel.shape) != (self.num_classes, hidden):
+            return False
+        if not self.classifier.built:
+            self.classifier.build((None, hidden))
+        self.classifier.kernel.assign(kernel.T)
+        self.classifier.bias.assign(weights.get("output_bias", tf.zeros([self.num_classes])))
+        return True
+
+
+class ClassificationTask:
+    """The `training.Task` of `BertClassifier`: softmax cross-entropy over the
+    classes, or mean squared error for regression (`num_classes=1`), summed
+    over the global batch and divided by its number of examples.
+
+    Features: the encoder's inputs plus `label` (int32 class id, or float score).
+
+    Args:
+        bert_config: the encoder's `BertConfig`.
+        num_classes: int (1 = regression).
+        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
+    """
+
+    def __init__(self, bert_config, num_classes, dtype_policy=None):
+        self.bert_config = bert_config
+        self.num_classes = num_classes
+        self.dtype_policy = dtype_policy
+
+    @property
+    def is_regression(self):
+        return self.num_classes == 1
+
+    def build_model(self):
+        from official_bert.encoder import BertEncoder, dummy_inputs
+
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        model = BertClassifier(encoder, self.num_classes,
+                               dropout=self.bert_config.hidden_dropout_prob)
+        model(dummy_inputs())
+        return model
+
+    def per_example_loss(self, logits, labels):
+        if self.is_regression:
+            return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
+
+    def loss_normalizers(self, features):
+        return {"examples": tf.cast(tf.shape(features["label"])[0], tf.float32)}
+
+    def loss_and_metrics(self, model, features, normalizers, training):
+        logits = model(features, training=training)
+        labels = features["label"]
+        loss = tf.reduce_sum(self.per_example_loss(logits, labels)) / tf.maximum(
+            normalizers["examples"], 1.0)
+        count = tf.cast(tf.shape(labels)[0], tf.float32)
+        if self.is_regression:
+            squared = tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
+            return loss, {"mse": (tf.reduce_sum(squared), count)}
+        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
+                                   tf.cast(labels, tf.int32)), tf.float32)
+        return loss, {"accuracy": (tf.reduce_sum(correct), count)}
+
+
 # === Multiple choice ===
 
 
@@ -173,3 +314,314 @@ class BertSpanLabeler(keras.Model):
         self.span_labeler.kernel.assign(kernel.T)
         self.span_labeler.bias.assign(weights.get("cls/squad/output_bias", tf.zeros([2])))
         return True
+
+
+# === Pre-training ===
+
+import numpy as np  # noqa: E402  (this section's own imports)
+
+from official_bert import layers as bert_layers  # noqa: E402
+
+# What `BertPretrainer` reads: the encoder's inputs plus the gathered positions.
+PRETRAINING_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
+# The two heads under google-research/bert's names (see `checkpoints`).
+MASKED_LM_HEAD = ("cls/predictions/transform/dense/kernel",
+                  "cls/predictions/transform/dense/bias",
+                  "cls/predictions/transform/LayerNorm/gamma",
+                  "cls/predictions/transform/LayerNorm/beta",
+                  "cls/predictions/output_bias")
+NEXT_SENTENCE_HEAD = ("cls/seq_relationship/output_weights",
+                      "cls/seq_relationship/output_bias")
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertPretrainer(keras.Model):
+    """BERT's pre-training model: masked-LM and next-sentence heads on an encoder.
+
+    Masked LM (google-research/bert's `cls/predictions`): the final token
+    vectors T_i are gathered at `masked_lm_positions` only (the vocabulary
+    projection is the costliest matmul; it never runs over the whole
+    sequence), then dense H → H with the config's `hidden_act`, LayerNorm
+    (float32, epsilon `layer_norm_eps`: 1e-12 in BERT), and the output
+    projection TIED to the encoder's word-embedding matrix E (the same
+    variable, not a copy) plus an output bias b: `logits = h Eᵀ + b`.
+
+    Next sentence (`cls/seq_relationship`): a 2-way dense layer on the pooled
+    `[CLS]` vector C; label 0 = B follows A, 1 = B is a random span.
+
+    Inputs: dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`
+    [batch, seq] and `masked_lm_positions` [batch, max_predictions_per_seq].
+    Outputs: dict of float32 `masked_lm_logits` [batch, max_predictions_per_seq,
+    vocab_size] and `next_sentence_logits` [batch, 2] (float32 whatever the
+    dtype policy, so the losses are computed in float32).
+
+    Args:
+        encoder: a `BertEncoder`; its config gives the activation, the
+            LayerNorm epsilon and the initializer range, its dtype policy the
+            heads' compute dtype.
+
+    `load_head_weights` reads the heads from a Google TF1 / Hugging Face
+    (`BertForPreTraining`) checkpoint or one of this project's pre-training
+    runs; `head_weights` returns them under Google's names.
+
+    Example:
+    >>> from official_bert.encoder import BertEncoder
+    >>> encoder = BertEncoder(vocab_size=100, hidden_size=32,
+    ...     num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    >>> pretrainer = BertPretrainer(encoder)
+    >>> outputs = pretrainer({
+    ...     "input_word_ids": keras.ops.ones((2, 16), "int32"),
+    ...     "input_mask": keras.ops.ones((2, 16), "int32"),
+    ...     "input_type_ids": keras.ops.zeros((2, 16), "int32"),
+    ...     "masked_lm_positions": keras.ops.ones((2, 3), "int32"),
+    ... })
+    >>> outputs["masked_lm_logits"].shape, outputs["next_sentence_logits"].shape
+    (TensorShape([2, 3, 100]), TensorShape([2, 2]))
+    """
+
+    def __init__(self, encoder, **kwargs):
+        # The encoder's layers' policy (a functional model given `dtype=`
+        # reports float32 for itself).
+        policy = encoder.embeddings.dtype_policy
+        kwargs.setdefault("dtype", policy)
+        super().__init__(**kwargs)
+        config = encoder.config
+        self.encoder = encoder
+        self.mlm_transform = keras.layers.Dense(
+            config.hidden_size, activation=bert_layers.get_activation(config.hidden_act),
+            kernel_initializer=_initializer(encoder), dtype=policy, name="mlm_transform")
+        self.mlm_layer_norm = bert_layers.Float32LayerNorm(
+            epsilon=config.layer_norm_eps, name="mlm_layer_norm")
+        self.mlm_output_bias = self.add_weight(
+            name="mlm_output_bias", shape=(config.vocab_size,), initializer="zeros",
+            dtype="float32", autocast=False)  # added to the float32 logits
+        self.next_sentence = keras.layers.Dense(
+            2, kernel_initializer=_initializer(encoder), dtype=policy, name="next_sentence")
+
+    @property
+    def mlm_output_embeddings(self):
+        """The [vocab, H] matrix of the MLM output projection: the encoder's
+        word embeddings themselves (tied)."""
+        return self.encoder.word_embeddings
+
+    def call(self, inputs, training=False):
+        outputs = self.encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training)
+        sequence = outputs["sequence_output"]
+        positions = tf.cast(inputs["masked_lm_positions"], tf.int32)
+        gathered = tf.gather(sequence, positions, batch_dims=1)  # [B, P, H]
+        hidden = self.mlm_layer_norm(self.mlm_transform(gathered))
+        width = tf.shape(hidden)[-1]
+        flat = tf.reshape(hidden, [-1, width])  # [B * P, H]
+        embeddings = tf.cast(self.mlm_output_embeddings, flat.dtype)
+        logits = tf.matmul(flat, embeddings, transpose_b=True)  # [B * P, V]
+        logits = tf.cast(logits, tf.float32) + self.mlm_output_bias
+        logits = tf.reshape(logits, tf.concat([tf.shape(positions), [-1]], axis=0))
+        logits.set_shape(positions.shape.concatenate([self.encoder.config.vocab_size]))
+        next_sentence = tf.cast(self.next_sentence(outputs["pooled_output"]), tf.float32)
+        return {"masked_lm_logits": logits, "next_sentence_logits": next_sentence}
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+    # --- head weights under Google's names ------------------------------------
+
+    def _ensure_built(self):
+        if not self.next_sentence.built:
+            from official_bert.encoder import dummy_inputs
+
+            inputs = dict(dummy_inputs())
+            inputs["masked_lm_positions"] = tf.zeros([1, 1], tf.int32)
+            self(inputs)
+
+    def head_variables(self) -> dict:
+        """Google's canonical name → variable. The NSP kernel is stored
+        [2, H] under that name (the variable is its [H, 2] transpose)."""
+        self._ensure_built()
+        return {
+            "cls/predictions/transform/dense/kernel": self.mlm_transform.kernel,
+            "cls/predictions/transform/dense/bias": self.mlm_transform.bias,
+            "cls/predictions/transform/LayerNorm/gamma": self.mlm_layer_norm.gamma,
+            "cls/predictions/transform/LayerNorm/beta": self.mlm_layer_norm.beta,
+            "cls/predictions/output_bias": self.mlm_output_bias,
+            "cls/seq_relationship/output_weights": self.next_sentence.kernel,
+            "cls/seq_relationship/output_bias": self.next_sentence.bias,
+        }
+
+    def head_weights(self) -> dict:
+        """The heads as numpy arrays under Google's names and layouts."""
+        weights = {k: np.asarray(v) for k, v in self.head_variables().items()}
+        weights["cls/seq_relationship/output_weights"] = np.ascontiguousarray(
+            weights["cls/seq_relationship/output_weights"].T)
+        return weights
+
+    def load_head_weights(self, checkpoint) -> list:
+        """Loads `cls/predictions/*` and `cls/seq_relationship/*` when present.
+
+        Args:
+            checkpoint: a `checkpoints.BertCheckpoint` (Google TF1, or Hugging
+                Face `BertForPreTraining` / `BertForMaskedLM`), the path of one
+                of this project's pre-training checkpoints (directory or
+                prefix), or a dict of canonical name → array.
+
+        Returns:
+            The heads loaded: a sublist of ["masked_lm", "next_sentence"]
+            (a checkpoint of `BertModel` alone has neither).
+
+        Raises:
+            ValueError: a head is only partly present or has the wrong shape.
+        """
+        if isinstance(checkpoint, str):
+            weights = pretraining_head_weights(checkpoint)
+        else:
+            weights = getattr(checkpoint, "weights", checkpoint)
+        variables = self.head_variables()
+        hidden = self.encoder.config.hidden_size
+        loaded = []
+        for head, names in (("masked_lm", MASKED_LM_HEAD), ("next_sentence", NEXT_SENTENCE_HEAD)):
+            present = [n for n in names if n in weights]
+            if not present:
+                continue
+            if len(present) != len(names):
+                missing = sorted(set(names) - set(present))
+                raise ValueError(f"the {head} head is incomplete in the checkpoint: "
+                                 f"{', '.join(missing)} missing")
+            values = {}
+            for name in names:
+                value = np.asarray(weights[name])
+                if name == "cls/seq_relationship/output_weights":
+                    if value.shape != (2, hidden):
+                        raise ValueError(f"{name} has shape {value.shape}; expected (2, {hidden})")
+                    value = value.T
+                expected = tuple(variables[name].shape)
+                if value.shape != expected:
+                    raise ValueError(f"{name} has shape {value.shape}; the model expects "
+                                     f"{expected} (check the config's vocab_size/hidden_size)")
+                values[name] = value
+            for name, value in values.items():
+                variables[name].assign(value.astype(variables[name].dtype))
+            loaded.append(head)
+        return loaded
+
+
+# Attribute paths of the heads in a `tf.train.Checkpoint(model=BertPretrainer)`
+# (what `training.Trainer` writes) → Google's names.
+_OBJECT_HEAD_KEYS = {
+    "model/mlm_transform/kernel": "cls/predictions/transform/dense/kernel",
+    "model/mlm_transform/bias": "cls/predictions/transform/dense/bias",
+    "model/mlm_layer_norm/gamma": "cls/predictions/transform/LayerNorm/gamma",
+    "model/mlm_layer_norm/beta": "cls/predictions/transform/LayerNorm/beta",
+    "model/mlm_output_bias": "cls/predictions/output_bias",
+    "model/next_sentence/kernel": "cls/seq_relationship/output_weights",
+    "model/next_sentence/bias": "cls/seq_relationship/output_bias",
+}
+
+
+def pretraining_head_weights(path: str) -> dict:
+    """The pre-training heads of one of this project's checkpoints (a
+    `run_pretraining.py` output directory or a checkpoint prefix), under
+    Google's names and layouts; {} when it holds no `BertPretrainer` heads
+    (e.g. a fine-tuning run)."""
+    if tf.io.gfile.isdir(path):
+        path = tf.train.latest_checkpoint(path) or path
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (tf.errors.OpError, ValueError):
+        return {}
+    keys = set(reader.get_variable_to_shape_map())
+    suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
+    weights = {}
+    for attribute, name in _OBJECT_HEAD_KEYS.items():
+        # Keras 3 tracks a Dense kernel as `_kernel`.
+        for key in (attribute + suffix, attribute.replace("/kernel", "/_kernel") + suffix):
+            if key in keys:
+                weights[name] = reader.get_tensor(key)
+                break
+    if "cls/seq_relationship/output_weights" in weights:
+        weights["cls/seq_relationship/output_weights"] = np.ascontiguousarray(
+            weights["cls/seq_relationship/output_weights"].T)
+    return weights
+
+
+class PretrainingTask:
+    """The `training.Task` of pre-training: masked LM + next sentence.
+
+    loss = Σ w · xent(masked LM) / Σ w  +  Σ xent(next sentence) / N, with w
+    the `masked_lm_weights` (0 on padding predictions) and both sums over the
+    whole global batch (the `Trainer` all-reduces the normalizers), as
+    google-research/bert's per-batch loss.
+
+    Metrics (numerator, denominator sums): `masked_lm_accuracy` and
+    `masked_lm_loss` (weighted by `masked_lm_weights`), `next_sentence_accuracy`
+    and `next_sentence_loss` (per example).
+
+    Args:
+        bert_config: the encoder's `BertConfig`.
+        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
+        seed: int or None. Seeds Keras before the weights are created.
+
+    Example:
+    >>> from official_bert.configs import BertConfig
+    >>> task = PretrainingTask(BertConfig(vocab_size=100, hidden_size=32,
+    ...     num_hidden_layers=1, num_attention_heads=4, intermediate_size=64))
+    >>> type(task.build_model()).__name__
+    'BertPretrainer'
+    """
+
+    def __init__(self, bert_config, dtype_policy=None, seed=None):
+        self.bert_config = bert_config
+        self.dtype_policy = dtype_policy
+        self.seed = seed
+
+    def build_model(self):
+        from official_bert.encoder import BertEncoder
+
+        if self.seed is not None:
+            keras.utils.set_random_seed(self.seed)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        model = BertPretrainer(encoder)
+        model._ensure_built()
+        return model
+
+    def loss_normalizers(self, features):
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        return {"masked_lm_weights": tf.reduce_sum(weights),
+                "examples": tf.cast(tf.shape(weights)[0], tf.float32)}
+
+    def loss_and_metrics(self, model, features, normalizers, training):
+        outputs = model({k: features[k] for k in PRETRAINING_INPUTS}, training=training)
+        mlm_logits = outputs["masked_lm_logits"]
+        labels = tf.cast(features["masked_lm_ids"], tf.int32)
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        mlm_xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, mlm_logits)
+        mlm_sum = tf.reduce_sum(mlm_xent * weights)
+        mlm_correct = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32),
+                                       labels), tf.float32)
+
+        nsp_logits = outputs["next_sentence_logits"]
+        nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+        nsp_xent = tf.nn.sparse_softmax_cross_entropy_with_logits(nsp_labels, nsp_logits)
+        nsp_sum = tf.reduce_sum(nsp_xent)
+        nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32),
+                                       nsp_labels), tf.float32)
+
+        loss = (mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)
+                + nsp_sum / tf.maximum(normalizers["examples"], 1.0))
+        local_weights = tf.reduce_sum(weights)
+        local_examples = tf.cast(tf.size(nsp_labels), tf.float32)
+        metrics = {
+            "masked_lm_accuracy": (tf.reduce_sum(mlm_correct * weights), local_weights),
+            "masked_lm_loss": (mlm_sum, local_weights),
+            "next_sentence_accuracy": (tf.reduce_sum(nsp_correct), local_examples),
+            "next_sentence_loss": (nsp_sum, local_examples),
+        }
+        return loss, metrics

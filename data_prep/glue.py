@@ -1,0 +1,569 @@
+"""Sentence(-pair) classification data: GLUE's nine tasks and your own CSV/TSV/JSON lines.
+
+One definition per task (`GLUE_TASKS`): its files, text and label columns,
+label list and metrics. The readers check every row and name the file, line
+and value of anything wrong (a missing column, an unknown label, a score that
+is not a number, a split with no example).
+
+GLUE layouts (the TSVs of the GLUE distribution; columns by header name, so
+extra columns do not matter; quotes are literal characters, as in
+google-research/bert's `csv.reader(..., quotechar=None)`):
+
+    task   files                                      text a        text b        label
+    cola   train/dev.tsv (no header), test.tsv        column 4      -             column 2: 0, 1
+    sst-2  train/dev/test.tsv                         sentence      -             label: 0, 1
+    mrpc   train/dev/test.tsv                         #1 String     #2 String     Quality: 0, 1
+    sts-b  train/dev/test.tsv                         sentence1     sentence2     score: float (regression)
+    qqp    train/dev/test.tsv                         question1     question2     is_duplicate: 0, 1
+    mnli   train, dev_matched, dev_mismatched,        sentence1     sentence2     gold_label: contradiction,
+           test_matched, test_mismatched .tsv                                     entailment, neutral
+    qnli   train/dev/test.tsv                         question      sentence      label: entailment, not_entailment
+    rte    train/dev/test.tsv                         sentence1     sentence2     label: entailment, not_entailment
+    wnli   train/dev/test.tsv                         sentence1     sentence2     label: 0, 1
+
+Your own data (`custom_task`): a `.tsv`, `.csv` (with a header row) or
+`.jsonl` file (one JSON object per line), text and label columns named by the
+caller; the labels listed by the caller or taken from the training data
+(sorted), or a float score for regression.
+
+Features (`convert_examples`): `[CLS] a [SEP] (b [SEP])`, truncated longest
+first (google's `_truncate_seq_pair`), as int32 numpy arrays
+`input_word_ids`, `input_mask`, `input_type_ids` [n, max_seq_length], `label`
+(int32 class id, or float32 score) and `example_index` (file order).
+`cached_features` stores them as TFRecords in a cache directory under a name
+that hashes the examples, the vocabulary and the settings, and re-uses them
+when nothing changed.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import json
+import os
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from official_bert import tokenization
+
+Column = Union[str, int]  # a header name, or a 0-based index in a file without header
+
+
+class GlueFormatError(ValueError):
+    """A data file does not have the expected layout (names file, line, value)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class InputExample:
+    """One row: `text_b` is None for single-sentence tasks; `label` is the raw
+    label string (classification), a float (regression), or None (unlabeled)."""
+
+    guid: str
+    text_a: str
+    text_b: Optional[str] = None
+    label: Optional[Union[str, float]] = None
+    line: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """Where a file keeps its fields: header names, or indices when `header` is False."""
+
+    text_a: Column
+    text_b: Optional[Column] = None
+    label: Optional[Column] = None
+    header: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """A sentence(-pair) classification or regression task.
+
+    Args:
+        name: the `--task_name`.
+        labels: the label strings in class-id order; None for regression (and
+            for a custom task until they are read from its training data).
+        columns: the columns of the train and dev files.
+        test_columns: the columns of the test files (no label); default `columns`.
+        train_file: file name in the data directory.
+        dev_files: ((split suffix, file name), ...): the first is the main dev
+            set; later ones (MNLI mismatched) are evaluated too when present.
+        test_files: the same for prediction.
+        metric_kind: a key of `classification_metrics.TASK_METRICS`.
+    """
+
+    name: str
+    labels: Optional[Tuple[str, ...]]
+    columns: Columns
+    test_columns: Optional[Columns] = None
+    train_file: str = "train.tsv"
+    dev_files: Tuple[Tuple[str, str], ...] = (("", "dev.tsv"),)
+    test_files: Tuple[Tuple[str, str], ...] = (("", "test.tsv"),)
+    metric_kind: str = "multiclass"
+    file_format: Optional[str] = None  # None: from the file name's extension
+
+    @property
+    def is_regression(self) -> bool:
+        return self.metric_kind == "regression"
+
+    @property
+    def is_pair(self) -> bool:
+        return self.columns.text_b is not None
+
+    def with_labels(self, labels: Sequence[str]) -> "TaskSpec":
+        labels = tuple(labels)
+        kind = self.metric_kind
+        if kind in ("binary", "multiclass"):
+            kind = "binary" if len(labels) == 2 else "multiclass"
+        return dataclasses.replace(self, labels=labels, metric_kind=kind)
+
+
+_PAIR_LABELS = ("entailment", "not_entailment")
+GLUE_TASKS = {
+    "cola": TaskSpec("cola", ("0", "1"), Columns(3, None, 1, header=False),
+                     test_columns=Columns("sentence"), metric_kind="matthews"),
+    "sst-2": TaskSpec("sst-2", ("0", "1"), Columns("sentence", None, "label"),
+                      metric_kind="binary"),
+    "mrpc": TaskSpec("mrpc", ("0", "1"), Columns("#1 String", "#2 String", "Quality"),
+                     metric_kind="binary"),
+    "sts-b": TaskSpec("sts-b", None, Columns("sentence1", "sentence2", "score"),
+                      metric_kind="regression"),
+    "qqp": TaskSpec("qqp", ("0", "1"), Columns("question1", "question2", "is_duplicate"),
+                    metric_kind="binary"),
+    "mnli": TaskSpec("mnli", ("contradiction", "entailment", "neutral"),
+                     Columns("sentence1", "sentence2", "gold_label"),
+                     dev_files=(("", "dev_matched.tsv"), ("mismatched", "dev_mismatched.tsv")),
+                     test_files=(("", "test_matched.tsv"), ("mismatched", "test_mismatched.tsv"))),
+    "qnli": TaskSpec("qnli", _PAIR_LABELS, Columns("question", "sentence", "label"),
+                     metric_kind="binary"),
+    "rte": TaskSpec("rte", _PAIR_LABELS, Columns("sentence1", "sentence2", "label"),
+                    metric_kind="binary"),
+    "wnli": TaskSpec("wnli", ("0", "1"), Columns("sentence1", "sentence2", "label"),
+                     metric_kind="binary"),
+}
+ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "mnli-m": "mnli"}
+CUSTOM = "custom"
+FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
+
+
+def known_task_names() -> List[str]:
+    return sorted(GLUE_TASKS) + [CUSTOM]
+
+
+def get_task(name: str) -> TaskSpec:
+    """The GLUE task called `name` (case-insensitive; sst2/stsb accepted)."""
+    key = (name or "").strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in GLUE_TASKS:
+        raise ValueError(f"--task_name={name!r} is unknown; known tasks: "
+                         f"{', '.join(known_task_names())} (custom reads your own "
+                         "CSV/TSV/JSON lines with --text_a_column/--label_column)")
+    return GLUE_TASKS[key]
+
+
+def custom_task(text_a_column: str, text_b_column: Optional[str] = None,
+                label_column: str = "label", labels: Optional[Sequence[str]] = None,
+                regression: bool = False) -> TaskSpec:
+    """A task over your own files, with named columns.
+
+    Args:
+        text_a_column, text_b_column: the text columns (b optional).
+        label_column: the label (or score) column.
+        labels: the label strings in class-id order; None = from the
+            training data (`labels_from_examples`), unless `regression`.
+        regression: a float score and one output (MSE), as STS-B.
+    """
+    if not text_a_column:
+        raise ValueError("custom tasks need --text_a_column (the header name of the text column)")
+    if regression and labels:
+        raise ValueError("--labels and --regression exclude each other")
+    kind = "regression" if regression else "multiclass"
+    spec = TaskSpec(CUSTOM, None, Columns(text_a_column, text_b_column or None, label_column),
+                    test_columns=Columns(text_a_column, text_b_column or None, None),
+                    train_file="train", dev_files=(("", "dev"),), test_files=(("", "test"),),
+                    metric_kind=kind)
+    if labels:
+        spec = spec.with_labels(labels)
+    return spec
+
+
+def find_data_file(data_dir: str, name: str) -> str:
+    """`data_dir/name`, or for a name without extension the first of
+    name.tsv, name.csv, name.jsonl that exists."""
+    path = os.path.join(data_dir, name)
+    if os.path.splitext(name)[1]:
+        return path
+    for extension in FORMATS:
+        if os.path.exists(path + extension):
+            return path + extension
+    return path + ".tsv"  # missing: the reader names it
+
+
+# === Reading ===
+
+
+def file_format(path: str, default: Optional[str] = None) -> str:
+    extension = os.path.splitext(path)[1].lower()
+    if extension in FORMATS:
+        return FORMATS[extension]
+    if default:
+        return default
+    raise ValueError(f"{path}: cannot tell the format from the extension; use .tsv, .csv or .jsonl")
+
+
+def _rows(path: str, fmt: str):
+    """(line number, list of fields or dict) for every non-blank row."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist")
+    if fmt == "jsonl":
+        with open(path, encoding="utf-8-sig") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise GlueFormatError(f"{path} line {number}: not JSON ({e.msg})") from None
+                if not isinstance(row, dict):
+                    raise GlueFormatError(f"{path} line {number}: expected a JSON object, "
+                                          f"got {type(row).__name__}")
+                yield number, row
+        return
+    # "utf-8-sig": MRPC's files start with a byte-order mark.
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        if fmt == "tsv":
+            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        else:
+            reader = csv.reader(f)
+        previous = 0
+        try:
+            for row in reader:
+                start, previous = previous + 1, reader.line_num
+                if not row or all(not field.strip() for field in row):
+                    continue
+                yield start, row
+        except csv.Error as e:
+            raise GlueFormatError(f"{path} line {reader.line_num}: {e}") from None
+
+
+def _describe(column: Column) -> str:
+    return f"column {column + 1}" if isinstance(column, int) else f"column {column!r}"
+
+
+def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] = None,
+                  regression: bool = False, require_label: bool = True,
+                  fmt: Optional[str] = None, split: str = "") -> List[InputExample]:
+    """Reads one file into `InputExample`s, checking every row.
+
+    Args:
+        path: the file.
+        columns: where the text(s) and label are.
+        labels: the allowed label strings; None accepts any (custom tasks
+            learn the list from the training data).
+        regression: the label is a float score.
+        require_label: False for test files (a label column, if any, is ignored).
+        fmt: "tsv", "csv" or "jsonl"; default from the extension (else tsv).
+        split: prefix of the example guids ("train", "dev", ...).
+
+    Raises:
+        GlueFormatError: naming the file, the line and the value.
+    """
+    fmt = fmt or file_format(path, "tsv")
+    wanted = {"text_a": columns.text_a, "text_b": columns.text_b,
+              "label": columns.label if require_label else None}
+    wanted = {k: v for k, v in wanted.items() if v is not None}
+    if require_label and "label" not in wanted:
+        raise ValueError(f"{path}: no label column is defined")
+    allowed = set(labels) if labels is not None else None
+    index = None
+    examples = []
+    for number, row in _rows(path, fmt):
+        if fmt == "jsonl":
+            fields = {}
+            for key, column in wanted.items():
+                if column not in row:
+                    raise GlueFormatError(
+                        f"{path} line {number}: no {key} field {column!r} (fields: "
+                        f"{', '.join(map(str, row))}); fix the file or the column flag")
+                value = row[column]
+                fields[key] = "" if value is None else (
+                    json.dumps(value) if isinstance(value, bool) else str(value))
+        else:
+            if columns.header and index is None:
+                header = [name.strip() for name in row]
+                missing = [f"{key} {_describe(c)}" for key, c in wanted.items()
+                           if not isinstance(c, int) and c not in header]
+                if missing:
+                    raise GlueFormatError(
+                        f"{path} line {number}: the header has no {', '.join(missing)} "
+                        f"(columns: {', '.join(header)}); is this the right file / task, "
+                        f"and is it {'tab' if fmt == 'tsv' else 'comma'}-separated?")
+                index = {key: (c if isinstance(c, int) else header.index(c))
+                         for key, c in wanted.items()}
+                continue
+            if index is None:
+                index = dict(wanted)
+            fields = {}
+            for key, position in index.items():
+                if position >= len(row):
+                    raise GlueFormatError(
+                        f"{path} line {number}: {len(row)} columns, but the {key} "
+                        f"({_describe(wanted[key])}) is column {position + 1}; a missing "
+                        f"field, or not {'tab' if fmt == 'tsv' else 'comma'}-separated?")
+                fields[key] = row[position]
+        label = None
+        if require_label:
+            raw = fields["label"].strip()
+            if regression:
+                try:
+                    label = float(raw)
+                except ValueError:
+                    raise GlueFormatError(f"{path} line {number}: score {raw!r} is not a "
+                                          "number (regression tasks need a float label)") from None
+                if not np.isfinite(label):
+                    raise GlueFormatError(f"{path} line {number}: score {raw!r} is not finite")
+            else:
+                if not raw:
+                    raise GlueFormatError(f"{path} line {number}: the label is empty")
+                if allowed is not None and raw not in allowed:
+                    raise GlueFormatError(
+                        f"{path} line {number}: unknown label {raw!r}; the labels are "
+                        f"{', '.join(labels)} (for your own data list them all with --labels)")
+                label = raw
+        examples.append(InputExample(
+            guid=f"{split or 'example'}-{len(examples)}", text_a=fields["text_a"],
+            text_b=fields.get("text_b"), label=label, line=number))
+    if not examples:
+        raise GlueFormatError(f"{path} holds no examples (only blank lines or a header)")
+    return examples
+
+
+def read_split(task: TaskSpec, path: str, split: str) -> List[InputExample]:
+    """Reads `path` as the task's `split` ("train", "dev" or "test")."""
+    if split == "test":
+        columns = task.test_columns or dataclasses.replace(task.columns, label=None)
+        return read_examples(path, columns, task.labels, task.is_regression,
+                             require_label=False, fmt=task.file_format, split=split)
+    return read_examples(path, task.columns, task.labels, task.is_regression,
+                         require_label=True, fmt=task.file_format, split=split)
+
+
+def labels_from_examples(examples: Sequence[InputExample]) -> List[str]:
+    """The distinct labels, sorted (numerically when they are all integers)."""
+    found = {e.label for e in examples if e.label is not None}
+    if len(found) < 2:
+        raise ValueError(f"the training data has {len(found)} distinct label(s) "
+                         f"({', '.join(map(str, found)) or 'none'}); a classifier needs "
+                         "at least 2 (list them with --labels)")
+    try:
+        return sorted(found, key=int)
+    except ValueError:
+        return sorted(found)
+
+
+def check_labels(examples: Sequence[InputExample], labels: Sequence[str], path: str) -> None:
+    """Raises GlueFormatError (file, line, value) for a label not in `labels`."""
+    allowed = set(labels)
+    for e in examples:
+        if e.label is not None and e.label not in allowed:
+            raise GlueFormatError(f"{path} line {e.line}: unknown label {e.label!r}; the labels "
+                                  f"are {', '.join(labels)} (list them all with --labels)")
+
+
+def read_text_lines(lines, pair: bool, name: str) -> List[Tuple[str, Optional[str]]]:
+    """Raw lines of text to predict → [(text_a, text_b or None)].
+
+    One example per line: the text, or `text a<TAB>text b` for a pair task.
+    Blank lines are skipped. A line with the wrong number of fields is an
+    error naming `name` and the line (a tab in a line for a single-sentence
+    model is a text_b it cannot take).
+    """
+    examples = []
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if pair and len(fields) != 2:
+            raise ValueError(f"{name} line {number}: {len(fields)} tab-separated field(s); this "
+                             "model is a pair task: write `text a<TAB>text b` on each line")
+        if not pair and len(fields) != 1:
+            raise ValueError(f"{name} line {number}: {len(fields)} tab-separated fields, but this "
+                             "model is single-sentence (it takes text_a only, no text_b); "
+                             "write one text per line")
+        examples.append((fields[0], fields[1] if pair else None))
+    if not examples:
+        raise ValueError(f"{name} holds no text (only blank lines)")
+    return examples
+
+
+# === Features ===
+
+
+def label_ids(examples: Sequence[InputExample], labels: Optional[Sequence[str]]) -> np.ndarray:
+    """Class ids (int32) in `labels` order, or float32 scores when `labels` is None."""
+    if labels is None:
+        return np.array([e.label if e.label is not None else 0.0 for e in examples], np.float32)
+    mapping = {label: i for i, label in enumerate(labels)}
+    ids = []
+    for e in examples:
+        if e.label is None:
+            ids.append(0)
+        elif e.label not in mapping:
+            raise GlueFormatError(f"line {e.line}: unknown label {e.label!r}; the labels are "
+                                  f"{', '.join(labels)}")
+        else:
+            ids.append(mapping[e.label])
+    return np.array(ids, np.int32)
+
+
+def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
+                     labels: Optional[Sequence[str]]) -> dict:
+    """Packs every example (none dropped) into int32 arrays; see the module docstring.
+
+    Args:
+        tokenizer: a `FullTokenizer`, or a `fast_tokenization.CachedTokenizer`
+            (same ids, faster on large sets).
+        labels: the label list (None for regression).
+    """
+    ids_of = getattr(tokenizer, "ids", None) or (
+        lambda text: tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)))
+    vocab = tokenizer.vocab
+    cls, sep = vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN]
+    pad = vocab.get(tokenization.PAD_TOKEN, 0)
+    n = len(examples)
+    word_ids = np.full((n, max_seq_length), pad, np.int32)
+    mask = np.zeros((n, max_seq_length), np.int32)
+    type_ids = np.zeros((n, max_seq_length), np.int32)
+    for i, example in enumerate(examples):
+        a = ids_of(example.text_a)
+        b = ids_of(example.text_b) if example.text_b is not None else None
+        items, input_mask, segments = tokenization.pack_tokens(
+            a, b, max_seq_length, cls=cls, sep=sep, pad=pad)
+        word_ids[i], mask[i], type_ids[i] = items, input_mask, segments
+    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids,
+            "label": label_ids(examples, labels),
+            "example_index": np.arange(n, dtype=np.int32)}
+
+
+CACHE_VERSION = 1
+
+
+def _file_digest(path: str) -> str:
+    digest = hashlib.sha1()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_key(examples: Sequence[InputExample], vocab_file: str, do_lower_case: bool,
+              max_seq_length: int, labels: Optional[Sequence[str]]) -> str:
+    """A hash of everything the features depend on."""
+    digest = hashlib.sha1()
+    settings = dict(version=CACHE_VERSION, vocab=_file_digest(vocab_file),
+                    do_lower_case=bool(do_lower_case), max_seq_length=int(max_seq_length),
+                    labels=list(labels) if labels is not None else None)
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    for e in examples:
+        digest.update(json.dumps([e.text_a, e.text_b, e.label]).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def write_feature_cache(path: str, arrays: dict) -> None:
+    """TFRecords of the features (ids and segments without padding), written
+    under a temporary name and renamed: a file with the final name is complete."""
+    from data_prep import tfrecord_io as io
+
+    varints = {}
+
+    def packed(values):
+        out = []
+        for v in values:
+            v = int(v)
+            encoded = varints.get(v)
+            if encoded is None:
+                encoded = varints[v] = io.varint(v)
+            out.append(encoded)
+        return b"".join(out)
+
+    regression = arrays["label"].dtype.kind == "f"
+    lengths = arrays["input_mask"].sum(axis=1)
+    with io.TFRecordWriter(path) as writer:
+        for i in range(len(lengths)):
+            n = int(lengths[i])
+            label = arrays["label"][i]
+            entries = [
+                io.feature_entry("input_word_ids", io.int64_feature(packed(arrays["input_word_ids"][i, :n]))),
+                io.feature_entry("input_type_ids", io.int64_feature(packed(arrays["input_type_ids"][i, :n]))),
+                io.feature_entry("example_index", io.int64_feature(packed([arrays["example_index"][i]]))),
+                io.feature_entry("label", io.float_feature(np.float32(label).tobytes()) if regression
+                                 else io.int64_feature(packed([label]))),
+            ]
+            writer.write(io.example(entries))
+        writer.commit()
+
+
+def read_feature_cache(path: str, max_seq_length: int, regression: bool, pad_id: int = 0) -> dict:
+    """The arrays `write_feature_cache` stored, padded to `max_seq_length` again."""
+    import tensorflow as tf
+
+    spec = {
+        "input_word_ids": tf.io.RaggedFeature(tf.int64),
+        "input_type_ids": tf.io.RaggedFeature(tf.int64),
+        "example_index": tf.io.FixedLenFeature([], tf.int64),
+        "label": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
+    }
+    parts = {k: [] for k in ("input_word_ids", "input_mask", "input_type_ids", "label",
+                             "example_index")}
+    dataset = tf.data.TFRecordDataset(path).batch(4096).map(lambda s: tf.io.parse_example(s, spec))
+    for batch in dataset:
+        ids = batch["input_word_ids"]
+        shape = [None, max_seq_length]
+        parts["input_word_ids"].append(ids.to_tensor(pad_id, shape=shape).numpy())
+        parts["input_mask"].append(tf.ones_like(ids).to_tensor(0, shape=shape).numpy())
+        parts["input_type_ids"].append(batch["input_type_ids"].to_tensor(0, shape=shape).numpy())
+        parts["label"].append(batch["label"].numpy())
+        parts["example_index"].append(batch["example_index"].numpy())
+    if not parts["label"]:
+        raise ValueError(f"feature cache {path} is empty; delete it")
+    out = {k: np.concatenate(v) for k, v in parts.items()}
+    for key in ("input_word_ids", "input_mask", "input_type_ids", "example_index"):
+        out[key] = out[key].astype(np.int32)
+    out["label"] = out["label"].astype(np.float32 if regression else np.int32)
+    return out
+
+
+def cached_features(examples: Sequence[InputExample], tokenizer, vocab_file: str,
+                    do_lower_case: bool, max_seq_length: int, labels: Optional[Sequence[str]],
+                    cache_dir: Optional[str], split: str, log=None) -> dict:
+    """`convert_examples`, re-used from `cache_dir/<split>-<hash>.tf_record`
+    when the examples, vocabulary and settings are unchanged (no cache when
+    `cache_dir` is None)."""
+    log = log or (lambda *args: None)
+    if cache_dir is None:
+        return convert_examples(examples, tokenizer, max_seq_length, labels)
+    os.makedirs(cache_dir, exist_ok=True)
+    key = cache_key(examples, vocab_file, do_lower_case, max_seq_length, labels)
+    safe_split = "".join(c if c.isalnum() or c in "-_" else "_" for c in split)
+    path = os.path.join(cache_dir, f"{safe_split}-{key}.tf_record")
+    pad_id = tokenizer.vocab.get(tokenization.PAD_TOKEN, 0)
+    if os.path.exists(path):
+        log("Using cached %s features %s", split, path)
+        arrays = read_feature_cache(path, max_seq_length, labels is None, pad_id)
+        if len(arrays["label"]) == len(examples):
+            return arrays
+        log("Cached features %s hold %d examples, not %d: converting again",
+            path, len(arrays["label"]), len(examples))
+    arrays = convert_examples(examples, tokenizer, max_seq_length, labels)
+    write_feature_cache(path, arrays)
+    log("Wrote %s features of %d examples to %s", split, len(examples), path)
+    return arrays
+
+
+def truncated_fraction(arrays: dict) -> float:
+    """Share of examples that filled the whole sequence (likely truncated)."""
+    return float(np.mean(arrays["input_mask"][:, -1] == 1)) if len(arrays["input_mask"]) else 0.0
+

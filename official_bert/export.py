@@ -1,0 +1,287 @@
+"""SavedModels for TF Serving: the versioned layout, and the classifier export.
+
+Every export here is written in TF Serving's layout, `export_dir/<version>/`
+(the next integer version), staged in a hidden temporary directory inside
+`export_dir` and renamed into place, so a crash never leaves a half-written
+version and a server watching `export_dir` only ever sees complete ones.
+
+The classifier SavedModel (`export_classifier`) has three signatures:
+
+    serving_default   raw text in, tokenized in the graph (tensorflow-text ops,
+                      the same ids as `FullTokenizer`):
+        inputs:  text_a  string [batch]
+                 text_b  string [batch]            (pair tasks only)
+        outputs: probabilities float32 [batch, classes]  and
+                 label         string  [batch]     (the most probable label)
+                 or, for regression, score float32 [batch]
+    token_ids         the same outputs from the packed ids (as the training data):
+        inputs:  input_word_ids, input_mask, input_type_ids  int32 [batch, seq]
+    preprocess        what serving_default feeds the model:
+        inputs:  as serving_default
+        outputs: input_word_ids, input_mask, input_type_ids  int32 [batch, seq_length]
+
+A single-sentence model has no `text_b` input (TF Serving rejects a request
+that sends one); `predict.py` says so in a sentence. The loaded object also has
+`metadata()` → {labels, seq_length, lower_case, pair}. Loading needs only
+TensorFlow and tensorflow-text (`import tensorflow_text` before
+`tf.saved_model.load`, for the WordPiece ops), not this project:
+
+    import tensorflow as tf, tensorflow_text
+    serve = tf.saved_model.load("export/1").signatures["serving_default"]
+    serve(text_a=tf.constant(["a charming journey"]))["probabilities"]
+
+    saved_model_cli run --dir export/1 --tag_set serve --signature_def serving_default \\
+        --input_exprs 'text_a=["a charming journey"]'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from official_bert import text_layers, tokenization
+
+
+def next_version_dir(export_dir: str) -> str:
+    """export_dir/<1 + the largest integer version already there>."""
+    os.makedirs(export_dir, exist_ok=True)
+    versions = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)]
+    return os.path.join(export_dir, str(max(versions, default=0) + 1))
+
+
+def save_versioned(module, export_dir: str, signatures) -> str:
+    """`tf.saved_model.save` into the next `export_dir/<version>/`, atomically
+    (staged in `export_dir/.export-*`, then renamed). Returns the version dir."""
+    track_captured_variables(module)
+    final = next_version_dir(export_dir)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=export_dir)
+    try:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def track_captured_variables(module) -> None:
+    """Makes the `tf.Variable`s of the Keras models in `module` checkpointed objects.
+
+    A Keras 3 variable wraps a `tf.Variable`; `tf.saved_model.save` writes
+    the wrapper as a fresh variable (`Variable_N`) while the traced functions
+    read the wrapped one. TF2's `tf.saved_model.load` connects the two, but a
+    TF1 session loader, which is what TF Serving and `saved_model_cli run`
+    use, restores only checkpointed objects and then fails with "Could not
+    find variable ...". Tracking the wrapped variables themselves (as
+    `keras.export.ExportArchive` does) makes the session restore them too.
+    """
+    import keras
+
+    seen, captured = set(), []
+    for value in list(vars(module).values()):
+        if isinstance(value, keras.layers.Layer):
+            for variable in value.variables:
+                inner = variable.value if isinstance(variable, keras.Variable) else variable
+                if isinstance(inner, tf.Variable) and id(inner) not in seen:
+                    seen.add(id(inner))
+                    captured.append(inner)
+    module._serving_variables = captured
+
+
+def latest_version_dir(path: str) -> str | None:
+    """`path` itself when it is a SavedModel, else its highest integer version
+    subdirectory that is one; None when there is neither."""
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
+        return path
+    if not os.path.isdir(path):
+        return None
+    versions = sorted((int(n) for n in os.listdir(path) if re.fullmatch(r"\d+", n)), reverse=True)
+    for version in versions:
+        candidate = os.path.join(path, str(version))
+        if os.path.exists(os.path.join(candidate, "saved_model.pb")):
+            return candidate
+    return None
+
+
+# === Classification ===
+
+
+class ClassifierServing(tf.Module):
+    """The classifier with its in-graph preprocessing (see the module docstring).
+
+    Args:
+        model: a `BertClassifier` (or any model: encoder dict → logits).
+        vocab: vocabulary file or token list.
+        lower_case: bool.
+        seq_length: int. Packed length (the fine-tuning `max_seq_length`).
+        labels: label strings in class order, or None for regression.
+        pair: True when the task has a second text (`text_b`).
+    """
+
+    def __init__(self, model, vocab, lower_case, seq_length, labels, pair):
+        super().__init__()
+        self.model = model
+        self.preprocessor = text_layers.BertPreprocessor(
+            vocab, lower_case=lower_case, seq_length=seq_length)
+        self.regression = labels is None
+        self.pair = bool(pair)
+        self._labels = [str(label) for label in labels] if labels is not None else []
+        info = {"labels": tf.constant(self._labels, tf.string),
+                "seq_length": tf.constant(int(seq_length), tf.int32),
+                "lower_case": tf.constant(bool(lower_case)),
+                "pair": tf.constant(self.pair)}
+        self.metadata = tf.function(lambda: info, input_signature=[])
+
+        # serving_default = token_ids(preprocess(text)): each graph is traced once.
+        ids_spec = [tf.TensorSpec([None, None], tf.int32, name=name)
+                    for name in text_layers.PACKED_KEYS]
+        self.token_ids = tf.function(
+            lambda input_word_ids, input_mask, input_type_ids: self._outputs(
+                {"input_word_ids": input_word_ids, "input_mask": input_mask,
+                 "input_type_ids": input_type_ids}),
+            input_signature=ids_spec)
+        if self.pair:
+            text_spec = [tf.TensorSpec([None], tf.string, name="text_a"),
+                         tf.TensorSpec([None], tf.string, name="text_b")]
+            self.preprocess = tf.function(
+                lambda text_a, text_b: self.preprocessor([text_a, text_b]),
+                input_signature=text_spec)
+            self.serve = tf.function(
+                lambda text_a, text_b: self.token_ids(**self.preprocess(text_a, text_b)),
+                input_signature=text_spec)
+        else:
+            text_spec = [tf.TensorSpec([None], tf.string, name="text_a")]
+            self.preprocess = tf.function(
+                lambda text_a: self.preprocessor([text_a]), input_signature=text_spec)
+            self.serve = tf.function(
+                lambda text_a: self.token_ids(**self.preprocess(text_a)),
+                input_signature=text_spec)
+
+    def _outputs(self, inputs):
+        logits = self.model(inputs, training=False)
+        if self.regression:
+            return {"score": logits[:, 0]}
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        best = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {"probabilities": probabilities,
+                "label": tf.gather(tf.constant(self._labels, tf.string), best)}
+
+    def signatures(self) -> dict:
+        return {"serving_default": self.serve, "token_ids": self.token_ids,
+                "preprocess": self.preprocess}
+
+
+def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: int,
+                      labels, pair: bool, export_dir: str) -> str:
+    """Writes the raw-text classifier SavedModel; returns its version dir.
+
+    Args:
+        model: a trained `BertClassifier`.
+        vocab_file: the vocabulary it was trained with.
+        do_lower_case: its casing.
+        seq_length: the fine-tuning `max_seq_length`.
+        labels: label strings in class-id order (None for regression).
+        pair: whether the task takes `text_b`.
+        export_dir: the TF Serving model directory (versions inside).
+    """
+    num_outputs = 1 if labels is None else len(labels)
+    if getattr(model, "num_classes", num_outputs) != num_outputs:
+        raise ValueError(f"the model has {model.num_classes} outputs but {num_outputs} "
+                         f"label(s) were given ({labels})")
+    module = ClassifierServing(model, tokenization.load_vocab_list(vocab_file), do_lower_case,
+                               seq_length, labels, pair)
+    return save_versioned(module, export_dir, module.signatures())
+
+
+class ClassifierPredictor:
+    """A classifier to call from Python: an export or a `run_classifier.py` run.
+
+    Args:
+        path: a SavedModel of `export_classifier` (a version directory, or the
+            TF Serving directory, whose latest version is used), or a
+            `run_classifier.py --output_dir` (its latest checkpoint).
+
+    Attributes: `pair` (takes text_b), `regression`, `labels`, `source`.
+
+    Example:
+    >>> predictor = ClassifierPredictor("/tmp/sst2_export")  # doctest: +SKIP
+    >>> predictor.predict(["a charming journey"])["label"]  # doctest: +SKIP
+    array([b'1'], dtype=object)
+    """
+
+    def __init__(self, path: str):
+        saved_model = latest_version_dir(path)
+        if saved_model is not None:
+            self._load_saved_model(saved_model)
+        elif os.path.exists(os.path.join(path, "classifier_config.json")):
+            self._load_run(path)
+        else:
+            raise ValueError(f"{path} is neither a SavedModel (saved_model.pb, or "
+                             "numbered versions) nor a run_classifier.py --output_dir "
+                             "(classifier_config.json)")
+
+    def _load_saved_model(self, path):
+        import tensorflow_text  # noqa: F401  (registers the WordPiece ops)
+
+        loaded = tf.saved_model.load(path)
+        if "serving_default" not in loaded.signatures:
+            raise ValueError(f"{path} has no serving_default signature")
+        self._serve = loaded.signatures["serving_default"]
+        inputs = self._serve.structured_input_signature[1]
+        if "text_a" not in inputs:
+            raise ValueError(f"{path} is not a classifier export (its serving_default takes "
+                             f"{', '.join(sorted(inputs))}, not text_a)")
+        self.pair = "text_b" in inputs
+        self.regression = "score" in self._serve.structured_outputs
+        self.labels = []
+        if hasattr(loaded, "metadata"):
+            self.labels = [b.decode() for b in loaded.metadata()["labels"].numpy().tolist()]
+        self.source = f"SavedModel {path}"
+        self._loaded = loaded  # keeps the resources alive
+
+    def _load_run(self, path):
+        from official_bert import checkpoints
+        from official_bert.configs import BertConfig
+        from official_bert.encoder import BertEncoder, dummy_inputs
+        from official_bert.models import BertClassifier
+
+        with open(os.path.join(path, "classifier_config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise ValueError(f"{path} holds no checkpoint yet: train it first (--do_train)")
+        bert_config = BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
+        labels = config.get("labels")
+        encoder = BertEncoder.from_bert_config(bert_config)
+        model = BertClassifier(encoder, 1 if labels is None else len(labels))
+        model(dummy_inputs())
+        status = tf.train.Checkpoint(model=model).read(latest)
+        status.expect_partial()
+        try:
+            status.assert_existing_objects_matched()
+        except AssertionError as e:
+            raise checkpoints.CheckpointError(f"{latest} does not fit the classifier in "
+                                              f"{path}: {str(e).splitlines()[0]}") from None
+        module = ClassifierServing(
+            model, os.path.join(path, "vocab.txt"), config.get("do_lower_case", True),
+            config["max_seq_length"], labels, config["pair"])
+        self._serve = module.serve
+        self.pair = bool(config["pair"])
+        self.regression = bool(config.get("regression", labels is None))
+        self.labels = labels or []
+        self.source = f"checkpoint {latest}"
+
+    def predict(self, texts_a, texts_b=None) -> dict:
+        """Numpy outputs of serving_default (probabilities and label, or score)."""
+        if texts_b is not None and not self.pair:
+            raise ValueError("this model is single-sentence: it takes text_a only, no text_b")
+        if texts_b is None and self.pair:
+            raise ValueError("this model is a pair task: it needs text_a and text_b")
+        kwargs = {"text_a": tf.constant(list(texts_a), tf.string)}
+        if texts_b is not None:
+            kwargs["text_b"] = tf.constant(list(texts_b), tf.string)
+        return {k: v.numpy() for k, v in self._serve(**kwargs).items()}

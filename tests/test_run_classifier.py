@@ -1,0 +1,220 @@
+"""run_classifier.py end to end with a tiny random encoder on a tiny SST-2-layout set: training,
+eval_results.txt (every dev example counted once, with a last batch smaller than the others),
+test_results.tsv, export from an existing run's checkpoint, predict.py on that export, and
+one-line errors; plus the classifier head and loss (in process)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import tiny_config
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a movie film is was very good bad great awful "
+         "fun dull boring charming , . !").split()
+TRAIN = ["the movie was good", "a very bad film", "great fun !", "dull and boring",
+         "charming , charming movie", "an awful film .", "very good .", "bad , bad , bad"]
+TRAIN_LABELS = [1, 0, 1, 0, 1, 0, 1, 0]
+DEV = ["a good movie", "the film is awful", "great !", "boring", "very very charming fun"]
+DEV_LABELS = [1, 0, 1, 0, 1]
+
+
+def make_checkpoint(directory):
+    from official_bert import checkpoints
+    from official_bert.encoder import BertEncoder, dummy_inputs
+
+    os.makedirs(directory, exist_ok=True)
+    vocab = os.path.join(directory, "vocab.txt")
+    with open(vocab, "w") as f:
+        f.write("\n".join(VOCAB) + "\n")
+    encoder = BertEncoder.from_bert_config(tiny_config(vocab_size=len(VOCAB)))
+    encoder(dummy_inputs())
+    checkpoints.save_checkpoint(encoder, directory, vocab_file=vocab)
+    return directory
+
+
+def run(script, *args, stdin=None):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, os.path.join(REPO, script), *args], cwd=REPO, env=env,
+                          input=stdin, capture_output=True, text=True, timeout=300)
+
+
+def read_results(path):
+    return dict(line.split(" = ") for line in path.read_text().splitlines())
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("classifier")
+    ckpt = make_checkpoint(str(root / "ckpt"))
+    data = root / "sst"
+    data.mkdir()
+    (data / "train.tsv").write_text(
+        "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in zip(TRAIN, TRAIN_LABELS)))
+    (data / "dev.tsv").write_text(
+        "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in zip(DEV, DEV_LABELS)))
+    (data / "test.tsv").write_text("index\tsentence\n" + "".join(f"{i}\t{s}\n" for i, s in enumerate(DEV)))
+    out = root / "out"
+    result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={data}",
+                 f"--init_checkpoint={ckpt}", "--do_train", "--do_eval", "--do_predict",
+                 "--max_seq_length=16", "--train_batch_size=4", "--eval_batch_size=2",
+                 "--predict_batch_size=3", "--num_train_epochs=1", "--learning_rate=1e-3",
+                 "--log_steps=1", f"--output_dir={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(root=root, ckpt=ckpt, data=data, out=out, log=result.stderr)
+
+
+def test_eval_counts_every_example_once(trained):
+    results = read_results(trained["out"] / "eval_results.txt")
+    assert set(results) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "num_examples"}
+    assert results["global_step"] == "2"  # 8 examples / batch 4, one epoch
+    assert results["num_examples"] == "5"  # batches of 2, 2, 1: none dropped or padded
+    # test.tsv holds the dev sentences: its probabilities give the eval numbers back.
+    probabilities = np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t")
+    assert probabilities.shape == (5, 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-6)
+    labels = np.array(DEV_LABELS)
+    loss = -np.mean(np.log(probabilities[np.arange(5), labels]))
+    assert float(results["eval_loss"]) == pytest.approx(loss, abs=1e-5)
+    accuracy = np.mean(probabilities.argmax(axis=1) == labels)
+    assert float(results["eval_accuracy"]) == pytest.approx(accuracy)
+
+
+def test_run_directory(trained):
+    out = trained["out"]
+    config = json.loads((out / "classifier_config.json").read_text())
+    assert config["labels"] == ["0", "1"] and config["pair"] is False
+    assert config["max_seq_length"] == 16 and config["do_lower_case"] is True
+    assert (out / "bert_config.json").exists() and (out / "vocab.txt").exists()
+    assert os.listdir(out / "train") and os.listdir(out / "eval")  # TensorBoard summaries
+    cached = sorted(p.name.split("-")[0] for p in (out / "features").iterdir())
+    assert cached == ["dev", "test", "train"]
+    assert "examples_per_second" in trained["log"]
+
+
+def test_export_existing_run_and_predict(trained):
+    export = trained["root"] / "export"
+    result = run("run_classifier.py", "--task_name=sst-2", "--max_seq_length=16",
+                 f"--output_dir={trained['out']}", f"--export_dir={export}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resumed from" in result.stderr  # the run's checkpoint, not the random init
+    assert os.listdir(export) == ["1"]
+
+    result = run("predict.py", f"--model={export}", stdin="\n".join(DEV) + "\n\n")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].split("\t") == ["label", "p(0)", "p(1)", "text"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [row[3] for row in rows] == DEV
+    served = np.array([[float(p) for p in row[1:3]] for row in rows])
+    expected = np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t")
+    np.testing.assert_allclose(served, expected, atol=1e-5)
+    assert [row[0] for row in rows] == [str(i) for i in expected.argmax(axis=1)]
+
+
+def test_predictor_on_the_run_directory(trained):
+    """predict.py's model loader, on the run's checkpoint (in process)."""
+    from official_bert import export
+
+    predictor = export.ClassifierPredictor(str(trained["out"]))
+    assert not predictor.pair and predictor.labels == ["0", "1"]
+    assert predictor.source.startswith("checkpoint ")
+    outputs = predictor.predict(DEV)
+    expected = np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t")
+    np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
+    with pytest.raises(ValueError, match="single-sentence: it takes text_a only, no text_b"):
+        predictor.predict(DEV, DEV)
+    with pytest.raises(ValueError, match="neither a SavedModel"):
+        export.ClassifierPredictor(str(trained["data"]))
+
+
+def test_unknown_task_lists_the_known_ones(trained):
+    result = run("run_classifier.py", "--task_name=sst-3", "--do_eval", f"--output_dir={trained['out']}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert ("error: --task_name='sst-3' is unknown; known tasks: cola, mnli, mrpc, qnli, qqp, rte, "
+            "sst-2, sts-b, wnli, custom") in result.stderr
+
+
+def test_unknown_label_is_a_one_line_error(trained):
+    bad = trained["root"] / "bad"
+    bad.mkdir()
+    (bad / "dev.tsv").write_text("sentence\tlabel\ngood\t1\nbad\tnegative\n")
+    result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={bad}", "--do_eval",
+                 f"--output_dir={trained['out']}", "--max_seq_length=16")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "dev.tsv line 3: unknown label 'negative'; the labels are 0, 1" in result.stderr
+
+
+# === The head and the loss (in process) ===
+
+
+def test_classifier_head_and_config():
+    import keras
+
+    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.models import BertClassifier
+
+    encoder = BertEncoder.from_bert_config(tiny_config())
+    model = BertClassifier(encoder, num_classes=3, dropout=0.2)
+    assert model(dummy_inputs(batch_size=2)).shape == (2, 3)
+    clone = BertClassifier.from_config(model.get_config())
+    assert clone.num_classes == 3 and clone.dropout_rate == 0.2
+    assert keras.saving.get_registered_object("official_bert>BertClassifier") is BertClassifier
+    with pytest.raises(ValueError, match="num_classes=0"):
+        BertClassifier(encoder, num_classes=0)
+
+
+def test_load_head_weights():
+    from official_bert.checkpoints import BertCheckpoint
+    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.models import BertClassifier
+
+    config = tiny_config()
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=3)
+    model(dummy_inputs())
+    kernel = np.arange(3 * config.hidden_size, dtype=np.float32).reshape(3, config.hidden_size)
+    bias = np.array([1.0, 2.0, 3.0], np.float32)
+    checkpoint = BertCheckpoint("google_tf1", "x", config,
+                                {"output_weights": kernel, "output_bias": bias})
+    assert model.load_head_weights(checkpoint)
+    np.testing.assert_array_equal(model.classifier.kernel.numpy(), kernel.T)  # [C, H] → [H, C]
+    np.testing.assert_array_equal(model.classifier.bias.numpy(), bias)
+    # A head for another number of classes (MNLI's, reused for RTE) is left out.
+    two = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
+    two(dummy_inputs())
+    assert not two.load_head_weights(checkpoint)
+    assert not model.load_head_weights(BertCheckpoint("google_tf1", "x", config, {}))
+
+
+def test_classification_and_regression_losses():
+    import tensorflow as tf
+
+    from official_bert.models import ClassificationTask
+
+    class Fixed:  # a "model" that returns given logits
+        def __init__(self, logits):
+            self.logits = tf.constant(logits, tf.float32)
+
+        def __call__(self, features, training=False):
+            return self.logits
+
+    task = ClassificationTask(tiny_config(), num_classes=2)
+    features = {"label": tf.constant([1, 0], tf.int32)}
+    # Global batch of 4 (two replicas): the sum over this replica's 2 examples / 4.
+    loss, metrics = task.loss_and_metrics(Fixed([[0.0, 0.0], [0.0, math.log(3.0)]]), features,
+                                          {"examples": tf.constant(4.0)}, training=True)
+    assert float(loss) == pytest.approx((math.log(2.0) + math.log(4.0)) / 4)
+    correct, count = metrics["accuracy"]
+    assert float(correct) == 0.0 and float(count) == 2.0  # a tie picks class 0; row 2 is wrong
+
+    regression = ClassificationTask(tiny_config(), num_classes=1)
+    features = {"label": tf.constant([1.0, 3.0])}
+    loss, metrics = regression.loss_and_metrics(Fixed([[2.0], [3.0]]), features,
+                                                regression.loss_normalizers(features), training=True)
+    assert float(loss) == pytest.approx(0.5)  # squared errors 1 and 0 over 2 examples
+    assert float(metrics["mse"][0]) == pytest.approx(1.0)

@@ -97,14 +97,10 @@ def main(argv):
     from data_prep import swag
     from official_bert import tokenization, training
 
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
-    for flag, needed in (("train_file", FLAGS.do_train), ("eval_file", FLAGS.do_eval),
-                         ("predict_file", FLAGS.do_predict)):
-        if needed and not getattr(FLAGS, flag):
-            raise ValueError(f"--{flag} is required with --do_{flag.split('_')[0]}")
-    if not FLAGS.output_dir:
-        raise ValueError("--output_dir is required")
+    runner.check_modes(do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+                       do_predict=FLAGS.do_predict, output_dir=FLAGS.output_dir,
+                       train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
+                       predict_file=FLAGS.predict_file)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
     policy = runner.dtype_policy(FLAGS.dtype)

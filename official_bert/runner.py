@@ -94,6 +94,20 @@ def define_distribution_flags() -> None:
     flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.", module_name=DISTRIBUTION_FLAGS)
 
 
+def check_modes(*, do_train: bool, do_eval: bool, do_predict: bool, output_dir: str | None,
+                train_file=None, eval_file=None, predict_file=None) -> None:
+    """At least one --do_*, its --*_file given (for runners that read files), and
+    --output_dir: ValueError naming the missing flag otherwise."""
+    if not (do_train or do_eval or do_predict):
+        raise ValueError("at least one of --do_train, --do_eval, --do_predict must be set")
+    for mode, needed, path in (("train", do_train, train_file), ("eval", do_eval, eval_file),
+                               ("predict", do_predict, predict_file)):
+        if needed and not path:
+            raise ValueError(f"--{mode}_file is required with --do_{mode}")
+    if not output_dir:
+        raise ValueError("--output_dir is required")
+
+
 def dtype_policy(dtype: str) -> str | None:
     """'float32' → None, 'bfloat16' → 'mixed_bfloat16', 'float16' → 'mixed_float16'."""
     if dtype not in DTYPE_POLICIES:

@@ -14,7 +14,10 @@ train either model. Beyond it:
   and the tokenizer cache, not by the corpus size.
 * **All cores.** `--num_workers` processes (default: all cores); each
   document goes to the worker with the fewest input bytes so far (a
-  deterministic assignment every worker computes alike). Worker *w*
+  deterministic assignment every worker computes alike). Each worker's
+  random-next pool also samples the documents other workers own (1 in N of
+  them, tokenizing only the sentences its spans use), so a worker that owns
+  one huge book still draws random-next B spans from other documents. Worker *w*
   seeds its random generator with (`--random_seed`, w, N), so the output is
   byte-for-byte deterministic for a given seed and worker count. With a
   multiple of N output files each worker writes its own files; otherwise each
@@ -51,6 +54,7 @@ Usage:
 from __future__ import annotations
 
 import collections
+import collections.abc
 import dataclasses
 import glob
 import json
@@ -175,9 +179,13 @@ def count_documents(files: Sequence[str], limit: int) -> int:
 
 
 def read_documents(files: Sequence[str], worker: int, num_workers: int,
-                   skip_bad_lines: bool, stats: GenerationStats
-                   ) -> Iterator[tuple[int, list[str]]]:
-    """Yields (document index, stripped lines) of the documents this worker owns.
+                   skip_bad_lines: bool, stats: GenerationStats,
+                   want_foreign: Callable[[], bool] = lambda: False,
+                   ) -> Iterator[tuple[int, list[str] | list[bytes], bool]]:
+    """Yields (document index, lines, owned) for the documents this worker owns
+    (owned=True, stripped text lines) and for those of other workers that
+    `want_foreign()` picks (owned=False, raw undecoded lines: only the few
+    sentences that random-next spans use get decoded and tokenized).
 
     Input format, as google-research/bert's: (1) one sentence per line (these
     should ideally be actual sentences, not entire paragraphs or arbitrary spans
@@ -199,7 +207,7 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
         owner = loads.index(min(loads))
         loads[owner] += n_bytes
         if owner != worker:
-            return None
+            return (raw_lines, False) if want_foreign() else None
         lines = []
         for offset, raw in enumerate(raw_lines):
             try:
@@ -213,7 +221,7 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
                 stats.bad_lines_skipped += 1
                 continue
             lines.append(line)
-        return lines
+        return lines, True
 
     for path in files:
         raw_lines: list[bytes] = []
@@ -222,9 +230,9 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
             for lineno, raw in enumerate(f, 1):
                 if _is_blank(raw):
                     if raw_lines:
-                        lines = finish(path, first_lineno, raw_lines, n_bytes)
-                        if lines is not None:
-                            yield doc_index, lines
+                        found = finish(path, first_lineno, raw_lines, n_bytes)
+                        if found is not None:
+                            yield doc_index, *found
                         doc_index += 1
                         raw_lines = []
                     continue
@@ -233,10 +241,35 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
                 raw_lines.append(raw)
                 n_bytes += len(raw)
         if raw_lines:  # the end of a file ends its last document
-            lines = finish(path, first_lineno, raw_lines, n_bytes)
-            if lines is not None:
-                yield doc_index, lines
+            found = finish(path, first_lineno, raw_lines, n_bytes)
+            if found is not None:
+                yield doc_index, *found
             doc_index += 1
+
+
+class LazyDocument(collections.abc.Sequence):
+    """Another worker's document as the random-next pool sees it: its raw lines,
+    each decoded and tokenized only when a span first reaches it (a sampled
+    book costs the pool's few spans, not the whole book). Lines that are not
+    UTF-8 read as empty: their owner reports them."""
+
+    def __init__(self, raw_lines: list[bytes], ids: Callable[[str], list[int]]):
+        self._raw = raw_lines
+        self._ids = ids
+        self._tokens: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __getitem__(self, i: int) -> list[int]:
+        tokens = self._tokens.get(i)
+        if tokens is None:
+            try:
+                tokens = self._ids(self._raw[i].decode("utf-8").strip())
+            except UnicodeDecodeError:
+                tokens = []
+            self._tokens[i] = tokens
+        return tokens
 
 
 # --------------------------------------------------------------------------
@@ -296,8 +329,21 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
         pending: collections.deque = collections.deque()
         pending_tokens = 0
         ids = tokenizer.ids
-        for doc_id, lines in read_documents(job.input_files, job.worker_index, job.num_workers,
-                                            config.skip_bad_lines, stats):
+        # Documents are assigned by bytes, so one worker may own a single huge
+        # book and nothing else: with only its own documents in its pool, it
+        # would have no "different document" to draw a random next B from.
+        # Every worker therefore also puts spans of a 1-in-N sample of the
+        # other workers' documents in its pool (drawn from its own generator,
+        # so the output stays deterministic).
+        foreign_rng = random.Random(f"{config.random_seed}/foreign/{job.worker_index}")
+        sample_rate = 1.0 / job.num_workers
+        documents = read_documents(job.input_files, job.worker_index, job.num_workers,
+                                   config.skip_bad_lines, stats,
+                                   want_foreign=lambda: foreign_rng.random() < sample_rate)
+        for doc_id, lines, owned in documents:
+            if not owned:
+                maker.pool.add_document(doc_id, LazyDocument(lines, ids), foreign_rng)
+                continue
             document = [s for s in map(ids, lines) if s]
             stats.documents += 1
             if not document:

@@ -168,6 +168,8 @@ class RandomNextPool:
                     ends.append(len(flat))
                     break
                 ends.append(len(flat))
+            if not flat:  # only empty lines (another worker's document, lazily tokenized)
+                continue
             span = (doc_id, flat, ends)
             self.seen += 1
             if len(self.items) < self.capacity:

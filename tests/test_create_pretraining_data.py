@@ -150,9 +150,11 @@ def vocab(corpus, tmp_path_factory):
     return simple_vocab(corpus, tmp_path_factory.mktemp("vocab") / "vocab.txt")
 
 
-def synthetic_corpus(directory, n_docs=40, seed=0, one_sentence_docs=(5,)):
+def synthetic_corpus(directory, n_docs=40, seed=0, one_sentence_docs=(5,), sentences=None):
     """Documents whose every word names its document: whole words "a{d}n{j}" and
-    two-piece words "b{d}n{j}" → "b{d}" + "##n{j}". Returns (corpus, vocab)."""
+    two-piece words "b{d}n{j}" → "b{d}" + "##n{j}". `sentences`: {document:
+    count} overrides the random 2..30. Returns (corpus, vocab)."""
+    sentences = sentences or {}
     rng = random.Random(seed)
     vocab = list(RESERVED)
     for d in range(n_docs):
@@ -161,6 +163,7 @@ def synthetic_corpus(directory, n_docs=40, seed=0, one_sentence_docs=(5,)):
     lines = []
     for d in range(n_docs):
         n_sent = 1 if d in one_sentence_docs else rng.randint(2, 30)
+        n_sent = sentences.get(d, n_sent)
         for _ in range(n_sent):
             words = [f"{rng.choice('ab')}{d}n{rng.randrange(30)}"
                      for _ in range(rng.randint(3, 45))]
@@ -347,6 +350,33 @@ def test_random_next_never_from_same_document_and_actual_next_is(tmp_path):
         assert abs(summary["next_sentence_random_fraction"] - 0.5) < 0.01
 
 
+def test_worker_owning_one_huge_document_still_draws_random_next(tmp_path):
+    # Documents go to workers by bytes: the huge document 0 alone fills worker
+    # 0's share, so every other document goes to worker 1. Worker 0 must still
+    # make random-next pairs, with B from other documents.
+    corpus, vocab = synthetic_corpus(tmp_path, n_docs=13, one_sentence_docs=(),
+                                     sentences={0: 800})
+    owner = doc_of(vocab.read_text(encoding="utf-8").split("\n")[:-1])
+    out, summary = gen(tmp_path, corpus, vocab, dupe_factor=2)
+    per_worker = summary["per_worker"]
+    assert [w["documents"] for w in per_worker] == [1, 12]
+    assert all(w["random_next_unavailable"] == 0 for w in per_worker)
+    assert abs(per_worker[0]["random_next"] / per_worker[0]["instances"] - 0.5) < 0.05
+    data = read_records(out, google_feature_spec(128, 20))
+    original = restore_originals(data)
+    random_from_other = 0
+    for i in range(len(original)):
+        n = int(data["input_mask"][i].sum())
+        len_a = int((data["segment_ids"][i, :n] == 0).sum()) - 2
+        docs_a = set(owner[original[i, 1: 1 + len_a]]) - {-1}
+        docs_b = set(owner[original[i, len_a + 2: n - 1]]) - {-1}
+        if docs_a == {0} and data["next_sentence_labels"][i, 0] == 1:
+            assert docs_b and 0 not in docs_b
+            random_from_other += 1
+    assert random_from_other > 0.4 * per_worker[0]["instances"]
+    assert abs(summary["next_sentence_random_fraction"] - 0.5) < 0.02
+
+
 def test_whole_word_masking_never_splits_a_word(tmp_path, corpus, vocab):
     vocab_tokens = pathlib.Path(vocab).read_text(encoding="utf-8").split("\n")
     is_cont = np.array([t.startswith("##") for t in vocab_tokens[:-1]] + [False])
@@ -417,7 +447,11 @@ def test_output_shards_and_gzip(tmp_path, corpus, vocab):
                   for p in out]
         assert open(out[0], "rb").read(2) == b"\x1f\x8b"
         assert sum(counts) == summary["instances"]
-        assert max(counts) - min(counts) <= 2  # round-robin within each worker
+        per_worker = [w["instances"] for w in summary["per_worker"]]
+        if len(out) == 2:  # worker w wrote file w alone
+            assert counts == per_worker
+        else:  # round-robin within each worker: each file within one per worker
+            assert max(counts) - min(counts) <= 2
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no temporaries left
 
 

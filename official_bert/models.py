@@ -16,6 +16,13 @@ def _initializer(encoder):
     return keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range)
 
 
+def _head_policy(encoder):
+    """The dtype policy of the encoder's layers, for the heads on top of it: a
+    functional encoder built with `dtype="mixed_float16"` reports float32 as
+    its own policy, so the heads read the policy of its embeddings layer."""
+    return encoder.embeddings.dtype_policy
+
+
 # === Classification ===
 
 
@@ -55,7 +62,7 @@ class BertClassifier(keras.Model):
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.dropout_rate = float(dropout)
-        policy = encoder.embeddings.dtype_policy
+        policy = _head_policy(encoder)
         self.dropout = keras.layers.Dropout(dropout, dtype=policy)
         self.classifier = keras.layers.Dense(
             self.num_classes, kernel_initializer=_initializer(encoder), dtype=policy,
@@ -179,9 +186,9 @@ class BertMultipleChoice(keras.Model):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.dropout_rate = dropout
-        self.dropout = keras.layers.Dropout(dropout, dtype=encoder.dtype_policy)
+        self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.choice_scorer = keras.layers.Dense(
-            1, kernel_initializer=_initializer(encoder), dtype=encoder.dtype_policy,
+            1, kernel_initializer=_initializer(encoder), dtype=_head_policy(encoder),
             name="multiple_choice_scorer")
 
     def call(self, inputs, training=False):
@@ -213,10 +220,10 @@ class BertTokenClassifier(keras.Model):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.num_labels = num_labels
-        self.dropout = keras.layers.Dropout(dropout, dtype=encoder.dtype_policy)
+        self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.token_classifier = keras.layers.Dense(
             num_labels, kernel_initializer=_initializer(encoder),
-            dtype=encoder.dtype_policy, name="token_classifier")
+            dtype=_head_policy(encoder), name="token_classifier")
 
     def call(self, inputs, training=False):
         inputs = {k: inputs[k] for k in ENCODER_INPUTS}
@@ -290,7 +297,7 @@ class BertSpanLabeler(keras.Model):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.span_labeler = keras.layers.Dense(
-            2, kernel_initializer=_initializer(encoder), dtype=encoder.dtype_policy,
+            2, kernel_initializer=_initializer(encoder), dtype=_head_policy(encoder),
             name="span_labeler")
 
     def call(self, inputs, training=False):
@@ -380,9 +387,7 @@ class BertPretrainer(keras.Model):
     """
 
     def __init__(self, encoder, **kwargs):
-        # The encoder's layers' policy (a functional model given `dtype=`
-        # reports float32 for itself).
-        policy = encoder.embeddings.dtype_policy
+        policy = _head_policy(encoder)
         kwargs.setdefault("dtype", policy)
         super().__init__(**kwargs)
         config = encoder.config

@@ -314,3 +314,24 @@ def test_overfits_one_batch(tmp_path):
     assert last < 0.1 * first, [r["masked_lm_loss"] for r in log]
     assert log[-1]["masked_lm_accuracy"] == 1.0
     assert log[-1]["next_sentence_accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("head", ["classifier", "multiple_choice", "token", "span"])
+def test_task_heads_compute_in_the_encoders_mixed_policy(head):
+    # A functional encoder given dtype="mixed_float16" reports float32 for
+    # itself; each head must still compute in float16 and return float32.
+    encoder = BertEncoder.from_bert_config(
+        tiny_config(vocab_size=V, hidden_size=H, num_hidden_layers=1), dtype="mixed_float16")
+    model, dense = {
+        "classifier": lambda: (m := models.BertClassifier(encoder, 3), m.classifier),
+        "multiple_choice": lambda: (m := models.BertMultipleChoice(encoder), m.choice_scorer),
+        "token": lambda: (m := models.BertTokenClassifier(encoder, 5), m.token_classifier),
+        "span": lambda: (m := models.BertSpanLabeler(encoder), m.span_labeler),
+    }[head]()
+    inputs = _inputs()
+    if head == "multiple_choice":  # [batch, choices, seq]
+        inputs = {k: tf.stack([v, v], axis=1) for k, v in inputs.items()}
+    outputs = model({k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")})
+    assert dense.compute_dtype == "float16" and dense.kernel.dtype == "float32"
+    for value in tf.nest.flatten(outputs):
+        assert value.dtype == tf.float32 and np.all(np.isfinite(value))

@@ -136,7 +136,8 @@ class ClassifierServing(tf.Module):
                 "pair": tf.constant(self.pair)}
         self.metadata = tf.function(lambda: info, input_signature=[])
 
-        # serving_default = token_ids(preprocess(text)): each graph is traced once.
+        # serving_default = token_ids(preprocess(text)): each graph is traced
+        # once; in between, the padding no row of the batch needs is cut off.
         ids_spec = [tf.TensorSpec([None, None], tf.int32, name=name)
                     for name in text_layers.PACKED_KEYS]
         self.token_ids = tf.function(
@@ -151,14 +152,15 @@ class ClassifierServing(tf.Module):
                 lambda text_a, text_b: self.preprocessor([text_a, text_b]),
                 input_signature=text_spec)
             self.serve = tf.function(
-                lambda text_a, text_b: self.token_ids(**self.preprocess(text_a, text_b)),
+                lambda text_a, text_b: self.token_ids(
+                    **text_layers.trim_padding(self.preprocess(text_a, text_b))),
                 input_signature=text_spec)
         else:
             text_spec = [tf.TensorSpec([None], tf.string, name="text_a")]
             self.preprocess = tf.function(
                 lambda text_a: self.preprocessor([text_a]), input_signature=text_spec)
             self.serve = tf.function(
-                lambda text_a: self.token_ids(**self.preprocess(text_a)),
+                lambda text_a: self.token_ids(**text_layers.trim_padding(self.preprocess(text_a))),
                 input_signature=text_spec)
 
     def _outputs(self, inputs):

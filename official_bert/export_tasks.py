@@ -60,7 +60,7 @@ class MultipleChoiceServing(tf.Module):
         starts = tf.repeat(start, k)
         has_start = tf.strings.length(tf.strings.strip(starts)) > 0
         second = tf.where(has_start, tf.strings.join([starts, flat_endings], " "), flat_endings)
-        packed = self.preprocessor([contexts, second])
+        packed = text_layers.trim_padding(self.preprocessor([contexts, second]))
         inputs = {key: tf.reshape(value, [batch, k, -1]) for key, value in packed.items()}
         logits = self.model(inputs, training=False)
         return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits}

@@ -354,6 +354,32 @@ def longest_first_lengths(len_a, len_b, max_num_tokens):
 PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
+def trim_padding(packed: dict, multiple: int = 16) -> dict:
+    """Cuts the padding columns every row of a packed batch has in common.
+
+    Serving packs each request to the fine-tuning `max_seq_length`, but a batch
+    of short texts needs only its longest row: the encoder costs about linear
+    (attention quadratic) in the length, so a 20-token request at length 32
+    instead of 128 runs about 4x faster. The length is rounded up to a
+    `multiple` to keep the number of distinct shapes (graph specializations)
+    small; outputs are unchanged, since padding is masked out of attention.
+
+    Args:
+        packed: dict of [batch, seq_length] tensors with "input_mask".
+        multiple: int. The kept length is a multiple of this (or the full length).
+
+    Example:
+    >>> packed = {"input_mask": tf.constant([[1, 1, 0, 0] + [0] * 28])}
+    >>> trim_padding(packed, multiple=8)["input_mask"].shape
+    TensorShape([1, 8])
+    """
+    mask = packed["input_mask"]
+    full = tf.shape(mask)[1]
+    longest = tf.reduce_max(tf.concat([tf.reduce_sum(tf.cast(mask, tf.int32), axis=1), [1]], 0))
+    length = tf.minimum(full, (longest + multiple - 1) // multiple * multiple)
+    return {key: value[:, :length] for key, value in packed.items()}
+
+
 def _packed_spec(inputs, seq_length):
     first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
     # One KerasTensor per key: a functional model tells outputs apart by the

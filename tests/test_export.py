@@ -192,3 +192,32 @@ def test_label_count_must_match_the_model(exported, tmp_path):
     with pytest.raises(ValueError, match="2 outputs but 3 label"):
         export.export_classifier(model, str(exported["vocab"]), True, SEQ_LENGTH, LABELS, True,
                                  str(tmp_path / "bad"))
+
+
+def test_serving_cuts_common_padding_and_keeps_the_outputs(exported, tmp_path):
+    # Packed to 32 (the tiny model's positions), these texts need at most 16:
+    # serving_default runs the model on 16 columns and must give the full-length model's answer.
+    import tensorflow as tf
+
+    from official_bert import export, text_layers
+    from official_bert.tokenization import FullTokenizer
+
+    global SEQ_LENGTH
+    texts_a, texts_b = [TEXT_A[1], TEXT_A[3]], [TEXT_B[1], TEXT_B[3]]
+    saved, SEQ_LENGTH = SEQ_LENGTH, 32
+    try:
+        ids = packed_with_full_tokenizer(exported["tokenizer"], texts_a, texts_b)
+    finally:
+        SEQ_LENGTH = saved
+    assert isinstance(exported["tokenizer"], FullTokenizer)
+    trimmed = text_layers.trim_padding({k: tf.constant(v) for k, v in ids.items()})
+    longest = int(ids["input_mask"].sum(axis=1).max())
+    assert trimmed["input_mask"].shape == (2, -(-longest // 16) * 16) and longest <= 16
+    assert int(tf.reduce_sum(trimmed["input_mask"])) == int(ids["input_mask"].sum())
+    model = build_classifier(len(LABELS), seed=2, center_on=ids)
+    expected = tf.nn.softmax(model(ids, training=False)).numpy()
+    directory = export.export_classifier(model, str(exported["vocab"]), True, 32, LABELS, True,
+                                         str(tmp_path / "long"))
+    serve = tf.saved_model.load(directory).signatures["serving_default"]
+    got = serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+    np.testing.assert_allclose(got["probabilities"].numpy(), expected, atol=1e-5)

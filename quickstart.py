@@ -117,7 +117,7 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
                   **common)
     train = json.loads((out / "pretrain_train.tfrecord.summary.json").read_text())
     run("-m data_prep.create_pretraining_data", input_file=heldout_corpus,
-        output_file=out / "pretrain_heldout.tfrecord", dupe_factor=1, random_seed=777, **common)
+        output_file=out / "pretrain_heldout.tfrecord", dupe_factor=5, random_seed=777, **common)
     print(f"      {train.get('instances')} training instances from {len(train_docs)} documents; "
           f"{len(held_out)} documents held out ({seconds:.0f} s)")
     summary["data"] = {"corpus": str(corpus), "vocab": str(vocab),
@@ -140,7 +140,8 @@ def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
                   output_dir=pretrain_dir, do_train=True, do_eval=True, train_batch_size=32,
                   eval_batch_size=32, max_seq_length=128, max_predictions_per_seq=20,
                   num_train_steps=steps, num_warmup_steps=steps // 10, learning_rate=1e-3,
-                  save_checkpoints_steps=steps, log_steps=50, max_eval_steps=20)
+                  save_checkpoints_steps=steps, log_steps=50, max_eval_steps=20,
+                  jit_compile=True)
     results = read_results(pretrain_dir / "eval_results.txt")
     print(f"      held-out masked-LM accuracy {results['masked_lm_accuracy']:.3f}, "
           f"next-sentence accuracy {results['next_sentence_accuracy']:.3f} ({seconds:.0f} s)")
@@ -160,7 +161,7 @@ def stage_finetune(out: pathlib.Path, summary: dict) -> None:
                   output_dir=finetune_dir, export_dir=export_dir, do_train=True, do_eval=True,
                   max_train_examples=rows, num_train_epochs=epochs, train_batch_size=32,
                   learning_rate=5e-5, max_seq_length=128, warmup_proportion=0.1, seed=42,
-                  log_steps=10)
+                  log_steps=10, jit_compile=True)
     results = read_results(finetune_dir / "eval_results.txt")
     print(f"      dev accuracy {results['eval_accuracy']:.3f} on 500 QNLI rows "
           f"({seconds:.0f} s); SavedModel in {export_dir}")

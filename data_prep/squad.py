@@ -776,3 +776,44 @@ def split_by_article(input_file, train_file, dev_file, num_train_articles: int) 
                                            ensure_ascii=False) + "\n")
         counts.append(sum(len(p["qas"]) for a in part for p in a["paragraphs"]))
     return tuple(counts)
+
+
+# --------------------------------------------------------------------------
+# `python -m data_prep.squad`: split a SQuAD file into train and dev by article
+# --------------------------------------------------------------------------
+
+
+def _define_flags():
+    from absl import flags
+
+    flags.DEFINE_string("input_file", None, "SQuAD JSON (v1.1 or v2.0) to split.")
+    flags.DEFINE_string("train_output", None, "Where the first articles go.")
+    flags.DEFINE_string("dev_output", None, "Where the remaining articles go.")
+    flags.DEFINE_integer("num_train_articles", None,
+                         "How many articles (from the start) form the training part.")
+    flags.mark_flags_as_required(["input_file", "train_output", "dev_output",
+                                  "num_train_articles"])
+
+
+def main(argv):
+    """Splits by article, so no context is shared between the two parts."""
+    del argv
+    from absl import flags
+
+    FLAGS = flags.FLAGS
+    train, dev = split_by_article(FLAGS.input_file, FLAGS.train_output, FLAGS.dev_output,
+                                  FLAGS.num_train_articles)
+    print(f"wrote {FLAGS.train_output} ({train} questions) and {FLAGS.dev_output} "
+          f"({dev} questions)")
+
+
+def entry(argv=None):
+    """Console entry point (`bert squad-split` and `python -m data_prep.squad`)."""
+    from official_bert import app
+
+    _define_flags()
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

@@ -23,6 +23,7 @@ COMMANDS = {
     "pretrain": ("run_pretraining", "pre-train BERT (masked LM + next sentence)"),
     "classify": ("run_classifier", "fine-tune / evaluate / predict GLUE or your own CSV/TSV"),
     "squad": ("run_squad", "question answering, SQuAD v1.1 and v2.0"),
+    "squad-split": ("data_prep.squad", "split a SQuAD file into train and dev by article"),
     "swag": ("run_swag", "multiple choice (SWAG layout)"),
     "ner": ("run_ner", "token tagging (CoNLL files), fine-tuned or feature-based"),
     "predict": ("predict", "labels for raw text lines from an export or a trained run"),

@@ -185,3 +185,32 @@ def test_bad_inputs(tiny_checkpoint, tmp_path):
                    f"--train_file={wrong}", f"--output_dir={tmp_path / 'o'}", *COMMON,
                    expect_rc=1)
     assert "data[0].paragraphs[0].qas[0].answers[0].answer_start must be an integer" in proc.stderr
+
+
+def test_split_by_article_command(tmp_path):
+    # Three articles: the first two train, the last is dev; no article in both.
+    articles = []
+    for t in range(3):
+        squad_file(tmp_path / "one.json", version_2=t == 2)
+        article = json.loads((tmp_path / "one.json").read_text(encoding="utf-8"))["data"][0]
+        article["title"] = f"article {t}"
+        articles.append(article)
+    source = tmp_path / "all.json"
+    source.write_text(json.dumps({"version": "2.0", "data": articles}), encoding="utf-8")
+    train, dev = tmp_path / "train.json", tmp_path / "dev.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
+         f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=2"],
+        cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert f"{train} (12 questions) and {dev} (9 questions)" in result.stdout
+    titles = lambda p: [a["title"] for a in json.loads(p.read_text(encoding="utf-8"))["data"]]
+    assert titles(train) == ["article 0", "article 1"] and titles(dev) == ["article 2"]
+    assert json.loads(dev.read_text(encoding="utf-8"))["version"] == "2.0"
+    bad = subprocess.run(
+        [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
+         f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=3"],
+        cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines()[-1] == (
+        f"error: {source} has 3 articles; cannot put 3 in the training part")

@@ -428,9 +428,15 @@ class Trainer:
         dataset; returns the outputs concatenated in input order as numpy."""
         strategy = self.strategy
 
+        def forward(features):
+            return output_fn(self.model, features)
+
+        if self.config.jit_compile:  # as the train step (one compile per batch shape)
+            forward = tf.function(forward, jit_compile=True)
+
         @tf.function
         def predict_step(features):
-            return strategy.run(lambda f: output_fn(self.model, f), args=(features,))
+            return strategy.run(forward, args=(features,))
 
         collected = {}
         for features in self._distribute(dataset_fn):

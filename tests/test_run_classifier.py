@@ -218,3 +218,21 @@ def test_classification_and_regression_losses():
                                                 regression.loss_normalizers(features), training=True)
     assert float(loss) == pytest.approx(0.5)  # squared errors 1 and 0 over 2 examples
     assert float(metrics["mse"][0]) == pytest.approx(1.0)
+
+
+def test_xla_evaluation_equals_the_plain_one(trained, tmp_path):
+    # --jit_compile also compiles the prediction step (one program per batch
+    # shape: batches of 2, 2 and 1 here); the metrics must not move.
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(trained["out"], copy)
+    result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={trained['data']}",
+                 "--do_eval", "--max_seq_length=16", "--eval_batch_size=2", "--jit_compile",
+                 f"--output_dir={copy}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    plain = read_results(trained["out"] / "eval_results.txt")
+    xla = read_results(copy / "eval_results.txt")
+    assert xla["num_examples"] == "5" and xla["global_step"] == plain["global_step"]
+    assert float(xla["eval_loss"]) == pytest.approx(float(plain["eval_loss"]), abs=1e-5)
+    assert xla["eval_accuracy"] == plain["eval_accuracy"]

@@ -15,9 +15,10 @@ train either model. Beyond it:
 * **All cores.** `--num_workers` processes (default: all cores); each
   document goes to the worker with the fewest input bytes so far (a
   deterministic assignment every worker computes alike). Each worker's
-  random-next pool also samples the documents other workers own (1 in N of
-  them, tokenizing only the sentences its spans use), so a worker that owns
-  one huge book still draws random-next B spans from other documents. Worker *w*
+  random-next pool also takes the documents other workers own (the first
+  `--lookahead_documents`, then 1 in N; only the sentences its spans use are
+  tokenized), so a worker that owns one huge book still draws random-next B
+  spans from other documents. Worker *w*
   seeds its random generator with (`--random_seed`, w, N), so the output is
   byte-for-byte deterministic for a given seed and worker count. With a
   multiple of N output files each worker writes its own files; otherwise each
@@ -332,14 +333,23 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
         # Documents are assigned by bytes, so one worker may own a single huge
         # book and nothing else: with only its own documents in its pool, it
         # would have no "different document" to draw a random next B from.
-        # Every worker therefore also puts spans of a 1-in-N sample of the
-        # other workers' documents in its pool (drawn from its own generator,
-        # so the output stays deterministic).
+        # Every worker therefore also puts spans of the other workers'
+        # documents in its pool: all of the first `lookahead_documents` it
+        # meets (so a small corpus is fully shared), then a 1-in-N sample
+        # (bounded extra work on a large one). Drawn from its own generator,
+        # so the output stays deterministic.
         foreign_rng = random.Random(f"{config.random_seed}/foreign/{job.worker_index}")
         sample_rate = 1.0 / job.num_workers
+        foreign_taken = [0]
+
+        def want_foreign() -> bool:
+            if foreign_taken[0] < config.lookahead_documents or foreign_rng.random() < sample_rate:
+                foreign_taken[0] += 1
+                return True
+            return False
+
         documents = read_documents(job.input_files, job.worker_index, job.num_workers,
-                                   config.skip_bad_lines, stats,
-                                   want_foreign=lambda: foreign_rng.random() < sample_rate)
+                                   config.skip_bad_lines, stats, want_foreign=want_foreign)
         for doc_id, lines, owned in documents:
             if not owned:
                 maker.pool.add_document(doc_id, LazyDocument(lines, ids), foreign_rng)

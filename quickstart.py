@@ -1,7 +1,8 @@
 """Quickstart: the whole pipeline, end to end, on data that ships with the project.
 
-    python quickstart.py                 # the default: 400 pre-training steps, 2,000 QNLI rows
-    python quickstart.py --fast          # 150 steps, 600 rows: 9 minutes on 2 busy CPU cores
+    python quickstart.py                 # the default: 300 pre-training steps, 2,000 QNLI rows
+    python quickstart.py --fast          # 150 steps, 1,000 rows
+    python quickstart.py --full          # 1,200 steps, 2 epochs over the 2,000 rows
     python quickstart.py --stages=finetune,serve --output_dir=quickstart_output
 
 Stages (each prints the command it runs, so you can run it yourself):
@@ -41,6 +42,12 @@ flags.DEFINE_string("output_dir", "quickstart_output", "Where every artifact is 
 flags.DEFINE_list("stages", list(STAGES), f"Stages to run, in order: {', '.join(STAGES)}.")
 flags.DEFINE_bool("fast", False, "A shorter run (fewer pre-training steps, fewer QNLI rows).")
 flags.DEFINE_bool("full", False, "A longer run (more pre-training steps, 2 fine-tuning epochs).")
+
+# Fine-tuning recipe of the demo: all-MiniLM-L6-v2 (H=384) learns QNLI's question/sentence
+# relation slowly at BERT-Base's 5e-5 / batch 32 (49.8% dev accuracy after 63 steps here);
+# 1e-4 with batch 16 reaches 71.6% in the same compute (125 steps, 210 s on 2 cores).
+# Length 64 keeps the question and the start of the sentence (avg. 38 words per pair).
+FINETUNE = dict(train_batch_size=16, learning_rate=1e-4, max_seq_length=64)
 FLAGS = flags.FLAGS
 
 TINY_BERT = {  # L=2, H=128, A=2: trains in minutes on a CPU.
@@ -125,7 +132,7 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
 
 
 def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
-    steps = 150 if FLAGS.fast else 1200 if FLAGS.full else 400
+    steps = 150 if FLAGS.fast else 1200 if FLAGS.full else 300
     print(f"[pretrain] a tiny BERT (L=2, H=128, A=2) from scratch, {steps} steps", flush=True)
     if not (out / "pretrain_train.tfrecord").exists():
         raise ValueError(f"no pre-training data in {out}: run the data stage first "
@@ -150,7 +157,7 @@ def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
 
 
 def stage_finetune(out: pathlib.Path, summary: dict) -> None:
-    rows = 600 if FLAGS.fast else 2000
+    rows = 1000 if FLAGS.fast else 2000
     epochs = 2 if FLAGS.full else 1
     checkpoint = minilm_dir()
     print(f"[finetune] the real all-MiniLM-L6-v2 on QNLI ({rows} rows, {epochs} epoch)",
@@ -159,9 +166,8 @@ def stage_finetune(out: pathlib.Path, summary: dict) -> None:
     seconds = run("run_classifier.py", task_name="qnli",
                   data_dir=HERE / "examples" / "qnli_small", init_checkpoint=checkpoint,
                   output_dir=finetune_dir, export_dir=export_dir, do_train=True, do_eval=True,
-                  max_train_examples=rows, num_train_epochs=epochs, train_batch_size=32,
-                  learning_rate=5e-5, max_seq_length=128, warmup_proportion=0.1, seed=42,
-                  log_steps=10, jit_compile=True)
+                  max_train_examples=rows, num_train_epochs=epochs, warmup_proportion=0.1,
+                  seed=42, log_steps=10, jit_compile=True, **FINETUNE)
     results = read_results(finetune_dir / "eval_results.txt")
     print(f"      dev accuracy {results['eval_accuracy']:.3f} on 500 QNLI rows "
           f"({seconds:.0f} s); SavedModel in {export_dir}")

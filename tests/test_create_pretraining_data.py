@@ -185,6 +185,14 @@ def doc_of(vocab_tokens):
     return out
 
 
+def segment_documents(data, original, owner, i):
+    """The sets of documents the (unmasked) A and B of instance i come from."""
+    n = int(data["input_mask"][i].sum())
+    len_a = int((data["segment_ids"][i, :n] == 0).sum()) - 2
+    return (set(owner[original[i, 1: 1 + len_a]]) - {-1},
+            set(owner[original[i, len_a + 2: n - 1]]) - {-1})
+
+
 def gen(tmp_path, inputs, vocab, name="out.tfrecord", workers=2, **config):
     config.setdefault("dupe_factor", 2)
     out = [str(tmp_path / n) for n in name.split(",")]
@@ -337,10 +345,7 @@ def test_random_next_never_from_same_document_and_actual_next_is(tmp_path):
         assert summary["documents_one_sentence"] == 1
         checked = 0
         for i in range(len(original)):
-            n = int(data["input_mask"][i].sum())
-            len_a = int((data["segment_ids"][i, :n] == 0).sum()) - 2
-            docs_a = set(owner[original[i, 1: 1 + len_a]]) - {-1}
-            docs_b = set(owner[original[i, len_a + 2: n - 1]]) - {-1}
+            docs_a, docs_b = segment_documents(data, original, owner, i)
             assert len(docs_a) <= 1 and len(docs_b) <= 1
             assert 5 not in docs_a  # the one-sentence document makes no instances
             if docs_a and docs_b:
@@ -366,10 +371,7 @@ def test_worker_owning_one_huge_document_still_draws_random_next(tmp_path):
     original = restore_originals(data)
     random_from_other = 0
     for i in range(len(original)):
-        n = int(data["input_mask"][i].sum())
-        len_a = int((data["segment_ids"][i, :n] == 0).sum()) - 2
-        docs_a = set(owner[original[i, 1: 1 + len_a]]) - {-1}
-        docs_b = set(owner[original[i, len_a + 2: n - 1]]) - {-1}
+        docs_a, docs_b = segment_documents(data, original, owner, i)
         if docs_a == {0} and data["next_sentence_labels"][i, 0] == 1:
             assert docs_b and 0 not in docs_b
             random_from_other += 1

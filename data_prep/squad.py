@@ -763,16 +763,16 @@ def split_by_article(input_file, train_file, dev_file, num_train_articles: int) 
     `train_file` and the rest to `dev_file`; returns the question counts."""
     from official_bert.configs import write_text_atomic
 
+    data = load_squad_json(input_file)  # checks the file first: errors name the place
     with open(input_file, encoding="utf-8") as f:
-        dataset = json.load(f)
-    data = load_squad_json(input_file)
+        version = json.load(f).get("version", "")
     if not 0 < num_train_articles < len(data):
         raise ValueError(f"{input_file} has {len(data)} articles; cannot put "
                          f"{num_train_articles} in the training part")
     counts = []
     for path, part in ((train_file, data[:num_train_articles]),
                        (dev_file, data[num_train_articles:])):
-        write_text_atomic(path, json.dumps({"version": dataset.get("version", ""), "data": part},
+        write_text_atomic(path, json.dumps({"version": version, "data": part},
                                            ensure_ascii=False) + "\n")
         counts.append(sum(len(p["qas"]) for a in part for p in a["paragraphs"]))
     return tuple(counts)

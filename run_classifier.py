@@ -175,7 +175,7 @@ def has_checkpoint(directory) -> bool:
 # === Evaluation and prediction ===
 
 
-def predict_logits(trainer, arrays, batch_size):
+def predict_logits(trainer, arrays, batch_size, padding_multiple=None):
     """Logits [examples, outputs] in file order; every example exactly once."""
     import numpy as np
 
@@ -183,7 +183,8 @@ def predict_logits(trainer, arrays, batch_size):
         return {"logits": model(features, training=False),
                 "example_index": features["example_index"]}
 
-    out = trainer.predict(runner.numpy_dataset(arrays, batch_size, False, 0), output_fn)
+    out = trainer.predict(runner.numpy_dataset(arrays, batch_size, False, 0,
+                                                 padding_multiple), output_fn)
     order = np.argsort(out["example_index"], kind="stable")
     if not np.array_equal(out["example_index"][order], np.arange(len(arrays["label"]))):
         raise RuntimeError(f"prediction returned {len(order)} outputs for "
@@ -283,14 +284,16 @@ def main(argv):
         if files.checkpoint is not None and model.load_head_weights(files.checkpoint):
             logging.info("Loaded the classifier head from %s", files.checkpoint.path)
 
+    settings = runner.RunSettings.from_flags(FLAGS)
     trainer = runner.make_trainer(
-        ClassificationTask(files.config, num_classes, policy), runner.RunSettings.from_flags(FLAGS),
+        ClassificationTask(files.config, num_classes, policy), settings,
         num_train_steps, num_warmup_steps, init_fn, train=FLAGS.do_train)
 
     if FLAGS.do_train:
         arrays = features(train_examples, "train")
         start = time.time()
-        trainer.train(runner.numpy_dataset(arrays, FLAGS.train_batch_size, True, FLAGS.seed),
+        trainer.train(runner.numpy_dataset(arrays, FLAGS.train_batch_size, True, FLAGS.seed,
+                                           settings.padding_multiple()),
                       FLAGS.train_batch_size)
         logging.info("Training took %.1f s", time.time() - start)
 
@@ -300,7 +303,8 @@ def main(argv):
         for suffix, path, examples in eval_sets:
             arrays = features(examples, "dev" + (f"_{suffix}" if suffix else ""))
             start = time.time()
-            logits = predict_logits(trainer, arrays, FLAGS.eval_batch_size)
+            logits = predict_logits(trainer, arrays, FLAGS.eval_batch_size,
+                                    settings.padding_multiple())
             split_results = classification_metrics.evaluate_logits(
                 task.metric_kind, logits, arrays["label"])
             split_results["num_examples"] = len(examples)
@@ -319,7 +323,8 @@ def main(argv):
     if FLAGS.do_predict:
         for suffix, path, examples in predict_sets:
             arrays = features(examples, "test" + (f"_{suffix}" if suffix else ""))
-            logits = predict_logits(trainer, arrays, FLAGS.predict_batch_size)
+            logits = predict_logits(trainer, arrays, FLAGS.predict_batch_size,
+                                    settings.padding_multiple())
             rows = logits[:, :1] if task.is_regression else classification_metrics.softmax(logits)
             lines = ["\t".join(f"{p:.8f}" for p in row) for row in rows]
             out = os.path.join(FLAGS.output_dir,

@@ -450,8 +450,9 @@ def main(argv):
             dataset_fn = feature_dataset(*prepared["train"], FLAGS.train_batch_size, True,
                                          FLAGS.seed)
         else:
-            dataset_fn = runner.numpy_dataset(conll.windows_to_arrays(train_windows),
-                                       FLAGS.train_batch_size, True, FLAGS.seed)
+            dataset_fn = runner.numpy_dataset(
+                conll.windows_to_arrays(train_windows), FLAGS.train_batch_size, True, FLAGS.seed,
+                runner.RunSettings.from_flags(FLAGS).padding_multiple())
         trainer.train(dataset_fn, FLAGS.train_batch_size)
         logging.info("Training took %.1f s", time.time() - start)
 

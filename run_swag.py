@@ -74,7 +74,7 @@ class MultipleChoiceTask:
         return loss, {"accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct), tf.float32))}
 
 
-def predict_probabilities(trainer, arrays, batch_size):
+def predict_probabilities(trainer, arrays, batch_size, padding_multiple=None):
     """(probabilities [examples, choices], log-probability of the label) in file order."""
     import numpy as np
     import tensorflow as tf
@@ -83,7 +83,8 @@ def predict_probabilities(trainer, arrays, batch_size):
         logits = model(features, training=False)
         return {"logits": logits, "example_index": features["example_index"]}
 
-    out = trainer.predict(runner.numpy_dataset(arrays, batch_size, False, 0), output_fn)
+    out = trainer.predict(runner.numpy_dataset(arrays, batch_size, False, 0, padding_multiple),
+                          output_fn)
     logits = out["logits"][np.argsort(out["example_index"], kind="stable")]
     log_probs = tf.nn.log_softmax(logits, axis=-1).numpy()
     return np.exp(log_probs), log_probs
@@ -130,21 +131,24 @@ def main(argv):
         logging.info("train: %d examples, %d choices each, %d steps",
                      len(train_examples), len(train_examples[0].endings), num_train_steps)
 
+    settings = runner.RunSettings.from_flags(FLAGS)
     trainer = runner.make_trainer(
-        MultipleChoiceTask(files.config, policy), runner.RunSettings.from_flags(FLAGS),
+        MultipleChoiceTask(files.config, policy), settings,
         num_train_steps, num_warmup_steps, runner.encoder_init_fn(files.checkpoint),
         train=FLAGS.do_train)
 
     if FLAGS.do_train:
         arrays = swag.convert_examples(train_examples, tokenizer, FLAGS.max_seq_length)
         start = time.time()
-        trainer.train(runner.numpy_dataset(arrays, FLAGS.train_batch_size, True, FLAGS.seed),
+        trainer.train(runner.numpy_dataset(arrays, FLAGS.train_batch_size, True, FLAGS.seed,
+                                           settings.padding_multiple()),
                       FLAGS.train_batch_size)
         logging.info("Training took %.1f s", time.time() - start)
 
     if FLAGS.do_eval:
         arrays = swag.convert_examples(eval_examples, tokenizer, FLAGS.max_seq_length)
-        probabilities, log_probs = predict_probabilities(trainer, arrays, FLAGS.eval_batch_size)
+        probabilities, log_probs = predict_probabilities(trainer, arrays, FLAGS.eval_batch_size,
+                                                         settings.padding_multiple())
         labels = arrays["label"]
         results = {
             "eval_accuracy": float(np.mean(np.argmax(probabilities, -1) == labels)),
@@ -159,7 +163,8 @@ def main(argv):
         from official_bert.configs import write_text_atomic
 
         arrays = swag.convert_examples(predict_examples, tokenizer, FLAGS.max_seq_length)
-        probabilities, _ = predict_probabilities(trainer, arrays, FLAGS.predict_batch_size)
+        probabilities, _ = predict_probabilities(trainer, arrays, FLAGS.predict_batch_size,
+                                                 settings.padding_multiple())
         lines = ["\t".join(f"{p:.8f}" for p in row) for row in probabilities]
         path = os.path.join(FLAGS.output_dir, "test_results.tsv")
         write_text_atomic(path, "\n".join(lines) + "\n")

@@ -80,6 +80,11 @@ def define_finetuning_flags(train_batch_size: int = 32, eval_batch_size: int = 8
     flags.DEFINE_string("export_dir", None,
                         "After training, write a SavedModel for TF Serving to "
                         "export_dir/<version>/.", module_name=TRAINING_FLAGS)
+    flags.DEFINE_bool("dynamic_padding", True,
+                      "Cut each batch to its longest sequence, rounded up to a quarter of "
+                      "--max_seq_length (at most 4 shapes to compile): the same model and "
+                      "metrics, less compute on short texts. Ignored on TPU, which needs "
+                      "static shapes.", module_name=TRAINING_FLAGS)
 
 
 def define_distribution_flags() -> None:
@@ -214,11 +219,20 @@ class RunSettings:
     dtype: str = "float32"
     jit_compile: bool = False
     seed: int = 42
+    dynamic_padding: bool = True
+
+    def padding_multiple(self) -> int | None:
+        """`numpy_dataset`'s `trim_padding_multiple` for these settings."""
+        if not self.dynamic_padding or self.distribution_strategy == "tpu":
+            return None
+        return padding_bucket(self.max_seq_length)
 
     @classmethod
     def from_flags(cls, flag_values) -> "RunSettings":
-        """Reads the fields of this class from parsed absl `flag_values`."""
-        return cls(**{f.name: getattr(flag_values, f.name) for f in dataclasses.fields(cls)})
+        """Reads the fields of this class from parsed absl `flag_values` (a
+        field whose flag the runner does not define keeps its default)."""
+        return cls(**{f.name: getattr(flag_values, f.name) for f in dataclasses.fields(cls)
+                      if f.name in flag_values})
 
 
 def training_steps(num_examples: int, batch_size: int, epochs: float,
@@ -252,14 +266,34 @@ def make_trainer(task, settings: RunSettings, num_train_steps: int, num_warmup_s
                             loss_scale=settings.dtype == "float16")
 
 
-def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int):
+def padding_bucket(max_seq_length: int) -> int:
+    """The length multiple dynamic padding rounds up to: a quarter of
+    `max_seq_length` (a multiple of 8, at least 16), so a run compiles at most
+    four batch shapes (each one an XLA compilation under --jit_compile)."""
+    return max(16, -(-max_seq_length // 32) * 8)
+
+
+SEQUENCE_KEYS = ("input_word_ids", "input_mask", "input_type_ids", "label_ids")
+
+
+def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
+                  trim_padding_multiple: int | None = None):
     """A `dataset_fn` over in-memory feature arrays (all of one length).
 
     Training: sharded per input pipeline, shuffled, repeated, batched with
     `drop_remainder`. Evaluation/prediction: every example once, in order, the
     last batch smaller (so no example is dropped or padded into a metric).
+    With `trim_padding_multiple`, each batch's sequence features
+    (`SEQUENCE_KEYS`) are cut to its longest sequence rounded up to that
+    multiple (`text_layers.trim_padding`); only for outputs that do not have
+    the sequence length (losses, per-example scores).
     """
     import tensorflow as tf
+
+    from official_bert import text_layers
+
+    def trim(batch):
+        return text_layers.trim_padding(batch, trim_padding_multiple, keys=SEQUENCE_KEYS)
 
     num_examples = len(next(iter(arrays.values())))
 
@@ -269,7 +303,11 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int):
         if training:
             ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
             ds = ds.shuffle(num_examples, seed=seed).repeat()
-            return ds.batch(per_replica, drop_remainder=True).prefetch(2)
-        return ds.batch(per_replica).prefetch(2)
+            ds = ds.batch(per_replica, drop_remainder=True)
+        else:
+            ds = ds.batch(per_replica)
+        if trim_padding_multiple:
+            ds = ds.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return ds.prefetch(2)
 
     return dataset_fn

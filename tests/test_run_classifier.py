@@ -236,3 +236,30 @@ def test_xla_evaluation_equals_the_plain_one(trained, tmp_path):
     assert xla["num_examples"] == "5" and xla["global_step"] == plain["global_step"]
     assert float(xla["eval_loss"]) == pytest.approx(float(plain["eval_loss"]), abs=1e-5)
     assert xla["eval_accuracy"] == plain["eval_accuracy"]
+
+
+def test_dynamic_padding_keeps_the_metrics(trained, tmp_path):
+    # At --max_seq_length=32 the batches are cut to 16 columns (every dev
+    # sentence is shorter): padding is masked out, so the metrics must not move.
+    # Training with cut batches under XLA (shapes vary by batch) must run too.
+    import shutil
+
+    results = {}
+    for name, flag in (("cut", "--dynamic_padding"), ("full", "--nodynamic_padding")):
+        copy = tmp_path / name
+        shutil.copytree(trained["out"], copy)
+        result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={trained['data']}",
+                     "--do_eval", "--max_seq_length=32", "--eval_batch_size=2", flag,
+                     f"--output_dir={copy}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        results[name] = read_results(copy / "eval_results.txt")
+    assert results["cut"]["num_examples"] == "5"
+    assert float(results["cut"]["eval_loss"]) == pytest.approx(
+        float(results["full"]["eval_loss"]), abs=1e-5)
+    assert results["cut"]["eval_accuracy"] == results["full"]["eval_accuracy"]
+
+    result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={trained['data']}",
+                 f"--init_checkpoint={trained['ckpt']}", "--do_train", "--max_seq_length=32",
+                 "--train_batch_size=4", "--num_train_epochs=2", "--jit_compile",
+                 f"--output_dir={tmp_path / 'train'}")
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -1,0 +1,66 @@
+"""The shared fine-tuning input pipeline (`runner.numpy_dataset`): every example
+once in evaluation, and dynamic padding that cuts only columns that are padding
+in every row of a batch."""
+
+import numpy as np
+import pytest
+
+from official_bert import runner
+
+
+class _Context:
+    num_input_pipelines, input_pipeline_id = 1, 0
+
+    @staticmethod
+    def get_per_replica_batch_size(batch_size):
+        return batch_size
+
+
+def _arrays(lengths, seq_length, choices=None):
+    shape = (len(lengths),) + ((choices,) if choices else ()) + (seq_length,)
+    mask = np.zeros(shape, np.int32)
+    for i, n in enumerate(lengths):
+        mask[i, ..., :n] = 1
+    ids = np.where(mask == 1, np.arange(seq_length) + 5, 0).astype(np.int32)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(mask),
+            "label": np.arange(len(lengths), dtype=np.int32)}
+
+
+def test_padding_bucket_is_a_quarter_of_the_length():
+    assert [runner.padding_bucket(n) for n in (32, 64, 128, 384, 512)] == [16, 16, 32, 96, 128]
+
+
+def test_evaluation_batches_are_cut_to_their_longest_row():
+    arrays = _arrays([3, 20, 7, 40, 2], seq_length=64)
+    batches = list(runner.numpy_dataset(arrays, 2, False, 0, trim_padding_multiple=16)(_Context()))
+    assert [b["input_word_ids"].shape[1] for b in batches] == [32, 48, 16]
+    assert [b["label"].numpy().tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    kept = np.concatenate([b["input_mask"].numpy().sum(axis=1) for b in batches])
+    np.testing.assert_array_equal(kept, [3, 20, 7, 40, 2])  # no token lost
+    first = batches[0]["input_word_ids"].numpy()
+    np.testing.assert_array_equal(first, arrays["input_word_ids"][:2, :32])
+
+
+def test_multiple_choice_batches_cut_the_last_axis():
+    arrays = _arrays([5, 9, 30], seq_length=64, choices=3)
+    batches = list(runner.numpy_dataset(arrays, 3, False, 0, trim_padding_multiple=16)(_Context()))
+    assert batches[0]["input_mask"].shape == (3, 3, 32)
+    assert batches[0]["label"].shape == (3,)
+
+
+def test_training_batches_without_a_multiple_keep_their_length():
+    arrays = _arrays([3, 4, 5, 6], seq_length=64)
+    ds = runner.numpy_dataset(arrays, 2, True, 0)(_Context())
+    batch = next(iter(ds))
+    assert batch["input_word_ids"].shape == (2, 64)
+    cut = next(iter(runner.numpy_dataset(arrays, 2, True, 0, 16)(_Context())))
+    assert cut["input_word_ids"].shape == (2, 16)
+
+
+@pytest.mark.parametrize("strategy,expected", [("one_device", 32), ("tpu", None)])
+def test_dynamic_padding_is_off_on_tpu(strategy, expected):
+    settings = runner.RunSettings(output_dir="/tmp/x", max_seq_length=128,
+                                  distribution_strategy=strategy)
+    assert settings.padding_multiple() == expected
+    settings.dynamic_padding = False
+    assert settings.padding_multiple() is None

@@ -423,9 +423,10 @@ class Trainer:
         results["global_step"] = int(self.global_step.numpy())
         return results
 
-    def predict(self, dataset_fn, output_fn: Callable) -> dict:
+    def predict(self, dataset_fn, output_fn: Callable, progress_seconds: float = 60) -> dict:
         """Runs `output_fn(model, features)` (a dict of tensors) over a finite
-        dataset; returns the outputs concatenated in input order as numpy."""
+        dataset; returns the outputs concatenated in input order as numpy.
+        Logs the examples done every `progress_seconds`."""
         strategy = self.strategy
 
         def forward(features):
@@ -439,11 +440,22 @@ class Trainer:
             return strategy.run(forward, args=(features,))
 
         collected = {}
+        start = last_log = time.time()
+        examples = 0
         for features in self._distribute(dataset_fn):
             outputs = predict_step(features)
             for name, value in outputs.items():
                 parts = strategy.experimental_local_results(value)
                 collected.setdefault(name, []).extend(np.asarray(p) for p in parts)
+            examples += sum(len(p) for p in strategy.experimental_local_results(
+                next(iter(outputs.values()))))
+            if time.time() - last_log >= progress_seconds:
+                last_log = time.time()
+                logging.info("predicted %d examples, %.2f examples/s", examples,
+                             examples / (last_log - start))
+        elapsed = max(time.time() - start, 1e-9)
+        logging.info("predicted %d examples in %.1f s, %.2f examples/s", examples, elapsed,
+                     examples / elapsed)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
 
 

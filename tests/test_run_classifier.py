@@ -78,6 +78,8 @@ def test_eval_counts_every_example_once(trained):
     probabilities = np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t")
     assert probabilities.shape == (5, 2)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-6)
+    # Prediction reports its progress: the 5 dev and the 5 test examples.
+    assert trained["log"].count("predicted 5 examples in") == 2
     labels = np.array(DEV_LABELS)
     loss = -np.mean(np.log(probabilities[np.arange(5), labels]))
     assert float(results["eval_loss"]) == pytest.approx(loss, abs=1e-5)

@@ -204,6 +204,7 @@ class BertConfig:
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Writes `text` to `path` so that readers never see a partial file."""
     path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

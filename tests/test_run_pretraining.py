@@ -394,13 +394,14 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     assert 0.45 < heldout_random < 0.55  # balanced: 50% is chance for next sentence
 
     steps = int(os.environ.get("PRETRAIN_SLOW_STEPS", 600))
+    learning_rate = os.environ.get("PRETRAIN_SLOW_LR", "5e-4")
     result = run(f"--input_file={tmp_path}/train-*.tfrecord",
                  f"--eval_input_file={tmp_path}/heldout-*.tfrecord",
                  f"--bert_config_file={tmp_path}/bert_config.json", f"--vocab_file={vocab}",
                  "--do_train", "--do_eval", f"--max_seq_length={seq}",
                  f"--max_predictions_per_seq={predictions}", "--train_batch_size=32",
                  "--eval_batch_size=64", "--max_eval_steps=1000", f"--num_train_steps={steps}",
-                 f"--num_warmup_steps={steps // 10}", "--learning_rate=2e-3", "--log_steps=50",
+                 f"--num_warmup_steps={steps // 10}", f"--learning_rate={learning_rate}", "--log_steps=50",
                  f"--save_checkpoints_steps={steps}", f"--output_dir={tmp_path / 'out'}",
                  timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]

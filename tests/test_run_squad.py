@@ -197,7 +197,8 @@ def test_split_by_article_command(tmp_path):
         articles.append(article)
     source = tmp_path / "all.json"
     source.write_text(json.dumps({"version": "2.0", "data": articles}), encoding="utf-8")
-    train, dev = tmp_path / "train.json", tmp_path / "dev.json"
+    # The output directory need not exist yet.
+    train, dev = tmp_path / "split" / "train.json", tmp_path / "split" / "dev.json"
     result = subprocess.run(
         [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
          f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=2"],

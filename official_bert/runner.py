@@ -273,9 +273,6 @@ def padding_bucket(max_seq_length: int) -> int:
     return max(16, -(-max_seq_length // 32) * 8)
 
 
-SEQUENCE_KEYS = ("input_word_ids", "input_mask", "input_type_ids", "label_ids")
-
-
 def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
                   trim_padding_multiple: int | None = None):
     """A `dataset_fn` over in-memory feature arrays (all of one length).
@@ -284,7 +281,7 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
     `drop_remainder`. Evaluation/prediction: every example once, in order, the
     last batch smaller (so no example is dropped or padded into a metric).
     With `trim_padding_multiple`, each batch's sequence features
-    (`SEQUENCE_KEYS`) are cut to its longest sequence rounded up to that
+    (the packed inputs and NER's `label_ids`) are cut to its longest sequence rounded up to that
     multiple (`text_layers.trim_padding`); only for outputs that do not have
     the sequence length (losses, per-example scores).
     """
@@ -292,8 +289,10 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
 
     from official_bert import text_layers
 
+    sequence_keys = text_layers.PACKED_KEYS + ("label_ids",)
+
     def trim(batch):
-        return text_layers.trim_padding(batch, trim_padding_multiple, keys=SEQUENCE_KEYS)
+        return text_layers.trim_padding(batch, trim_padding_multiple, keys=sequence_keys)
 
     num_examples = len(next(iter(arrays.values())))
 

@@ -445,10 +445,9 @@ class Trainer:
         for features in self._distribute(dataset_fn):
             outputs = predict_step(features)
             for name, value in outputs.items():
-                parts = strategy.experimental_local_results(value)
-                collected.setdefault(name, []).extend(np.asarray(p) for p in parts)
-            examples += sum(len(p) for p in strategy.experimental_local_results(
-                next(iter(outputs.values()))))
+                parts = [np.asarray(p) for p in strategy.experimental_local_results(value)]
+                collected.setdefault(name, []).extend(parts)
+            examples += sum(len(p) for p in parts)  # every output has one row per example
             if time.time() - last_log >= progress_seconds:
                 last_log = time.time()
                 logging.info("predicted %d examples, %.2f examples/s", examples,

@@ -62,6 +62,7 @@ flags.DEFINE_integer("max_train_examples", None, "Use only the first N training 
 flags.DEFINE_integer("max_predict_examples", None, "Predict only the first N questions.")
 flags.DEFINE_string("export_dir", None,
                     "Write a raw-text SavedModel (question, context → answer) here.")
+runner.define_dynamic_padding_flag()
 
 
 class SquadTask:
@@ -157,6 +158,7 @@ def main(argv):
             version_2_with_negative=FLAGS.version_2_with_negative)
 
     import keras
+    import numpy as np
     import tensorflow as tf
 
     from official_bert import checkpoints, squad_metrics, tokenization
@@ -239,15 +241,36 @@ def main(argv):
         logging.info("  Num orig examples = %d", len(eval_examples))
         logging.info("  Num split examples = %d", len(eval_features))
 
-        def predict_dataset(context):
-            ds = tf.data.Dataset.from_tensor_slices(eval_arrays)
-            ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
-            return ds.batch(context.get_per_replica_batch_size(FLAGS.predict_batch_size))
+        multiple = runner.RunSettings.from_flags(FLAGS).padding_multiple()
+        if multiple:
+            # Windows sorted by length, longest first, so each batch is cut
+            # near its own length (in file order nearly every batch holds a
+            # full-length window); answers are matched by unique_id.
+            lengths = eval_arrays["input_mask"].sum(axis=1)
+            order = np.argsort(-lengths, kind="stable")
+            eval_arrays = {k: v[order] for k, v in eval_arrays.items()}
+            kept = sum(runner.bucketed_length(lengths[order][i:i + FLAGS.predict_batch_size].max(),
+                                              multiple, FLAGS.max_seq_length)
+                       * len(lengths[order][i:i + FLAGS.predict_batch_size])
+                       for i in range(0, len(lengths), FLAGS.predict_batch_size))
+            logging.info("  Dynamic padding: %.1f%% of the %d-token positions computed",
+                         100.0 * kept / (len(lengths) * FLAGS.max_seq_length),
+                         FLAGS.max_seq_length)
+        predict_dataset = runner.numpy_dataset(eval_arrays, FLAGS.predict_batch_size,
+                                               training=False, seed=FLAGS.seed,
+                                               trim_padding_multiple=multiple)
 
         def output_fn(model, features):
             inputs = {k: features[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
             outputs = model(inputs, training=False)
-            return {"unique_ids": features["unique_ids"], **outputs}
+            # Padding positions get a logit no real token can lose to, so the
+            # n-best candidates never depend on what the model says about
+            # padding (or on how much of it a batch kept); back to full length.
+            padding = tf.equal(features["input_mask"], 0)
+            cut = FLAGS.max_seq_length - tf.shape(padding)[1]
+            logits = {k: tf.pad(tf.where(padding, -1e4, v), [[0, 0], [0, cut]],
+                                constant_values=-1e4) for k, v in outputs.items()}
+            return {"unique_ids": features["unique_ids"], **logits}
 
         start = time.time()
         raw = trainer.predict(predict_dataset, output_fn)

@@ -216,8 +216,10 @@ class SquadServingModule(tf.Module):
         max_ctx = max_ctx.to_tensor(False, shape=shape)
         in_ctx = in_ctx.to_tensor(False, shape=shape)
         outputs = self.model(inputs, training=False)
-        start_logits = tf.cast(outputs["start_logits"], tf.float32)
-        end_logits = tf.cast(outputs["end_logits"], tf.float32)
+        # Padding can never be a candidate (as in run_squad's prediction).
+        padding = tf.equal(inputs["input_mask"], 0)
+        start_logits = tf.where(padding, -1e4, tf.cast(outputs["start_logits"], tf.float32))
+        end_logits = tf.where(padding, -1e4, tf.cast(outputs["end_logits"], tf.float32))
 
         # 4. n-best starts x ends per window, legal spans only.
         n = min(self.n_best_size, S)

@@ -80,11 +80,17 @@ def define_finetuning_flags(train_batch_size: int = 32, eval_batch_size: int = 8
     flags.DEFINE_string("export_dir", None,
                         "After training, write a SavedModel for TF Serving to "
                         "export_dir/<version>/.", module_name=TRAINING_FLAGS)
+    define_dynamic_padding_flag()
+
+
+def define_dynamic_padding_flag() -> None:
+    """--dynamic_padding (run_squad uses it for prediction only)."""
     flags.DEFINE_bool("dynamic_padding", True,
                       "Cut each batch to its longest sequence, rounded up to a quarter of "
                       "--max_seq_length (at most 4 shapes to compile): the same model and "
                       "metrics, less compute on short texts. Ignored on TPU, which needs "
-                      "static shapes.", module_name=TRAINING_FLAGS)
+                      "static shapes. run_squad: prediction only, windows sorted by length.",
+                      module_name=TRAINING_FLAGS)
 
 
 def define_distribution_flags() -> None:
@@ -271,6 +277,12 @@ def padding_bucket(max_seq_length: int) -> int:
     `max_seq_length` (a multiple of 8, at least 16), so a run compiles at most
     four batch shapes (each one an XLA compilation under --jit_compile)."""
     return max(16, -(-max_seq_length // 32) * 8)
+
+
+def bucketed_length(longest: int, multiple: int, full: int) -> int:
+    """The length `text_layers.trim_padding` cuts a batch to: its longest
+    sequence rounded up to `multiple`, at most `full`."""
+    return min(full, -(-max(int(longest), 1) // multiple) * multiple)
 
 
 def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,

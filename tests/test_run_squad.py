@@ -168,6 +168,31 @@ def test_v2_predict_only_writes_null_odds_and_tunes(tiny_checkpoint, tmp_path):
     assert all(predictions[q] == "" for q in predictions if odds[q] > threshold)
 
 
+def test_prediction_cut_to_each_batch_keeps_the_answers(tiny_checkpoint, tmp_path):
+    # Windows sorted by length and each batch cut to its longest (the default)
+    # give the n-best lists of full-length batches.
+    data = squad_file(tmp_path / "v2.json", version_2=True)
+    outputs = {}
+    for flag in ("--dynamic_padding", "--nodynamic_padding"):
+        out = tmp_path / flag.strip("-")
+        proc = run_cli("--do_predict", "--version_2_with_negative",
+                       f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--predict_file={data}",
+                       f"--output_dir={out}", "--predict_batch_size=2", flag, *COMMON,
+                       "--max_seq_length=64")
+        outputs[flag] = (json.loads((out / "nbest_predictions.json").read_text(encoding="utf-8")),
+                         json.loads((out / "null_odds.json").read_text()), proc.stderr)
+    (cut, cut_odds, log), (full, full_odds, _) = outputs.values()
+    computed = float(log.split("Dynamic padding: ")[1].split("%")[0])
+    assert computed < 100.0  # some batches were cut
+    assert set(cut) == set(full)
+    for qas_id in full:
+        assert [c["text"] for c in cut[qas_id]] == [c["text"] for c in full[qas_id]], qas_id
+        for a, b in zip(cut[qas_id], full[qas_id]):
+            assert a["start_logit"] == pytest.approx(b["start_logit"], abs=1e-4)
+            assert a["end_logit"] == pytest.approx(b["end_logit"], abs=1e-4)
+        assert cut_odds[qas_id] == pytest.approx(full_odds[qas_id], abs=1e-4)
+
+
 def test_bad_inputs(tiny_checkpoint, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"data": [{"paragraphs": [{"context": "a", "qas": [\n{"id": 1,}]}]}]}')

@@ -322,7 +322,8 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     balanced). A random B comes from another held-out document — another
     book's tail or another speech — so next sentence is learnable from what
     BERT's NSP mostly learns early: whether A and B share topic and words.
-    About 10 minutes on 2 cores; PRETRAIN_SLOW_STEPS sets the steps.
+    About 10 minutes on 2 cores; PRETRAIN_SLOW_STEPS, _LR, _SEQ (length) and
+    _DUPE (training dupe factor) change the recipe.
     """
     corpus_dir = SHARED / "data" / "pretrain_text"
     if not corpus_dir.exists():
@@ -358,9 +359,11 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     tokens = build_vocab.reserved_tokens(100) + [w for w, c in counts.most_common(8000) if c >= 2]
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    seq, predictions = 128, 20
+    seq = int(os.environ.get("PRETRAIN_SLOW_SEQ", 128))
+    predictions = round(0.15 * seq + 0.5)  # 20 at 128, as BERT's recipe
+    train_dupe = int(os.environ.get("PRETRAIN_SLOW_DUPE", 1))
     instances = {}
-    for name, dupe in (("train", 1), ("heldout", 2)):
+    for name, dupe in (("train", train_dupe), ("heldout", 2)):
         instances[name] = create_pretraining_data(
             str(tmp_path / f"{name}.txt"),
             ",".join(str(tmp_path / f"{name}-{i}.tfrecord") for i in range(2)), str(vocab),

@@ -406,7 +406,7 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
                  "--eval_batch_size=64", "--max_eval_steps=1000", f"--num_train_steps={steps}",
                  f"--num_warmup_steps={steps // 10}", f"--learning_rate={learning_rate}", "--log_steps=50",
                  f"--save_checkpoints_steps={steps}", f"--output_dir={tmp_path / 'out'}",
-                 timeout=1200)
+                 timeout=600 + steps)  # 1,200 s for the default 600 steps
     assert result.returncode == 0, result.stderr[-3000:]
     evaluated = read_results(tmp_path / "out" / "eval_results.txt")
     speed = re.findall(r"tokens_per_second = (\S+)", result.stderr)[-1]

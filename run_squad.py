@@ -263,13 +263,10 @@ def main(argv):
         def output_fn(model, features):
             inputs = {k: features[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
             outputs = model(inputs, training=False)
-            # Padding positions get a logit no real token can lose to, so the
-            # n-best candidates never depend on what the model says about
-            # padding (or on how much of it a batch kept); back to full length.
-            padding = tf.equal(features["input_mask"], 0)
-            cut = FLAGS.max_seq_length - tf.shape(padding)[1]
-            logits = {k: tf.pad(tf.where(padding, -1e4, v), [[0, 0], [0, cut]],
-                                constant_values=-1e4) for k, v in outputs.items()}
+            # Back to full length, so batches concatenate (the post-processing
+            # reads only each window's tokens, never its padding).
+            cut = FLAGS.max_seq_length - tf.shape(inputs["input_mask"])[1]
+            logits = {k: tf.pad(v, [[0, 0], [0, cut]]) for k, v in outputs.items()}
             return {"unique_ids": features["unique_ids"], **logits}
 
         start = time.time()

@@ -633,8 +633,11 @@ def postprocess_predictions(examples, features, results, n_best_size: int = 20,
         null_start_logit = null_end_logit = 0.0
         for feature_index, feature in enumerate(example_features):
             start_logits, end_logits = results[feature.unique_id]
-            start_logits = [float(x) for x in start_logits]
-            end_logits = [float(x) for x in end_logits]
+            # Only the window's tokens, never its padding, can be candidates
+            # (google's searched all max_seq_length logits, so a model's
+            # padding logits could crowd real tokens out of the n-best).
+            start_logits = [float(x) for x in start_logits[:len(feature.tokens)]]
+            end_logits = [float(x) for x in end_logits[:len(feature.tokens)]]
             start_indexes = _get_best_indexes(start_logits, n_best_size)
             end_indexes = _get_best_indexes(end_logits, n_best_size)
             # if we could have irrelevant answers, get the min score of irrelevant

@@ -249,10 +249,10 @@ def main(argv):
             lengths = eval_arrays["input_mask"].sum(axis=1)
             order = np.argsort(-lengths, kind="stable")
             eval_arrays = {k: v[order] for k, v in eval_arrays.items()}
-            kept = sum(runner.bucketed_length(lengths[order][i:i + FLAGS.predict_batch_size].max(),
-                                              multiple, FLAGS.max_seq_length)
-                       * len(lengths[order][i:i + FLAGS.predict_batch_size])
-                       for i in range(0, len(lengths), FLAGS.predict_batch_size))
+            batches = np.split(lengths[order], range(FLAGS.predict_batch_size, len(lengths),
+                                                     FLAGS.predict_batch_size))
+            kept = sum(runner.bucketed_length(b.max(), multiple, FLAGS.max_seq_length) * len(b)
+                       for b in batches)
             logging.info("  Dynamic padding: %.1f%% of the %d-token positions computed",
                          100.0 * kept / (len(lengths) * FLAGS.max_seq_length),
                          FLAGS.max_seq_length)

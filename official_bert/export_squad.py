@@ -216,7 +216,8 @@ class SquadServingModule(tf.Module):
         max_ctx = max_ctx.to_tensor(False, shape=shape)
         in_ctx = in_ctx.to_tensor(False, shape=shape)
         outputs = self.model(inputs, training=False)
-        # Padding can never be a candidate (as in run_squad's prediction).
+        # Padding can never be a candidate (data_prep.squad's post-processing
+        # reads only each window's tokens).
         padding = tf.equal(inputs["input_mask"], 0)
         start_logits = tf.where(padding, -1e4, tf.cast(outputs["start_logits"], tf.float32))
         end_logits = tf.where(padding, -1e4, tf.cast(outputs["end_logits"], tf.float32))

@@ -116,17 +116,24 @@ def _masked_loss(logits, labels, normalizer):
 
 
 class NerTask:
-    """Fine-tuning: `BertTokenClassifier`, loss over first sub-tokens only."""
+    """Fine-tuning: `BertTokenClassifier`, loss over first sub-tokens only.
 
-    def __init__(self, bert_config, num_labels):
+    Args:
+        bert_config: the encoder's `BertConfig`.
+        num_labels: int. Tags in the label list.
+        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
+    """
+
+    def __init__(self, bert_config, num_labels, dtype_policy=None):
         self.bert_config = bert_config
         self.num_labels = num_labels
+        self.dtype_policy = dtype_policy
 
     def build_model(self):
         from official_bert.encoder import BertEncoder, dummy_inputs
         from official_bert.models import BertTokenClassifier
 
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=_policy())
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
         # The pooler (C) gets no gradient from a token-level loss; the Trainer
         # needs a gradient for every trainable variable.
         encoder.pooler.trainable = False
@@ -439,7 +446,7 @@ def main(argv):
         task = FeatureTask(len(label_list), feature_dim)
         trainer = make_trainer(task, num_train_steps, num_warmup_steps, None, FLAGS.do_train)
     else:
-        task = NerTask(bert_config, len(label_list))
+        task = NerTask(bert_config, len(label_list), _policy())
 
         init_fn = runner.encoder_init_fn(ckpt)
         trainer = make_trainer(task, num_train_steps, num_warmup_steps, init_fn, FLAGS.do_train)

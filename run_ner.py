@@ -103,78 +103,29 @@ def make_trainer(task, num_train_steps, num_warmup_steps, init_fn, train):
                                num_warmup_steps, init_fn, train)
 
 
-def _masked_loss(logits, labels, normalizer):
-    import tensorflow as tf
+def _feature_task(num_labels, feature_dim):
+    from official_bert.models import TokenClassificationTask
 
-    valid = labels >= 0
-    safe = tf.where(valid, labels, 0)
-    per_token = tf.keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
-    weights = tf.cast(valid, tf.float32)
-    loss = tf.reduce_sum(per_token * weights) / tf.maximum(normalizer, 1.0)
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), safe), tf.float32)
-    return loss, {"token_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))}
+    class FeatureTask(TokenClassificationTask):
+        """Feature-based: `FeatureTagger` on cached per-word encoder features;
+        the loss and metrics of fine-tuning, over words."""
 
+        def __init__(self, num_labels, feature_dim):
+            self.num_labels = num_labels
+            self.feature_dim = feature_dim
 
-class NerTask:
-    """Fine-tuning: `BertTokenClassifier`, loss over first sub-tokens only.
+        def build_model(self):
+            import tensorflow as tf
+            from official_bert.models import FeatureTagger
 
-    Args:
-        bert_config: the encoder's `BertConfig`.
-        num_labels: int. Tags in the label list.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
-    """
+            model = FeatureTagger(self.num_labels, kind=FLAGS.task_model,
+                                  units=FLAGS.lstm_units, num_layers=FLAGS.task_model_layers,
+                                  dropout=FLAGS.task_dropout)
+            model({"features": tf.zeros([1, 2, self.feature_dim]),
+                   "word_mask": tf.ones([1, 2], tf.int32)})
+            return model
 
-    def __init__(self, bert_config, num_labels, dtype_policy=None):
-        self.bert_config = bert_config
-        self.num_labels = num_labels
-        self.dtype_policy = dtype_policy
-
-    def build_model(self):
-        from official_bert.encoder import BertEncoder, dummy_inputs
-        from official_bert.models import BertTokenClassifier
-
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
-        # The pooler (C) gets no gradient from a token-level loss; the Trainer
-        # needs a gradient for every trainable variable.
-        encoder.pooler.trainable = False
-        model = BertTokenClassifier(encoder, self.num_labels,
-                                    dropout=self.bert_config.hidden_dropout_prob)
-        model(dummy_inputs())
-        return model
-
-    def loss_normalizers(self, features):
-        import tensorflow as tf
-        return {"tokens": tf.reduce_sum(tf.cast(features["label_ids"] >= 0, tf.float32))}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        logits = model(features, training=training)
-        return _masked_loss(logits, features["label_ids"], normalizers["tokens"])
-
-
-class FeatureTask:
-    """Feature-based: `FeatureTagger` on cached per-word encoder features."""
-
-    def __init__(self, num_labels, feature_dim):
-        self.num_labels = num_labels
-        self.feature_dim = feature_dim
-
-    def build_model(self):
-        import tensorflow as tf
-        from official_bert.models import FeatureTagger
-
-        model = FeatureTagger(self.num_labels, kind=FLAGS.task_model, units=FLAGS.lstm_units,
-                              num_layers=FLAGS.task_model_layers, dropout=FLAGS.task_dropout)
-        model({"features": tf.zeros([1, 2, self.feature_dim]),
-               "word_mask": tf.ones([1, 2], tf.int32)})
-        return model
-
-    def loss_normalizers(self, features):
-        import tensorflow as tf
-        return {"tokens": tf.reduce_sum(tf.cast(features["label_ids"] >= 0, tf.float32))}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        logits = model(features, training=training)
-        return _masked_loss(logits, features["label_ids"], normalizers["tokens"])
+    return FeatureTask(num_labels, feature_dim)
 
 
 # === Feature-based: cached features ===
@@ -369,6 +320,7 @@ def main(argv):
     from official_bert import checkpoints, tokenization, training
     from official_bert.configs import write_text_atomic
     from official_bert.feature_extraction import parse_layers
+    from official_bert.models import TokenClassificationTask
 
     runner.check_modes(do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                        do_predict=FLAGS.do_predict, output_dir=FLAGS.output_dir,
@@ -443,10 +395,10 @@ def main(argv):
                                                      context[:4] + (None,))
                 prepared[split] = feature_arrays(data.sentences, flat, offsets, label_list)
         feature_dim = int(next(iter(prepared.values()))[0].flat_values.shape[-1])
-        task = FeatureTask(len(label_list), feature_dim)
+        task = _feature_task(len(label_list), feature_dim)
         trainer = make_trainer(task, num_train_steps, num_warmup_steps, None, FLAGS.do_train)
     else:
-        task = NerTask(bert_config, len(label_list), _policy())
+        task = TokenClassificationTask(bert_config, len(label_list), _policy())
 
         init_fn = runner.encoder_init_fn(ckpt)
         trainer = make_trainer(task, num_train_steps, num_warmup_steps, init_fn, FLAGS.do_train)

@@ -65,52 +65,6 @@ flags.DEFINE_string("export_dir", None,
 runner.define_dynamic_padding_flag()
 
 
-class SquadTask:
-    """The span-labeling task for `training.Trainer`."""
-
-    def __init__(self, config, dtype=None, checkpoint=None, seed=42):
-        self.config, self.dtype, self.checkpoint, self.seed = config, dtype, checkpoint, seed
-
-    def build_model(self):
-        import keras
-
-        from official_bert.encoder import BertEncoder, dummy_inputs
-        from official_bert.models import BertSpanLabeler
-
-        keras.utils.set_random_seed(self.seed)
-        encoder = BertEncoder.from_bert_config(self.config, dtype=self.dtype)
-        # The span head never reads the pooled output, so the pooler gets no
-        # gradient (google's optimizer skips such variables): not trainable here.
-        encoder.pooler.trainable = False
-        model = BertSpanLabeler(encoder)
-        model(dummy_inputs())
-        return model
-
-    def loss_normalizers(self, features):
-        import tensorflow as tf
-
-        return {"examples": tf.shape(features["input_word_ids"])[0]}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        import tensorflow as tf
-
-        inputs = {k: features[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-        logits = model(inputs, training=training)
-        losses, metrics = [], {}
-        for name in ("start", "end"):
-            labels = features[f"{name}_positions"]
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=labels, logits=logits[f"{name}_logits"])
-            losses.append(tf.reduce_sum(per_example))
-            correct = tf.cast(tf.equal(tf.argmax(logits[f"{name}_logits"], -1,
-                                                 output_type=tf.int32), labels), tf.float32)
-            metrics[f"{name}_accuracy"] = (tf.reduce_sum(correct),
-                                           tf.cast(tf.size(correct), tf.float32))
-        # total_loss = (start_loss + end_loss) / 2.0, each a mean over examples.
-        loss = (losses[0] + losses[1]) / 2.0 / normalizers["examples"]
-        return loss, metrics
-
-
 def validate_flags(config=None):
     """Flag checks; those that need the model's config when it is given."""
     if config is not None:
@@ -162,6 +116,7 @@ def main(argv):
     import tensorflow as tf
 
     from official_bert import checkpoints, squad_metrics, tokenization
+    from official_bert.models import SpanLabelingTask
     from official_bert.configs import write_text_atomic
 
     files = runner.resolve_model_files(
@@ -201,7 +156,7 @@ def main(argv):
         logging.info("  Batch size = %d", FLAGS.train_batch_size)
         logging.info("  Num steps = %d (warm-up %d)", num_train_steps, num_warmup_steps)
 
-    task = SquadTask(config, dtype=policy, seed=FLAGS.seed)
+    task = SpanLabelingTask(config, dtype=policy, seed=FLAGS.seed)
 
     def init_fn(model):
         if not FLAGS.init_checkpoint:

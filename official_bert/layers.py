@@ -112,6 +112,11 @@ class PositionEmbedding(keras.layers.Layer):
         return config
 
 
+# The token id of padding: [PAD] in BERT's vocabularies, and what the packers
+# (`text_layers`, `data_prep`) fill sequences up with.
+PADDING_ID = 0
+
+
 @keras.saving.register_keras_serializable(package="official_bert")
 class BertEmbeddings(keras.layers.Layer):
     """Token + segment + learned position embeddings, LayerNorm, dropout.
@@ -194,6 +199,14 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, input_word_ids, input_type_ids, training=None):
         x = self.word_embeddings(input_word_ids)
+        # Padding (id 0, what every packer here pads with) takes no gradient
+        # into its embedding row, as torch's `nn.Embedding(padding_idx=0)` in
+        # Hugging Face's BERT. A loss that reads padded positions (SQuAD's
+        # softmax over all positions) would otherwise train the [PAD] row, and
+        # that row's gradient, summed over every padded position of the batch,
+        # would take a large share of the global norm that clipping divides by.
+        is_padding = ops.expand_dims(ops.equal(input_word_ids, PADDING_ID), -1)
+        x = ops.where(is_padding, ops.stop_gradient(x), x)
         x = x + self.token_type_embeddings(input_type_ids)
         x = x + self.position_embeddings(x)[None, :, :]
         x = self.layer_norm(x)

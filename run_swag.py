@@ -42,38 +42,6 @@ runner.define_finetuning_flags(train_batch_size=16)
 runner.define_distribution_flags()
 
 
-class MultipleChoiceTask:
-    def __init__(self, bert_config, dtype_policy=None):
-        self.bert_config = bert_config
-        self.dtype_policy = dtype_policy
-
-    def build_model(self):
-        import tensorflow as tf
-        from official_bert.encoder import BertEncoder
-        from official_bert.models import BertMultipleChoice
-
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
-        model = BertMultipleChoice(encoder, dropout=self.bert_config.hidden_dropout_prob)
-        ones = tf.ones([1, 2, 8], tf.int32)
-        model({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})
-        return model
-
-    def loss_normalizers(self, features):
-        import tensorflow as tf
-        return {"examples": tf.cast(tf.shape(features["label"])[0], tf.float32)}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        import tensorflow as tf
-
-        logits = model(features, training=training)
-        per_example = tf.keras.losses.sparse_categorical_crossentropy(
-            features["label"], logits, from_logits=True)
-        loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
-                                   features["label"]), tf.float32)
-        return loss, {"accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct), tf.float32))}
-
-
 def predict_probabilities(trainer, arrays, batch_size, padding_multiple=None):
     """(probabilities [examples, choices], log-probability of the label) in file order."""
     import numpy as np
@@ -96,7 +64,7 @@ def main(argv):
     import numpy as np
 
     from data_prep import swag
-    from official_bert import tokenization, training
+    from official_bert import models, tokenization, training
 
     runner.check_modes(do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                        do_predict=FLAGS.do_predict, output_dir=FLAGS.output_dir,
@@ -133,7 +101,7 @@ def main(argv):
 
     settings = runner.RunSettings.from_flags(FLAGS)
     trainer = runner.make_trainer(
-        MultipleChoiceTask(files.config, policy), settings,
+        models.MultipleChoiceTask(files.config, policy), settings,
         num_train_steps, num_warmup_steps, runner.encoder_init_fn(files.checkpoint),
         train=FLAGS.do_train)
 

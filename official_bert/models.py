@@ -426,12 +426,11 @@ class SpanLabelingTask:
     Args:
         config: the encoder's `BertConfig`.
         dtype: None, "mixed_bfloat16" or "mixed_float16".
-        checkpoint: unused; kept for callers that pass it.
         seed: int. Seeds Keras before the head's weights are created.
     """
 
-    def __init__(self, config, dtype=None, checkpoint=None, seed=42):
-        self.config, self.dtype, self.checkpoint, self.seed = config, dtype, checkpoint, seed
+    def __init__(self, config, dtype=None, seed=42):
+        self.config, self.dtype, self.seed = config, dtype, seed
 
     def build_model(self):
         from official_bert.encoder import BertEncoder, dummy_inputs

@@ -134,6 +134,37 @@ def add_model_flags(flags, defaults=None):
     flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
 
 
+def add_transformers_flag(flags):
+    flags.DEFINE_string(
+        "transformers_python", None,
+        "A Python with torch and transformers: also time Hugging Face transformers on the "
+        "same shapes in this run (benchmarks/transformers_baseline.py), e.g. /tmp/hf/bin/python.")
+
+
+def time_transformers(FLAGS, mode: str) -> list | None:
+    """Seconds per step of `transformers_baseline.py --mode=mode` on FLAGS'
+    shapes, run by `--transformers_python` (None when the flag is unset)."""
+    import subprocess
+    import sys
+
+    if not FLAGS.transformers_python:
+        return None
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transformers_baseline.py")
+    command = [FLAGS.transformers_python, script, f"--mode={mode}",
+               f"--num_layers={FLAGS.num_layers}", f"--hidden_size={FLAGS.hidden_size}",
+               f"--num_heads={FLAGS.num_heads}", f"--intermediate_size={FLAGS.intermediate_size}",
+               f"--vocab_size={FLAGS.vocab_size}", f"--batch_size={FLAGS.batch_size}",
+               f"--seq_length={FLAGS.seq_length}", f"--steps={FLAGS.steps}",
+               f"--warmup_steps={FLAGS.warmup_steps}", f"--threads={FLAGS.threads}",
+               f"--dtype={'bfloat16' if FLAGS.dtype == 'bfloat16' else 'float32'}"]
+    if mode == "pretraining":
+        command.append(f"--masked_positions={FLAGS.masked_positions}")
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"error: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+
+
 def bert_config_from_flags(FLAGS):
     from official_bert.configs import BertConfig
 

@@ -3,6 +3,7 @@
     python benchmarks/inference.py --num_layers=12 --hidden_size=768 --num_heads=12 \
         --batch_size=1 --seq_length=128 --steps=20 --json_output=inference.json
     python benchmarks/inference.py ... --saved_model=/tmp/bert_sm   # also time an export
+    python benchmarks/inference.py ... --transformers_python=/tmp/hf/bin/python  # and HF's
 
 Random weights (speed does not depend on them). Prints a table and writes
 {"tokens_per_second", "ms_per_step", "p50_ms", "p90_ms", ...} as JSON; with
@@ -22,6 +23,7 @@ FLAGS = flags.FLAGS
 common.add_model_flags(flags, dict(batch_size=1, steps=20))
 flags.DEFINE_string("saved_model", None,
                     "Export the encoder as a SavedModel here (if absent) and time it too.")
+common.add_transformers_flag(flags)
 
 
 def _inputs(batch, seq, vocab):
@@ -102,6 +104,13 @@ def main(argv):
         sm["tokens_per_second"] = tokens / (sm["ms_per_step"] / 1000)
         results["saved_model"] = sm
         rows.append(dict(path="saved_model", **sm))
+
+    hf_seconds = common.time_transformers(FLAGS, "inference")
+    if hf_seconds:
+        hf = common.summarize_times(hf_seconds)
+        hf["tokens_per_second"] = tokens / (hf["ms_per_step"] / 1000)
+        results["transformers"] = hf
+        rows.append(dict(path="transformers (eager)", **hf))
 
     results.update(
         config=vars(config), batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,

@@ -4,6 +4,8 @@
         --batch_size=8 --seq_length=128 --steps=10 --json_output=pretraining.json
     python benchmarks/pretraining_step.py --task=classifier ...      # a fine-tuning step
     python benchmarks/pretraining_step.py --implementations=ours,ours_xla,keras_hub,keras_hub_xla
+    python benchmarks/pretraining_step.py --implementations=ours_xla,transformers \
+        --transformers_python=/tmp/hf/bin/python      # Hugging Face in the same run
 
 Times the step the runners train with — `training.Trainer`'s replica step
 (forward, backward, global-norm clipping, AdamW update) on `BertPretrainer`
@@ -11,7 +13,9 @@ Times the step the runners train with — `training.Trainer`'s replica step
 `BertClassifier` — on a fixed random batch, after `--warmup_steps` untimed
 steps (tracing, XLA compilation). `keras_hub` runs keras-hub's
 `BertBackbone` + `MaskedLMHead` (+ a 2-way NSP dense) with the same optimizer
-in the same process, as the same-run baseline.
+in the same process, and `transformers` runs Hugging Face's `BertForPreTraining`
+(`benchmarks/transformers_baseline.py`, in the `--transformers_python`
+interpreter), as the same-run baselines.
 
 Reports per implementation: median ms/step, p90, tokens/s, model FLOP/s ÷ the
 float32 matmul rate measured in the same run by numpy and by tf.matmul (MFU),
@@ -38,8 +42,10 @@ flags.DEFINE_enum("task", "pretraining", ["pretraining", "classifier"],
                   "The step: masked LM + next sentence, or a 2-class classifier on [CLS].")
 flags.DEFINE_integer("masked_positions", 20, "Masked-LM predictions per sequence.")
 flags.DEFINE_list("implementations", ["ours"],
-                  "Any of ours, ours_xla, keras_hub, keras_hub_xla (--jit_compile makes "
-                  "'ours' compile too).")
+                  "Any of ours, ours_xla, keras_hub, keras_hub_xla, transformers "
+                  "(--jit_compile makes 'ours' compile too; transformers needs "
+                  "--transformers_python).")
+common.add_transformers_flag(flags)
 
 
 def synthetic_batch(batch, seq, vocab, masked, task):
@@ -199,6 +205,11 @@ def main(argv):
             seconds = time_ours(config, features, jit)
         elif name.startswith("keras_hub"):
             seconds = time_keras_hub(config, features, jit)
+        elif name == "transformers":
+            if not FLAGS.transformers_python:
+                raise ValueError("--implementations=transformers needs --transformers_python")
+            jit = False
+            seconds = common.time_transformers(FLAGS, FLAGS.task)
         else:
             raise ValueError(f"--implementations: unknown {name!r}")
         stats = common.summarize_times(seconds)

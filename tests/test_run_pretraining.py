@@ -322,8 +322,12 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     balanced). A random B comes from another held-out document — another
     book's tail or another speech — so next sentence is learnable from what
     BERT's NSP mostly learns early: whether A and B share topic and words.
-    About 10 minutes on 2 cores; PRETRAIN_SLOW_STEPS, _LR, _SEQ (length) and
-    _DUPE (training dupe factor) change the recipe.
+    Next sentence is learned later than the masked LM: 600 steps of 32 x 128
+    (at 2e-3 or 5e-4) left it at exactly 50% while the masked-LM accuracy was
+    already twice the baseline; 3,000 steps of 32 x 64 at 5e-4 over a training
+    set made with dupe factor 3 (68k instances) reach 68% (masked LM 2.2x the
+    baseline). About 10 minutes on 2 cores; PRETRAIN_SLOW_STEPS, _LR, _SEQ
+    (length) and _DUPE (training dupe factor) change the recipe.
     """
     corpus_dir = SHARED / "data" / "pretrain_text"
     if not corpus_dir.exists():
@@ -359,9 +363,9 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     tokens = build_vocab.reserved_tokens(100) + [w for w, c in counts.most_common(8000) if c >= 2]
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    seq = int(os.environ.get("PRETRAIN_SLOW_SEQ", 128))
+    seq = int(os.environ.get("PRETRAIN_SLOW_SEQ", 64))
     predictions = round(0.15 * seq + 0.5)  # 20 at 128, as BERT's recipe
-    train_dupe = int(os.environ.get("PRETRAIN_SLOW_DUPE", 1))
+    train_dupe = int(os.environ.get("PRETRAIN_SLOW_DUPE", 3))
     instances = {}
     for name, dupe in (("train", train_dupe), ("heldout", 2)):
         instances[name] = create_pretraining_data(
@@ -396,8 +400,8 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     best_constant = max(heldout_counts.values()) / total  # an oracle unigram baseline
     assert 0.45 < heldout_random < 0.55  # balanced: 50% is chance for next sentence
 
-    steps = int(os.environ.get("PRETRAIN_SLOW_STEPS", 600))
-    learning_rate = os.environ.get("PRETRAIN_SLOW_LR", "2e-3")
+    steps = int(os.environ.get("PRETRAIN_SLOW_STEPS", 3000))
+    learning_rate = os.environ.get("PRETRAIN_SLOW_LR", "5e-4")
     result = run(f"--input_file={tmp_path}/train-*.tfrecord",
                  f"--eval_input_file={tmp_path}/heldout-*.tfrecord",
                  f"--bert_config_file={tmp_path}/bert_config.json", f"--vocab_file={vocab}",
@@ -406,7 +410,7 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
                  "--eval_batch_size=64", "--max_eval_steps=1000", f"--num_train_steps={steps}",
                  f"--num_warmup_steps={steps // 10}", f"--learning_rate={learning_rate}", "--log_steps=50",
                  f"--save_checkpoints_steps={steps}", f"--output_dir={tmp_path / 'out'}",
-                 timeout=600 + steps)  # 1,200 s for the default 600 steps
+                 timeout=600 + steps)  # 3,600 s for the default 3,000 steps
     assert result.returncode == 0, result.stderr[-3000:]
     evaluated = read_results(tmp_path / "out" / "eval_results.txt")
     speed = re.findall(r"tokens_per_second = (\S+)", result.stderr)[-1]
@@ -423,11 +427,4 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     # Above chance by more than 4 standard errors of a coin (≥ 2,000 held-out instances).
     evaluated_examples = min(instances["heldout"], 1000 * 64)
     assert evaluated_examples >= 2000
-    if evaluated["next_sentence_accuracy"] <= 0.5 + 4 * 0.5 / math.sqrt(evaluated_examples):
-        # Known open problem (issue 4): with the masked-LM loss beside it, the
-        # next-sentence head stays at chance in runs this short (600 steps at
-        # 2e-3 and at 5e-4 both give 0.5000: the [CLS] state barely varies
-        # across examples), although alone it learns a synthetic task in 50
-        # steps. Reported as an expected failure, not hidden.
-        pytest.xfail(f"next-sentence accuracy {evaluated['next_sentence_accuracy']:.4f} "
-                     "is not above chance (issue 4)")
+    assert evaluated["next_sentence_accuracy"] > 0.5 + 4 * 0.5 / math.sqrt(evaluated_examples)

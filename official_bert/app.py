@@ -4,7 +4,9 @@ Every `run_*.py` script calls `app.run(main)`. Mistakes in what the user gave
 (a missing file, a bad flag value, a checkpoint that does not fit) raise
 `ValueError` / `OSError` subclasses with a message that names the bad input and
 the fix; they are printed as one `error: ...` line with exit status 1 instead of
-a traceback. Set OFFICIAL_BERT_TRACEBACK=1 to see the traceback anyway.
+a traceback. Running out of memory (TensorFlow's `ResourceExhaustedError`,
+Python's `MemoryError`) is reported the same way, with what to lower. Set
+OFFICIAL_BERT_TRACEBACK=1 to see the traceback anyway.
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ USER_ERRORS = (ValueError, OSError)
 
 
 HELP_FLAGS = ("--help", "-h", "-help", "--helpshort", "-?")
+
+OUT_OF_MEMORY_HINT = (
+    "lower the batch size or --max_seq_length (or try without --jit_compile); checkpoints "
+    "already saved in --output_dir are kept and the same command resumes from the latest")
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    # By name: checking tf.errors.ResourceExhaustedError would import TensorFlow here.
+    return isinstance(error, MemoryError) or type(error).__name__ == "ResourceExhaustedError"
+
+
+def one_line_error(error: BaseException) -> str:
+    """The `error: ...` line printed for a user error or an out-of-memory stop."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if _is_out_of_memory(error):
+        detail = next((line for line in lines if "memory" in line.lower()), "")
+        return f"error: out of memory{f' ({detail})' if detail else ''}: {OUT_OF_MEMORY_HINT}"
+    return f"error: {lines[0] if lines else type(error).__name__}"
 
 
 def grouped_help(argv0: str, doc: str | None) -> str:
@@ -51,13 +71,12 @@ def run(main, argv=None):
     def guarded(args):
         try:
             return main(args)
-        except USER_ERRORS as e:
-            if os.environ.get("OFFICIAL_BERT_TRACEBACK"):
+        except Exception as e:  # noqa: BLE001 - re-raised unless a user error or OOM
+            if (os.environ.get("OFFICIAL_BERT_TRACEBACK")
+                    or not (isinstance(e, USER_ERRORS) or _is_out_of_memory(e))):
                 raise
-            message = str(e).strip().splitlines()
-            message = message[0] if message else type(e).__name__
             logging.flush()
-            print(f"error: {message}", file=sys.stderr)
+            print(one_line_error(e), file=sys.stderr)
             sys.exit(1)
 
     absl_app.run(guarded, argv=argv)

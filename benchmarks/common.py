@@ -26,7 +26,9 @@ def set_threads(threads: int) -> None:
 
 
 def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
-    """Best-of-`repeats` GFLOP/s of an n x n float32 product, numpy and TF."""
+    """Best-of-`repeats` GFLOP/s of an n x n product: float32 through numpy and
+    TF, and bfloat16 through TF (oneDNN uses AVX512-BF16/AMX where the CPU has
+    them; elsewhere bfloat16 is emulated and slower than float32)."""
     import numpy as np
     import tensorflow as tf
 
@@ -38,7 +40,11 @@ def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
     ta, tb = tf.constant(a), tf.constant(b)
     tf.matmul(ta, tb).numpy()
     best_tf = min(_timed(lambda: tf.matmul(ta, tb).numpy()) for _ in range(repeats))
-    return {"numpy_gflops": flops / best / 1e9, "tf_gflops": flops / best_tf / 1e9}
+    ha, hb = tf.cast(ta, tf.bfloat16), tf.cast(tb, tf.bfloat16)
+    tf.matmul(ha, hb).numpy()
+    best_bf16 = min(_timed(lambda: tf.matmul(ha, hb).numpy()) for _ in range(repeats))
+    return {"numpy_gflops": flops / best / 1e9, "tf_gflops": flops / best_tf / 1e9,
+            "tf_bfloat16_gflops": flops / best_bf16 / 1e9}
 
 
 def _timed(fn) -> float:

@@ -232,7 +232,8 @@ def main(argv):
           f"{f', {masked} masked' if masked else ''}, {FLAGS.dtype}; "
           f"{flops_per_token / 1e6:.0f} MFLOP/token")
     print(f"matmul 2048^2 float32: numpy {rates['numpy_gflops']:.1f} GFLOP/s, "
-          f"tf {rates['tf_gflops']:.1f} GFLOP/s; peak memory {results['peak_memory_mb']:.0f} MB; "
+          f"tf {rates['tf_gflops']:.1f} GFLOP/s (bfloat16: tf "
+          f"{rates['tf_bfloat16_gflops']:.1f}); peak memory {results['peak_memory_mb']:.0f} MB; "
           f"load average {results['load_average']:.1f}")
     common.print_table(rows, ["implementation", "ms_per_step", "p90_ms", "tokens_per_second",
                               "mfu_numpy", "mfu_tf"])

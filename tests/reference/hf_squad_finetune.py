@@ -7,7 +7,9 @@ transformers' `BertForQuestionAnswering` and torch's `AdamW` with BERT's
 recipe (weight decay 0.01 except biases and LayerNorm, epsilon 1e-6, 10%
 warm-up then linear decay, clipping 1.0, dropout 0.1, a shuffle each epoch,
 steps = windows / batch rounded up). A gap between this and run_squad on the
-same data is a difference of implementation, not of data or scoring. Needs
+same data is a difference of implementation, not of data or scoring (and of
+the random draws: `--save_replay` hands this run's window order and head to
+`squad_replay.py`, which trains run_squad's model on them). Needs
 torch and transformers; from the repository root:
 
     PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_squad_finetune.py \
@@ -45,6 +47,9 @@ def main():
     parser.add_argument("--learning_rate", type=float, default=5e-5)
     parser.add_argument("--num_train_epochs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--save_replay", default=None,
+                        help="Write this run's window order and initial head here (.npz) for "
+                             "tests/reference/squad_replay.py.")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     rng = np.random.RandomState(args.seed)
@@ -78,10 +83,14 @@ def main():
                     token_type_ids=torch.tensor(arrays["input_type_ids"][indices],
                                                 dtype=torch.long))
 
+    orders = [rng.permutation(num_windows) for _ in range(args.num_train_epochs)]
+    if args.save_replay:
+        np.savez(args.save_replay, order=np.concatenate(orders),
+                 kernel=model.qa_outputs.weight.detach().numpy().T,
+                 bias=model.qa_outputs.bias.detach().numpy())
     start, step, window_loss = time.time(), 0, 0.0
     model.train()
-    for _ in range(args.num_train_epochs):
-        order = rng.permutation(num_windows)
+    for order in orders:
         for b in range(steps_per_epoch):
             indices = order[b * args.train_batch_size:(b + 1) * args.train_batch_size]
             loss = model(**inputs_of(train, indices),

@@ -1,0 +1,157 @@
+"""The fastest a pre-training step can be on this machine: its matmuls alone.
+
+    python benchmarks/step_floor.py --num_layers=12 --hidden_size=768 --num_heads=12 \
+        --batch_size=8 --seq_length=128 --json_output=floor.json
+
+Any TensorFlow BERT step (ours, keras-hub's, with or without XLA) must at least
+run the step's matrix products — forward, and both products of each backward
+(input gradient and weight gradient), at their real shapes — and the AdamW
+update of every parameter. This script times exactly that and nothing else:
+
+- `matmuls`: the products of one step in one `tf.function` (12 layers of Q, K,
+  V, output, the two feed-forward products and the batched attention products;
+  the masked-LM transform and vocabulary products at the masked positions),
+  each layer with its own weights, the backward products fed random gradients;
+- `adamw`: Keras `AdamW.apply_gradients` (with global-norm clipping, as the
+  runners train) on variables of the model's shapes (110M for BERT-Base);
+
+and reports `floor_tokens_per_second = tokens / (matmuls + adamw)`. No
+softmax, layer norm, GELU, dropout, embedding lookup or loss is in it, so a
+real step is slower. A speed target above this floor cannot be met by removing
+overhead; only faster products (another precision, another matmul library)
+would.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchmarks import common  # noqa: E402
+
+FLAGS = flags.FLAGS
+common.add_model_flags(flags)
+flags.DEFINE_integer("masked_positions", 20, "Masked-LM predictions per sequence.")
+
+
+def time_fn(fn, steps, warmup):
+    for _ in range(warmup):
+        fn()
+    seconds = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        fn()
+        seconds.append(time.perf_counter() - start)
+    return common.summarize_times(seconds)
+
+
+def step_matmuls(config, batch, seq, masked, dtype, jit_compile):
+    """A tf.function running a step's products, and their FLOP count."""
+    import tensorflow as tf
+
+    h, inter, heads = config.hidden_size, config.intermediate_size, config.num_attention_heads
+    d, t, m, v = h // heads, batch * seq, batch * masked, config.vocab_size
+    g = tf.random.Generator.from_seed(0)
+
+    def rand(*shape):
+        return tf.cast(g.normal(shape, stddev=0.02), dtype)
+
+    # (input, weight, output-gradient) of every dense product, per layer.
+    dense_shapes = [(h, h)] * 4 + [(h, inter), (inter, h)]
+    layers = [[(rand(t, a), rand(a, b), rand(t, b)) for a, b in dense_shapes]
+              for _ in range(config.num_hidden_layers)]
+    attention = [(rand(batch * heads, seq, d), rand(batch * heads, seq, d),
+                  rand(batch * heads, seq, seq)) for _ in range(config.num_hidden_layers)]
+    head = [(rand(m, h), rand(h, h), rand(m, h)), (rand(m, h), rand(h, v), rand(m, v))]
+
+    def dense(x, w, dy):  # forward, input gradient, weight gradient
+        return [tf.matmul(x, w), tf.matmul(dy, w, transpose_b=True),
+                tf.matmul(x, dy, transpose_a=True)]
+
+    @tf.function(jit_compile=jit_compile)
+    def run():
+        outputs = []
+        for layer, (q, k, dp) in zip(layers, attention):
+            for x, w, dy in layer:
+                outputs += dense(x, w, dy)
+            # scores = q k^T, context = p v: forward and the four backward products.
+            # (q, k stand in for every [n, s, d] operand, dp for every [n, s, s] one.)
+            outputs += [tf.matmul(q, k, transpose_b=True), tf.matmul(dp, k),
+                        tf.matmul(k, q, transpose_b=True), tf.matmul(dp, q, transpose_a=True),
+                        tf.matmul(dp, q), tf.matmul(dp, k, transpose_a=True)]
+        for x, w, dy in head:
+            outputs += dense(x, w, dy)
+        return [tf.reduce_sum(o[..., :1]) for o in outputs]
+
+    dense_flops = sum(2 * t * a * b for a, b in dense_shapes) * 3
+    attention_flops = 2 * (2 * batch * heads * seq * seq * d) * 3
+    head_flops = (2 * m * h * h + 2 * m * h * v) * 3
+    flops = config.num_hidden_layers * (dense_flops + attention_flops) + head_flops
+    return run, flops
+
+
+def adamw_step(config, jit_compile):
+    """A tf.function applying one clipped AdamW update to the model's variables."""
+    import tensorflow as tf
+
+    from official_bert import models, optimization
+
+    model = models.PretrainingTask(config, None, seed=0).build_model()
+    variables = model.trainable_variables
+    optimizer = optimization.create_optimizer(optimization.OptimizerConfig(
+        learning_rate=1e-4, num_train_steps=10**6, num_warmup_steps=10**4))
+    optimizer.build(variables)
+    grads = [tf.random.normal(v.shape, stddev=1e-3) for v in variables]
+
+    @tf.function(jit_compile=jit_compile)
+    def run():
+        clipped, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply_gradients(zip(clipped, variables))
+        return optimizer.iterations
+
+    return run, sum(v.shape.num_elements() for v in variables)
+
+
+def main(argv):
+    del argv
+    import tensorflow as tf
+
+    common.set_threads(FLAGS.threads)
+    config = common.bert_config_from_flags(FLAGS)
+    dtype = {"float32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16}[FLAGS.dtype]
+    tokens = FLAGS.batch_size * FLAGS.seq_length
+    rates = common.matmul_rate()
+    matmuls, matmul_flops = step_matmuls(config, FLAGS.batch_size, FLAGS.seq_length,
+                                         FLAGS.masked_positions, dtype, FLAGS.jit_compile)
+    matmul_stats = time_fn(lambda: [o.numpy() for o in matmuls()], FLAGS.steps, FLAGS.warmup_steps)
+    adamw, parameters = adamw_step(config, FLAGS.jit_compile)
+    adamw_stats = time_fn(lambda: adamw().numpy(), FLAGS.steps, FLAGS.warmup_steps)
+    floor_s = (matmul_stats["ms_per_step"] + adamw_stats["ms_per_step"]) / 1000
+    results = dict(
+        tokens_per_second=tokens / floor_s, ms_per_step=1000 * floor_s,
+        matmuls_ms=matmul_stats["ms_per_step"], adamw_ms=adamw_stats["ms_per_step"],
+        matmul_gflops_at_step_shapes=matmul_flops / matmul_stats["ms_per_step"] * 1e-6,
+        matmul_flops=matmul_flops, parameters=parameters, dtype=FLAGS.dtype,
+        jit_compile=FLAGS.jit_compile, batch_size=FLAGS.batch_size,
+        seq_length=FLAGS.seq_length, config=vars(config), matmul=rates,
+        load_average=os.getloadavg()[0])
+    print(f"step floor, L={config.num_hidden_layers} H={config.hidden_size} "
+          f"A={config.num_attention_heads}, batch {FLAGS.batch_size} x {FLAGS.seq_length}, "
+          f"{FLAGS.dtype}{', XLA' if FLAGS.jit_compile else ''}; matmul 2048^2: numpy "
+          f"{rates['numpy_gflops']:.1f}, tf {rates['tf_gflops']:.1f} GFLOP/s "
+          f"(bfloat16 {rates['tf_bfloat16_gflops']:.1f})")
+    common.print_table([
+        dict(part="matmuls", ms_per_step=matmul_stats["ms_per_step"],
+             gflops=results["matmul_gflops_at_step_shapes"]),
+        dict(part=f"adamw ({parameters / 1e6:.1f}M)", ms_per_step=adamw_stats["ms_per_step"]),
+        dict(part="floor", ms_per_step=1000 * floor_s, tokens_per_second=tokens / floor_s),
+    ], ["part", "ms_per_step", "gflops", "tokens_per_second"])
+    common.write_json(FLAGS.json_output, results)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -50,6 +50,10 @@ def main():
     parser.add_argument("--save_replay", default=None,
                         help="Write this run's window order and initial head here (.npz) for "
                              "tests/reference/squad_replay.py.")
+    parser.add_argument("--load_replay", default=None,
+                        help="Train in this .npz's window order from its initial head instead "
+                             "of this run's own draws (e.g. run_squad's, from "
+                             "tests/reference/run_squad_draws.py).")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     rng = np.random.RandomState(args.seed)
@@ -84,6 +88,17 @@ def main():
                                                 dtype=torch.long))
 
     orders = [rng.permutation(num_windows) for _ in range(args.num_train_epochs)]
+    if args.load_replay:
+        replay = np.load(args.load_replay)
+        order = replay["order"][:total * args.train_batch_size]
+        if order.max() >= num_windows:
+            raise SystemExit(f"error: {args.load_replay} orders windows these settings lack")
+        orders = [order[e * steps_per_epoch * args.train_batch_size:
+                        (e + 1) * steps_per_epoch * args.train_batch_size]
+                  for e in range(args.num_train_epochs)]
+        with torch.no_grad():
+            model.qa_outputs.weight.copy_(torch.from_numpy(replay["kernel"].T))
+            model.qa_outputs.bias.copy_(torch.from_numpy(replay["bias"]))
     if args.save_replay:
         np.savez(args.save_replay, order=np.concatenate(orders),
                  kernel=model.qa_outputs.weight.detach().numpy().T,

@@ -9,7 +9,8 @@ warm-up then linear decay, clipping 1.0, dropout 0.1, a shuffle each epoch,
 steps = windows / batch rounded up). A gap between this and run_squad on the
 same data is a difference of implementation, not of data or scoring (and of
 the random draws: `--save_replay` hands this run's window order and head to
-`squad_replay.py`, which trains run_squad's model on them). Needs
+`squad_replay.py`, which trains run_squad's model on them; `--load_replay` trains
+this one on run_squad's draws from `run_squad_draws.py`). Needs
 torch and transformers; from the repository root:
 
     PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_squad_finetune.py \

@@ -10,6 +10,9 @@ From the repository root:
         --seed=42 --output=/tmp/ours42.npz
     PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_squad_finetune.py \\
         --model_dir=$MINILM --train_file=$TRAIN --predict_file=$DEV --load_replay=/tmp/ours42.npz
+
+Measured (the acceptance recipe, seed 42): transformers on these draws EM 16.01 / F1 23.86,
+`run_squad.py --seed=42` 15.44 / 22.55 (training loss at steps 151-200: 3.59 and 3.62).
 """
 
 import argparse

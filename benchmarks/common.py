@@ -47,6 +47,23 @@ def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
             "tf_bfloat16_gflops": flops / best_bf16 / 1e9}
 
 
+def time_calls(fn, steps: int, warmup: int) -> list:
+    """Seconds of each of `steps` calls of `fn()` after `warmup` untimed ones
+    (tracing, XLA compilation). `fn` must wait for its result (`.numpy()`)."""
+    for _ in range(warmup):
+        fn()
+    return [_timed(fn) for _ in range(steps)]
+
+
+def pretraining_optimizer():
+    """The optimizer every TensorFlow step here is timed with: the runners'
+    AdamW (BERT's recipe, global-norm clipping) mid-warm-up."""
+    from official_bert import optimization
+
+    return optimization.create_optimizer(optimization.OptimizerConfig(
+        learning_rate=1e-4, num_train_steps=10**6, num_warmup_steps=10**4))
+
+
 def _timed(fn) -> float:
     start = time.perf_counter()
     fn()

@@ -12,7 +12,6 @@ Random weights (speed does not depend on them). Prints a table and writes
 
 import os
 import sys
-import time
 
 from absl import app, flags
 
@@ -35,17 +34,6 @@ def _inputs(batch, seq, vocab):
         "input_mask": np.ones((batch, seq), "int32"),
         "input_type_ids": np.zeros((batch, seq), "int32"),
     }
-
-
-def _time(fn, inputs, steps, warmup):
-    for _ in range(warmup):
-        fn(inputs)
-    seconds = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        fn(inputs)
-        seconds.append(time.perf_counter() - start)
-    return seconds
 
 
 def main(argv):
@@ -73,7 +61,7 @@ def main(argv):
         return forward(features).numpy()
 
     rows, results = [], {}
-    seconds = _time(call, inputs, FLAGS.steps, FLAGS.warmup_steps)
+    seconds = common.time_calls(lambda: call(inputs), FLAGS.steps, FLAGS.warmup_steps)
     keras_stats = common.summarize_times(seconds)
     keras_stats["tokens_per_second"] = tokens / (keras_stats["ms_per_step"] / 1000)
     keras_stats["mfu_numpy"] = flops / (keras_stats["ms_per_step"] / 1000) / (rates["numpy_gflops"] * 1e9)
@@ -98,8 +86,8 @@ def main(argv):
         loaded = tf.saved_model.load(FLAGS.saved_model)
         serve = loaded.signatures["serving_default"]
         tensors = {k: tf.constant(v) for k, v in inputs.items()}
-        seconds = _time(lambda x: serve(**x)["sequence_output"].numpy(), tensors,
-                        FLAGS.steps, FLAGS.warmup_steps)
+        seconds = common.time_calls(lambda: serve(**tensors)["sequence_output"].numpy(),
+                                    FLAGS.steps, FLAGS.warmup_steps)
         sm = common.summarize_times(seconds)
         sm["tokens_per_second"] = tokens / (sm["ms_per_step"] / 1000)
         results["saved_model"] = sm

@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 
 from absl import app, flags
 
@@ -100,7 +99,7 @@ class ClassifierTask:
 def time_ours(config, features, jit_compile):
     import tensorflow as tf
 
-    from official_bert import distribution, models, optimization, training
+    from official_bert import distribution, models, training
 
     policy = None if FLAGS.dtype == "float32" else common.policy_name(FLAGS.dtype)
     task = (models.PretrainingTask(config, policy, seed=0) if FLAGS.task == "pretraining"
@@ -110,19 +109,12 @@ def time_ours(config, features, jit_compile):
         jit_compile=jit_compile)
     trainer = training.Trainer(
         task, distribution.get_strategy("one_device"), run_config,
-        optimizer_fn=lambda: optimization.create_optimizer(optimization.OptimizerConfig(
-            learning_rate=1e-4, num_train_steps=10**6, num_warmup_steps=10**4)),
+        optimizer_fn=common.pretraining_optimizer,
         loss_scale=FLAGS.dtype == "float16")
     dataset_fn = lambda context: tf.data.Dataset.from_tensors(features).repeat()  # noqa: E731
     iterator = trainer.train_iterator(dataset_fn)
-    for _ in range(FLAGS.warmup_steps):
-        trainer.run_train_steps(iterator, 1)
-    seconds = []
-    for _ in range(FLAGS.steps):
-        start = time.perf_counter()
-        trainer.run_train_steps(iterator, 1)
-        seconds.append(time.perf_counter() - start)
-    return seconds
+    return common.time_calls(lambda: trainer.run_train_steps(iterator, 1),
+                             FLAGS.steps, FLAGS.warmup_steps)
 
 
 def time_keras_hub(config, features, jit_compile):
@@ -172,14 +164,7 @@ def time_keras_hub(config, features, jit_compile):
         optimizer.apply_gradients(pairs)
         return loss
 
-    for _ in range(FLAGS.warmup_steps):
-        float(step())
-    seconds = []
-    for _ in range(FLAGS.steps):
-        start = time.perf_counter()
-        float(step())
-        seconds.append(time.perf_counter() - start)
-    return seconds
+    return common.time_calls(lambda: float(step()), FLAGS.steps, FLAGS.warmup_steps)
 
 
 def main(argv):

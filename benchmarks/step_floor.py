@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from absl import app, flags
 
@@ -36,17 +35,6 @@ from benchmarks import common  # noqa: E402
 FLAGS = flags.FLAGS
 common.add_model_flags(flags)
 flags.DEFINE_integer("masked_positions", 20, "Masked-LM predictions per sequence.")
-
-
-def time_fn(fn, steps, warmup):
-    for _ in range(warmup):
-        fn()
-    seconds = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        fn()
-        seconds.append(time.perf_counter() - start)
-    return common.summarize_times(seconds)
 
 
 def step_matmuls(config, batch, seq, masked, dtype, jit_compile):
@@ -98,12 +86,11 @@ def adamw_step(config, jit_compile):
     """A tf.function applying one clipped AdamW update to the model's variables."""
     import tensorflow as tf
 
-    from official_bert import models, optimization
+    from official_bert import models
 
     model = models.PretrainingTask(config, None, seed=0).build_model()
     variables = model.trainable_variables
-    optimizer = optimization.create_optimizer(optimization.OptimizerConfig(
-        learning_rate=1e-4, num_train_steps=10**6, num_warmup_steps=10**4))
+    optimizer = common.pretraining_optimizer()
     optimizer.build(variables)
     grads = [tf.random.normal(v.shape, stddev=1e-3) for v in variables]
 
@@ -127,9 +114,11 @@ def main(argv):
     rates = common.matmul_rate()
     matmuls, matmul_flops = step_matmuls(config, FLAGS.batch_size, FLAGS.seq_length,
                                          FLAGS.masked_positions, dtype, FLAGS.jit_compile)
-    matmul_stats = time_fn(lambda: [o.numpy() for o in matmuls()], FLAGS.steps, FLAGS.warmup_steps)
+    matmul_stats = common.summarize_times(common.time_calls(
+        lambda: [o.numpy() for o in matmuls()], FLAGS.steps, FLAGS.warmup_steps))
     adamw, parameters = adamw_step(config, FLAGS.jit_compile)
-    adamw_stats = time_fn(lambda: adamw().numpy(), FLAGS.steps, FLAGS.warmup_steps)
+    adamw_stats = common.summarize_times(common.time_calls(
+        lambda: adamw().numpy(), FLAGS.steps, FLAGS.warmup_steps))
     floor_s = (matmul_stats["ms_per_step"] + adamw_stats["ms_per_step"]) / 1000
     results = dict(
         tokens_per_second=tokens / floor_s, ms_per_step=1000 * floor_s,

@@ -32,38 +32,51 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def recipe_parser(description):
+    """The flags both replay directions share: model, training file, windows, seed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--train_file", required=True)
-    parser.add_argument("--predict_file", required=True)
-    parser.add_argument("--replay", required=True, help="hf_squad_finetune.py --save_replay file")
-    parser.add_argument("--output_dir", required=True, help="Replaced if it exists.")
     parser.add_argument("--max_seq_length", type=int, default=384)
     parser.add_argument("--doc_stride", type=int, default=128)
     parser.add_argument("--max_query_length", type=int, default=64)
     parser.add_argument("--train_batch_size", type=int, default=16)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
     parser.add_argument("--seed", type=int, default=42)
+    return parser
+
+
+def training_windows(args):
+    """(model files, training feature arrays) as run_squad.py builds them."""
+    from data_prep import squad
+    from official_bert import runner, tokenization
+
+    files = runner.resolve_model_files(init_checkpoint=args.model_dir, bert_config_file=None,
+                                       vocab_file=None, do_lower_case=None)
+    tokenizer = tokenization.FullTokenizer(files.vocab_file, do_lower_case=files.do_lower_case)
+    arrays = squad.features_to_arrays(squad.convert_examples_to_features(
+        squad.read_squad_examples(args.train_file, is_training=True), tokenizer,
+        is_training=True, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+        max_query_length=args.max_query_length), is_training=True)
+    return files, arrays
+
+
+def main():
+    parser = recipe_parser(__doc__.splitlines()[0])
+    parser.add_argument("--predict_file", required=True)
+    parser.add_argument("--replay", required=True, help="hf_squad_finetune.py --save_replay file")
+    parser.add_argument("--output_dir", required=True, help="Replaced if it exists.")
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
     args = parser.parse_args()
 
     import keras
     import tensorflow as tf
 
-    from data_prep import squad
-    from official_bert import runner, tokenization
+    from official_bert import runner
     from official_bert.models import SpanLabelingTask
 
     keras.utils.set_random_seed(args.seed)
     shutil.rmtree(args.output_dir, ignore_errors=True)
-    files = runner.resolve_model_files(init_checkpoint=args.model_dir, bert_config_file=None,
-                                       vocab_file=None, do_lower_case=None)
-    tokenizer = tokenization.FullTokenizer(files.vocab_file, do_lower_case=files.do_lower_case)
-    windows = dict(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
-                   max_query_length=args.max_query_length)
-    arrays = squad.features_to_arrays(squad.convert_examples_to_features(
-        squad.read_squad_examples(args.train_file, is_training=True), tokenizer,
-        is_training=True, **windows), is_training=True)
+    files, arrays = training_windows(args)
     replay = np.load(args.replay)
     num_windows = len(arrays["input_word_ids"])
     if len(replay["order"]) % num_windows or replay["order"].max() >= num_windows:

@@ -49,8 +49,9 @@ flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean"],
 
 def main(argv):
     del argv
-    from official_bert import checkpoints, tokenization
-    from official_bert.configs import BertConfig
+    from official_bert import checkpoints
+    from official_bert.text import tokenization
+    from official_bert.modeling.configs import BertConfig
     from official_bert.feature_extraction import (extract, featurize, parse_layers,
                                                   read_examples, to_json)
 

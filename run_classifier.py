@@ -154,7 +154,7 @@ def settle_labels(task, train_examples):
 
 
 def write_classifier_config(task, do_lower_case):
-    from official_bert.configs import write_text_atomic
+    from official_bert.modeling.configs import write_text_atomic
 
     config = {"task_name": task.name, "labels": list(task.labels) if task.labels else None,
               "regression": task.is_regression, "pair": task.is_pair,
@@ -229,9 +229,10 @@ def main(argv):
     import keras
 
     from data_prep import fast_tokenization
-    from official_bert import classification_metrics, training
-    from official_bert.configs import write_text_atomic
-    from official_bert.models import ClassificationTask
+    from official_bert.metrics import classification as classification_metrics
+    from official_bert.training import trainer as training
+    from official_bert.modeling.configs import write_text_atomic
+    from official_bert.tasks.classification import ClassificationTask
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)

@@ -107,7 +107,7 @@ def make_trainer(task, num_train_steps, num_warmup_steps, init_fn, train, jit_co
 
 
 def _feature_task(num_labels, feature_dim):
-    from official_bert.models import TokenClassificationTask
+    from official_bert.tasks.ner import TokenClassificationTask
 
     class FeatureTask(TokenClassificationTask):
         """Feature-based: `FeatureTagger` on cached per-word encoder features;
@@ -119,7 +119,7 @@ def _feature_task(num_labels, feature_dim):
 
         def build_model(self):
             import tensorflow as tf
-            from official_bert.models import FeatureTagger
+            from official_bert.modeling.heads import FeatureTagger
 
             model = FeatureTagger(self.num_labels, kind=FLAGS.task_model,
                                   units=FLAGS.lstm_units, num_layers=FLAGS.task_model_layers,
@@ -296,7 +296,7 @@ def predict_features(trainer, features, label_ids, batch_size):
 def evaluate_split(split, conll_file, predicted_ids, label_list, loss, global_step):
     """Scores, writes `<split>_predictions.conll`; returns eval_results entries."""
     from data_prep import conll
-    from official_bert import ner_metrics
+    from official_bert.metrics import ner as ner_metrics
 
     tags = [[label_list[i] for i in ids] for ids in predicted_ids]
     path = os.path.join(FLAGS.output_dir,
@@ -320,10 +320,12 @@ def main(argv):
     import keras
 
     from data_prep import conll
-    from official_bert import checkpoints, tokenization, training
-    from official_bert.configs import write_text_atomic
+    from official_bert import checkpoints
+    from official_bert.text import tokenization
+    from official_bert.training import trainer as training
+    from official_bert.modeling.configs import write_text_atomic
     from official_bert.feature_extraction import parse_layers
-    from official_bert.models import TokenClassificationTask
+    from official_bert.tasks.ner import TokenClassificationTask
 
     runner.check_modes(do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                        do_predict=FLAGS.do_predict, output_dir=FLAGS.output_dir,

@@ -146,7 +146,7 @@ def check_flags():
 def load_model_files():
     """(config, checkpoint or None, vocab file or None) from the flags."""
     from official_bert import checkpoints
-    from official_bert.configs import BertConfig
+    from official_bert.modeling.configs import BertConfig
 
     config = BertConfig.from_json_file(FLAGS.bert_config_file) if FLAGS.bert_config_file else None
     ckpt = None
@@ -163,7 +163,7 @@ def load_model_files():
 
 
 def check_vocab(vocab_file, config):
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     size = len(tokenization.load_vocab_list(vocab_file))
     if size > config.vocab_size:
@@ -173,7 +173,7 @@ def check_vocab(vocab_file, config):
 
 def make_dataset_fn(files, batch_size, training, vocab_file, config, drop_remainder=True):
     """A `dataset_fn` for `Trainer` (per-replica batches of `batch_size` / replicas)."""
-    from official_bert import input_pipeline
+    from official_bert.training import input_pipeline
 
     def dataset_fn(context=None):
         return input_pipeline.pretraining_dataset(
@@ -211,7 +211,11 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from official_bert import distribution, input_pipeline, models, optimization, training
+    from official_bert.tasks import pretraining
+    from official_bert.training import distribution
+    from official_bert.training import input_pipeline
+    from official_bert.training import optimization
+    from official_bert.training import trainer as training
 
     # The strategy first: splitting the CPU must come before TensorFlow starts.
     strategy = distribution.get_strategy(
@@ -278,7 +282,7 @@ def main(argv):
         else:
             config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
         if summary and isinstance(summary.get("config", {}).get("do_lower_case"), bool):
-            from official_bert.configs import write_text_atomic
+            from official_bert.modeling.configs import write_text_atomic
 
             # The casing the data was tokenized with, for the fine-tuning scripts.
             write_text_atomic(os.path.join(FLAGS.output_dir, "tokenizer_config.json"), json.dumps(
@@ -298,7 +302,7 @@ def main(argv):
             learning_rate=FLAGS.learning_rate, num_train_steps=FLAGS.num_train_steps,
             num_warmup_steps=FLAGS.num_warmup_steps, optimizer=FLAGS.optimizer))
     trainer = training.Trainer(
-        models.PretrainingTask(config, policy, seed=FLAGS.seed), strategy, train_config,
+        pretraining.PretrainingTask(config, policy, seed=FLAGS.seed), strategy, train_config,
         optimizer_fn=optimizer_fn, init_fn=init_fn_for(ckpt), loss_scale=FLAGS.dtype == "float16")
 
     if FLAGS.do_train:

@@ -115,9 +115,11 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    from official_bert import checkpoints, squad_metrics, tokenization
-    from official_bert.models import SpanLabelingTask
-    from official_bert.configs import write_text_atomic
+    from official_bert import checkpoints
+    from official_bert.metrics import squad as squad_metrics
+    from official_bert.text import tokenization
+    from official_bert.tasks.squad import SpanLabelingTask
+    from official_bert.modeling.configs import write_text_atomic
 
     files = runner.resolve_model_files(
         init_checkpoint=FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file,

@@ -64,7 +64,9 @@ def main(argv):
     import numpy as np
 
     from data_prep import swag
-    from official_bert import models, tokenization, training
+    from official_bert.tasks import multiple_choice
+    from official_bert.text import tokenization
+    from official_bert.training import trainer as training
 
     runner.check_modes(do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                        do_predict=FLAGS.do_predict, output_dir=FLAGS.output_dir,
@@ -101,7 +103,7 @@ def main(argv):
 
     settings = runner.RunSettings.from_flags(FLAGS)
     trainer = runner.make_trainer(
-        models.MultipleChoiceTask(files.config, policy), settings,
+        multiple_choice.MultipleChoiceTask(files.config, policy), settings,
         num_train_steps, num_warmup_steps, runner.encoder_init_fn(files.checkpoint),
         train=FLAGS.do_train)
 
@@ -128,7 +130,7 @@ def main(argv):
         logging.info("Eval results: %s", results)
 
     if FLAGS.do_predict:
-        from official_bert.configs import write_text_atomic
+        from official_bert.modeling.configs import write_text_atomic
 
         arrays = swag.convert_examples(predict_examples, tokenizer, FLAGS.max_seq_length)
         probabilities, _ = predict_probabilities(trainer, arrays, FLAGS.predict_batch_size,

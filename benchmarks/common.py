@@ -58,7 +58,7 @@ def time_calls(fn, steps: int, warmup: int) -> list:
 def pretraining_optimizer():
     """The optimizer every TensorFlow step here is timed with: the runners'
     AdamW (BERT's recipe, global-norm clipping) mid-warm-up."""
-    from official_bert import optimization
+    from official_bert.training import optimization
 
     return optimization.create_optimizer(optimization.OptimizerConfig(
         learning_rate=1e-4, num_train_steps=10**6, num_warmup_steps=10**4))
@@ -189,7 +189,7 @@ def time_transformers(FLAGS, mode: str) -> list | None:
 
 
 def bert_config_from_flags(FLAGS):
-    from official_bert.configs import BertConfig
+    from official_bert.modeling.configs import BertConfig
 
     return BertConfig(
         vocab_size=FLAGS.vocab_size,

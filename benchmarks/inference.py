@@ -41,7 +41,7 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from official_bert.encoder import BertEncoder
+    from official_bert.modeling.encoder import BertEncoder
 
     common.set_threads(FLAGS.threads)
     rates = common.matmul_rate()

@@ -76,11 +76,12 @@ class ClassifierTask:
         self.config, self.policy = config, policy
 
     def build_model(self):
-        from official_bert import models
-        from official_bert.encoder import BertEncoder, dummy_inputs
+        from official_bert.modeling import heads
+        from official_bert.tasks import pretraining
+        from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
         encoder = BertEncoder.from_bert_config(self.config, dtype=self.policy)
-        model = models.BertClassifier(encoder, num_classes=2)
+        model = heads.BertClassifier(encoder, num_classes=2)
         model(dummy_inputs())
         return model
 
@@ -99,10 +100,13 @@ class ClassifierTask:
 def time_ours(config, features, jit_compile):
     import tensorflow as tf
 
-    from official_bert import distribution, models, training
+    from official_bert.modeling import heads
+    from official_bert.tasks import pretraining
+    from official_bert.training import distribution
+    from official_bert.training import trainer as training
 
     policy = None if FLAGS.dtype == "float32" else common.policy_name(FLAGS.dtype)
-    task = (models.PretrainingTask(config, policy, seed=0) if FLAGS.task == "pretraining"
+    task = (pretraining.PretrainingTask(config, policy, seed=0) if FLAGS.task == "pretraining"
             else ClassifierTask(config, policy))
     run_config = training.TrainingConfig(
         output_dir=tempfile.mkdtemp(prefix="bench-"), num_train_steps=10**9,

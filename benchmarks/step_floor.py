@@ -86,9 +86,9 @@ def adamw_step(config, jit_compile):
     """A tf.function applying one clipped AdamW update to the model's variables."""
     import tensorflow as tf
 
-    from official_bert import models
+    from official_bert.tasks import pretraining
 
-    model = models.PretrainingTask(config, None, seed=0).build_model()
+    model = pretraining.PretrainingTask(config, None, seed=0).build_model()
     variables = model.trainable_variables
     optimizer = common.pretraining_optimizer()
     optimizer.build(variables)

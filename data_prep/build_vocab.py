@@ -17,7 +17,7 @@ lines: if the corpus supports fewer learned pieces (a small corpus), the rest
 are more `[unusedN]` slots at the end, and a warning says so.
 
 Words are counted with the project's own basic tokenizer
-(`official_bert.tokenization.BasicTokenizer`: clean-up, lower-casing and
+(`official_bert.text.tokenization.BasicTokenizer`: clean-up, lower-casing and
 accent stripping with `--do_lower_case`, punctuation split), so the
 vocabulary fits exactly the text `FullTokenizer` will give it. The pieces are
 learned by tensorflow-text's WordPiece trainer

@@ -30,7 +30,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from official_bert import ner_metrics
+from official_bert.metrics import ner as ner_metrics
 
 DOCSTART = "-DOCSTART-"
 IGNORE = -1
@@ -299,7 +299,7 @@ def write_predictions(path: str, conll: ConllFile, predicted_tags: Sequence[Sequ
     """Writes the file's columns with the predicted tag appended as the last
     column (conlleval's `word ... gold predicted` layout), in the file's tag
     scheme, one blank line between sentences."""
-    from official_bert.configs import write_text_atomic
+    from official_bert.modeling.configs import write_text_atomic
 
     scheme = scheme or conll.scheme
     lines = []

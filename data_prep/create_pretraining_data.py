@@ -26,7 +26,7 @@ train either model. Beyond it:
   worker order.
 * **Dynamic masking** (`--dynamic_masking`): unmasked pairs (input_ids,
   input_mask, segment_ids, next_sentence_labels; plus word_start_mask with
-  `--do_whole_word_mask`); `official_bert.input_pipeline.pretraining_dataset`
+  `--do_whole_word_mask`); `official_bert.training.input_pipeline.pretraining_dataset`
   masks them at read time, fresh every epoch.
 * **Safe output.** Files are written under hidden temporary names
   (`.<name>.incomplete`) and renamed only when every worker has finished, so a
@@ -140,7 +140,7 @@ def check_output_files(output_file: str | Sequence[str], inputs: Sequence[str]) 
 
 
 def load_vocab_info(vocab_file: str) -> VocabInfo:
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"vocab_file {vocab_file} does not exist")

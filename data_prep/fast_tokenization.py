@@ -1,4 +1,4 @@
-"""A cached front end to `official_bert.tokenization.FullTokenizer` for bulk text.
+"""A cached front end to `official_bert.text.tokenization.FullTokenizer` for bulk text.
 
 `FullTokenizer.tokenize(text)` works character by character in Python; on a
 corpus it is the slowest step of data generation. Its output is, however, a
@@ -30,7 +30,7 @@ import logging
 import re
 import unicodedata
 
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 _log = logging.getLogger(__name__)
 

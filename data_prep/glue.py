@@ -46,7 +46,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 Column = Union[str, int]  # a header name, or a 0-based index in a file without header
 

@@ -36,7 +36,7 @@ from typing import Dict, List, Optional
 
 from absl import logging
 
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 
 class SquadFormatError(ValueError):
@@ -745,7 +745,7 @@ def apply_threshold(predictions: Dict[str, SquadPrediction], threshold: float) -
 def write_prediction_files(predictions: Dict[str, SquadPrediction], output_dir,
                            version_2_with_negative: bool, answers: dict | None = None) -> dict:
     """Writes predictions.json, nbest_predictions.json (and null_odds.json)."""
-    from official_bert.configs import write_text_atomic
+    from official_bert.modeling.configs import write_text_atomic
 
     os.makedirs(output_dir, exist_ok=True)
     answers = answers if answers is not None else {q: p.text for q, p in predictions.items()}
@@ -764,7 +764,7 @@ def write_prediction_files(predictions: Dict[str, SquadPrediction], output_dir,
 def split_by_article(input_file, train_file, dev_file, num_train_articles: int) -> tuple:
     """Writes the first `num_train_articles` articles of a SQuAD file to
     `train_file` and the rest to `dev_file`; returns the question counts."""
-    from official_bert.configs import write_text_atomic
+    from official_bert.modeling.configs import write_text_atomic
 
     data = load_squad_json(input_file)  # checks the file first: errors name the place
     with open(input_file, encoding="utf-8") as f:

@@ -21,7 +21,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 REQUIRED = ("sent1", "sent2")
 _ENDING = re.compile(r"^ending(\d+)$")

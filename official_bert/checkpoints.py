@@ -31,7 +31,7 @@ import tempfile
 import numpy as np
 from absl import logging
 
-from official_bert.configs import BertConfig, ConfigError, write_text_atomic
+from official_bert.modeling.configs import BertConfig, ConfigError, write_text_atomic
 
 HUGGINGFACE = "huggingface"
 GOOGLE_TF1 = "google_tf1"
@@ -385,7 +385,7 @@ def _read_google_tf1(path, prefix, names, config):
 def _read_official_bert(path, prefix, config):
     import tensorflow as tf
 
-    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
     # CheckpointManager writes into output_dir; the config sits there too.
     config = _config_beside(prefix, config, ["bert_config.json", "config.json"])
@@ -419,7 +419,7 @@ def load_encoder(path, config: BertConfig | None = None, dtype=None):
     Example:
     >>> encoder, ckpt = load_encoder("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
     """
-    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
     checkpoint = read_checkpoint(path, config)
     encoder = BertEncoder.from_bert_config(checkpoint.config, dtype=dtype)

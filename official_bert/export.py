@@ -44,7 +44,8 @@ import tempfile
 
 import tensorflow as tf
 
-from official_bert import text_layers, tokenization
+from official_bert.text import text_layers
+from official_bert.text import tokenization
 
 
 def next_version_dir(export_dir: str) -> str:
@@ -247,9 +248,9 @@ class ClassifierPredictor:
 
     def _load_run(self, path):
         from official_bert import checkpoints
-        from official_bert.configs import BertConfig
-        from official_bert.encoder import BertEncoder, dummy_inputs
-        from official_bert.models import BertClassifier
+        from official_bert.modeling.configs import BertConfig
+        from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+        from official_bert.modeling.heads import BertClassifier
 
         with open(os.path.join(path, "classifier_config.json"), encoding="utf-8") as f:
             config = json.load(f)

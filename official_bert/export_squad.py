@@ -48,8 +48,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from official_bert import tokenization
-from official_bert.text_layers import BertTokenizerLayer, basic_tokenize
+from official_bert.text import tokenization
+from official_bert.text.text_layers import BertTokenizerLayer, basic_tokenize
 
 # google's run_squad.py `is_whitespace`: the characters between doc tokens.
 DOC_SPLIT_PATTERN = r"[ \t\r\n\x{202F}]+"

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert import text_layers, tokenization
+from official_bert.text import text_layers
+from official_bert.text import tokenization
 from official_bert.export import next_version_dir, save_versioned  # noqa: F401  (re-exported)
 
 

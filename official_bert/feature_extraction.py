@@ -60,7 +60,7 @@ def parse_layers(spec, num_layers):
 
 def featurize(examples, tokenizer, max_seq_length):
     """Tokenizes and packs each example: (tokens, ids, mask, segment ids)."""
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     features = []
     for example in examples:

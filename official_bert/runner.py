@@ -166,8 +166,9 @@ def resolve_model_files(*, init_checkpoint: str | None, bert_config_file: str | 
     it; explicit `bert_config_file` / `vocab_file` win. Raises ValueError naming
     the missing file or the flag to pass.
     """
-    from official_bert import checkpoints, tokenization
-    from official_bert.configs import BertConfig
+    from official_bert import checkpoints
+    from official_bert.text import tokenization
+    from official_bert.modeling.configs import BertConfig
 
     config = BertConfig.from_json_file(bert_config_file) if bert_config_file else None
     ckpt = None
@@ -254,7 +255,9 @@ def training_steps(num_examples: int, batch_size: int, epochs: float,
 def make_trainer(task, settings: RunSettings, num_train_steps: int, num_warmup_steps: int,
                  init_fn=None, train: bool = True):
     """A `training.Trainer` with BERT's AdamW recipe (optimizer only when `train`)."""
-    from official_bert import distribution, optimization, training
+    from official_bert.training import distribution
+    from official_bert.training import optimization
+    from official_bert.training import trainer as training
 
     strategy = distribution.get_strategy(settings.distribution_strategy, settings.num_gpus,
                                          settings.tpu)
@@ -299,7 +302,7 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
     """
     import tensorflow as tf
 
-    from official_bert import text_layers
+    from official_bert.text import text_layers
 
     sequence_keys = text_layers.PACKED_KEYS + ("label_ids",)
 

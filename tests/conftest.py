@@ -66,7 +66,7 @@ def shared_data():
 
 def tiny_config(**overrides):
     """A small BertConfig for fast tests."""
-    from official_bert.configs import BertConfig
+    from official_bert.modeling.configs import BertConfig
 
     values = dict(
         vocab_size=64,

@@ -8,7 +8,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from benchmarks import common, step_floor  # noqa: E402
-from official_bert.configs import BertConfig  # noqa: E402
+from official_bert.modeling.configs import BertConfig  # noqa: E402
 
 
 def test_step_floor_runs_exactly_the_counted_matmul_flops():

@@ -12,7 +12,7 @@ import pytest
 
 from data_prep import build_vocab as bv
 from data_prep import prepare_corpus
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data_prep" / "sample_corpus" / "1861-Lincoln.txt"

@@ -10,7 +10,7 @@ from safetensors.numpy import load_file, save_file
 from conftest import tiny_config
 from official_bert import checkpoints
 from official_bert.checkpoints import CheckpointError
-from official_bert.encoder import BertEncoder, dummy_inputs
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
 
 def _fixture_inputs(example):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from official_bert import classification_metrics as m
+from official_bert.metrics import classification as m
 
 
 def test_accuracy():

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from official_bert.configs import BertConfig, ConfigError
+from official_bert.modeling.configs import BertConfig, ConfigError
 
 GOOGLE_BASE = {
     "attention_probs_dropout_prob": 0.1,

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from data_prep import conll
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man walk ##s ##ing to new york john smith "
          "paris went in . , he she").split()
@@ -148,8 +148,8 @@ def test_token_classifier_and_feature_tagger_shapes():
     import numpy as np
     import tensorflow as tf
     from conftest import tiny_config
-    from official_bert.encoder import BertEncoder
-    from official_bert.models import BertTokenClassifier, FeatureTagger
+    from official_bert.modeling.encoder import BertEncoder
+    from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder.from_bert_config(tiny_config())

@@ -261,7 +261,7 @@ def test_truncation_counts_match_googles_loop():
 
 def test_fast_tokenizer_matches_full_tokenizer(vocab):
     from data_prep.fast_tokenization import CachedTokenizer
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     full = tokenization.FullTokenizer(str(vocab), do_lower_case=True)
     fast = CachedTokenizer(str(vocab), do_lower_case=True, verify_lines=0)
@@ -499,7 +499,7 @@ def test_bad_inputs(tmp_path, corpus, vocab):
 
 
 def test_one_sentence_documents_are_counted_and_make_no_instances(tmp_path, vocab):
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     docs = ["The first document has two sentences.\nHere is the second.",
             "A lone sentence.",
@@ -546,7 +546,7 @@ def test_cli_with_googles_flags(tmp_path, corpus, vocab):
 def test_statistics_over_100k_masked_positions(tmp_path, vocab):
     """The issue's bar, static and dynamic, on the shared corpus (or the sample
     corpus with more passes when ../shared is absent)."""
-    from official_bert import input_pipeline
+    from official_bert.training import input_pipeline
 
     if (SHARED_DATA / "pretrain_text").exists():
         source, dupe = SHARED_DATA / "pretrain_text", 1

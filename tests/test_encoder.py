@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 
 from conftest import tiny_config
-from official_bert import layers
-from official_bert.encoder import BertEncoder, dummy_inputs
+from official_bert.modeling import layers
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
 
 def _inputs(seed=0, batch=2, seq=10, vocab=64, pad_from=7):

@@ -27,8 +27,8 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="", CUDA_VISIBLE_DEV
 def build_classifier(num_classes, seed, center_on=None):
     import keras
 
-    from official_bert.encoder import BertEncoder, dummy_inputs
-    from official_bert.models import BertClassifier
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.heads import BertClassifier
 
     keras.utils.set_random_seed(seed)
     encoder = BertEncoder.from_bert_config(tiny_config(vocab_size=len(VOCAB)))
@@ -46,7 +46,7 @@ def build_classifier(num_classes, seed, center_on=None):
 
 
 def packed_with_full_tokenizer(tokenizer, texts_a, texts_b=None):
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     rows = {"input_word_ids": [], "input_mask": [], "input_type_ids": []}
     for i, a in enumerate(texts_a):
@@ -60,7 +60,8 @@ def packed_with_full_tokenizer(tokenizer, texts_a, texts_b=None):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    from official_bert import export, tokenization
+    from official_bert import export
+    from official_bert.text import tokenization
 
     root = tmp_path_factory.mktemp("export")
     vocab = root / "vocab.txt"
@@ -199,8 +200,9 @@ def test_serving_cuts_common_padding_and_keeps_the_outputs(exported, tmp_path):
     # serving_default runs the model on 16 columns and must give the full-length model's answer.
     import tensorflow as tf
 
-    from official_bert import export, text_layers
-    from official_bert.tokenization import FullTokenizer
+    from official_bert import export
+    from official_bert.text import text_layers
+    from official_bert.text.tokenization import FullTokenizer
 
     global SEQ_LENGTH
     texts_a, texts_b = [TEXT_A[1], TEXT_A[3]], [TEXT_B[1], TEXT_B[3]]

@@ -63,7 +63,7 @@ def test_pooling_and_layers(minilm_dir, minilm_encoder, tmp_path):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records[0]["pooling"] == "mean" and len(records[0]["layers"][0]["values"]) == 384
     # Known answer: the mean of the encoder's token vectors for the same ids.
-    from official_bert import tokenization
+    from official_bert.text import tokenization
     tokenizer = tokenization.FullTokenizer(str(minilm_dir / "vocab.txt"), True)
     ids, mask, types = tokenizer.encode("Question?", "Answer.", 16)
     out_vecs = minilm_encoder({"input_word_ids": np.array([ids]), "input_mask": np.array([mask]),

@@ -62,7 +62,7 @@ def _train_case(task, files, head, output_dir, jit_compile):
 
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["eager", "xla"])
 def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile):
-    from official_bert.models import TokenClassificationTask
+    from official_bert.tasks.ner import TokenClassificationTask
 
     files = _model_files(minilm_dir)
     task = TokenClassificationTask(files.config, len(case.LABELS))
@@ -72,7 +72,7 @@ def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile)
 
 
 def test_squad_fine_tuning_matches_transformers(minilm_dir, tmp_path):
-    from official_bert.models import SpanLabelingTask
+    from official_bert.tasks.squad import SpanLabelingTask
 
     files = _model_files(minilm_dir)
     task = SpanLabelingTask(files.config)
@@ -86,8 +86,9 @@ def test_fine_tuning_heads_start_as_transformers_heads():
     transformers' `BertFor*` heads, not google's truncated normal (std 0.88x):
     at fine-tuning learning rates the head barely moves from its initial
     scale, and the smaller scale cost 2-7 points on SQuAD and WNUT-17."""
-    from official_bert.configs import BertConfig
-    from official_bert.models import SpanLabelingTask, TokenClassificationTask
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.tasks.squad import SpanLabelingTask
+    from official_bert.tasks.ner import TokenClassificationTask
 
     config = BertConfig(vocab_size=50, hidden_size=256, num_hidden_layers=1,
                         num_attention_heads=4, intermediate_size=64)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from data_prep import glue
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman dog walk ##s ##ed is in park city "
          "good bad movie very . , ! ? he she it was").split()

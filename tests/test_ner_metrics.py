@@ -2,7 +2,7 @@
 
 import pytest
 
-from official_bert import ner_metrics as m
+from official_bert.metrics import ner as m
 
 
 def test_get_entities_bio_and_iob1():

@@ -2,8 +2,8 @@ import keras
 import numpy as np
 import pytest
 
-from official_bert import optimization
-from official_bert.optimization import OptimizerConfig, WarmupLinearDecay
+from official_bert.training import optimization
+from official_bert.training.optimization import OptimizerConfig, WarmupLinearDecay
 
 
 def test_warmup_then_linear_decay_values():

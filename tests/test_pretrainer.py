@@ -1,4 +1,4 @@
-"""The pre-training model (`models.BertPretrainer`) and its task (`models.PretrainingTask`).
+"""The pre-training model (`heads.BertPretrainer`) and its task (`pretraining.PretrainingTask`).
 
 The masked-LM head against a numpy computation, gathered at the masked
 positions only (the vocabulary projection never runs over the sequence), its
@@ -16,8 +16,13 @@ import pytest
 import tensorflow as tf
 
 from conftest import tiny_config
-from official_bert import checkpoints, distribution, models, optimization, training
-from official_bert.encoder import BertEncoder
+from official_bert import checkpoints
+from official_bert.modeling import heads
+from official_bert.tasks import pretraining
+from official_bert.training import distribution
+from official_bert.training import optimization
+from official_bert.training import trainer as training
+from official_bert.modeling.encoder import BertEncoder
 
 V, H, B, S, P = 64, 16, 2, 12, 3
 
@@ -27,7 +32,7 @@ def _pretrainer(seed=0, dtype=None, **overrides):
 
     keras.utils.set_random_seed(seed)
     config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **overrides)
-    model = models.BertPretrainer(BertEncoder.from_bert_config(config, dtype=dtype))
+    model = heads.BertPretrainer(BertEncoder.from_bert_config(config, dtype=dtype))
     rng = np.random.default_rng(seed)
     # Non-trivial head weights (the initializers leave biases and LayerNorm plain).
     for variable in model.head_variables().values():
@@ -83,7 +88,7 @@ def test_heads_and_losses_equal_a_numpy_computation():
     np.testing.assert_allclose(outputs["next_sentence_logits"], nsp, atol=2e-5, rtol=1e-5)
 
     # The loss: weighted masked-LM mean plus next-sentence mean (google's).
-    task = models.PretrainingTask(model.encoder.config)
+    task = pretraining.PretrainingTask(model.encoder.config)
     normalizers = task.loss_normalizers(features)
     loss, metrics = task.loss_and_metrics(model, features, normalizers, training=False)
     labels, weights = features["masked_lm_ids"], features["masked_lm_weights"]
@@ -103,7 +108,7 @@ def test_vocabulary_projection_runs_at_the_masked_positions_only():
     model = _pretrainer()
     features = _inputs()
     spec = {k: tf.TensorSpec(v.shape, tf.as_dtype(v.dtype)) for k, v in features.items()
-            if k in models.PRETRAINING_INPUTS}
+            if k in heads.PRETRAINING_INPUTS}
     graph = tf.function(lambda x: model(x)).get_concrete_function(spec).graph
     # Every op with the vocabulary as its last dimension works on B * P rows.
     vocab_ops = [op for op in graph.get_operations() for t in op.outputs
@@ -138,7 +143,7 @@ def test_output_projection_is_the_word_embedding_variable():
     changed = np.abs(after - before).max(axis=(0, 1)) > 1e-6
     assert changed.tolist() == [i == unused for i in range(V)]
     # The MLM loss sends gradient to every row of the embedding (softmax over V).
-    task = models.PretrainingTask(model.encoder.config)
+    task = pretraining.PretrainingTask(model.encoder.config)
     with tf.GradientTape() as tape:
         loss, _ = task.loss_and_metrics(model, features, task.loss_normalizers(features), True)
     grad = tf.convert_to_tensor(tape.gradient(loss, embedding))
@@ -218,13 +223,13 @@ def test_heads_load_from_google_and_hugging_face_checkpoints(tmp_path):
 def test_heads_load_from_own_pretraining_checkpoint(tmp_path):
     source = _pretrainer(seed=5)
     tf.train.Checkpoint(model=source, encoder=source.encoder).save(str(tmp_path / "run" / "ckpt"))
-    assert models.pretraining_head_weights(str(tmp_path / "run")).keys() == source.head_weights().keys()
+    assert heads.pretraining_head_weights(str(tmp_path / "run")).keys() == source.head_weights().keys()
     model = _pretrainer(seed=6)
     assert model.load_head_weights(str(tmp_path / "run")) == ["masked_lm", "next_sentence"]
     _assert_heads(model, source.head_weights())
     # A fine-tuning run's checkpoint (no pre-training heads) gives {}.
     checkpoints.save_checkpoint(source.encoder, tmp_path / "encoder_only")
-    assert models.pretraining_head_weights(str(tmp_path / "encoder_only")) == {}
+    assert heads.pretraining_head_weights(str(tmp_path / "encoder_only")) == {}
 
 
 def test_incomplete_or_misshaped_heads_are_errors():
@@ -242,14 +247,14 @@ def test_get_config_round_trip():
     import keras
 
     model = _pretrainer()
-    clone = models.BertPretrainer.from_config(model.get_config())
+    clone = heads.BertPretrainer.from_config(model.get_config())
     clone._ensure_built()
     clone.set_weights(model.get_weights())
     features = _inputs()
     np.testing.assert_array_equal(clone(features)["masked_lm_logits"],
                                   model(features)["masked_lm_logits"])
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
-    assert isinstance(restored, models.BertPretrainer)
+    assert isinstance(restored, heads.BertPretrainer)
     assert restored.encoder.config == model.encoder.config
 
 
@@ -266,7 +271,7 @@ def test_mixed_precision_outputs_float32(policy):
 
 def _train(tmp_path, config, features, steps, learning_rate, policy=None, log_steps=10):
     trainer = training.Trainer(
-        models.PretrainingTask(config, policy, seed=0), distribution.get_strategy("one_device"),
+        pretraining.PretrainingTask(config, policy, seed=0), distribution.get_strategy("one_device"),
         training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,
                                 log_steps=log_steps, steps_per_loop=log_steps,
                                 save_checkpoints_steps=steps),
@@ -323,10 +328,10 @@ def test_task_heads_compute_in_the_encoders_mixed_policy(head):
     encoder = BertEncoder.from_bert_config(
         tiny_config(vocab_size=V, hidden_size=H, num_hidden_layers=1), dtype="mixed_float16")
     model, dense = {
-        "classifier": lambda: (m := models.BertClassifier(encoder, 3), m.classifier),
-        "multiple_choice": lambda: (m := models.BertMultipleChoice(encoder), m.choice_scorer),
-        "token": lambda: (m := models.BertTokenClassifier(encoder, 5), m.token_classifier),
-        "span": lambda: (m := models.BertSpanLabeler(encoder), m.span_labeler),
+        "classifier": lambda: (m := heads.BertClassifier(encoder, 3), m.classifier),
+        "multiple_choice": lambda: (m := heads.BertMultipleChoice(encoder), m.choice_scorer),
+        "token": lambda: (m := heads.BertTokenClassifier(encoder, 5), m.token_classifier),
+        "span": lambda: (m := heads.BertSpanLabeler(encoder), m.span_labeler),
     }[head]()
     inputs = _inputs()
     if head == "multiple_choice":  # [batch, choices, seq]

@@ -1,4 +1,4 @@
-"""Tests of the pre-training reader, `official_bert.input_pipeline.pretraining_dataset`.
+"""Tests of the pre-training reader, `official_bert.training.input_pipeline.pretraining_dataset`.
 
 Static files (ours and google-research/bert's format) pass through unchanged;
 dynamic files are masked at read time with the generator's statistics (15% of
@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from data_prep import prepare_corpus
 from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
-from official_bert import input_pipeline
+from official_bert.training import input_pipeline
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "data_prep" / "sample_corpus"

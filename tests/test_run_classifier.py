@@ -26,7 +26,7 @@ DEV_LABELS = [1, 0, 1, 0, 1]
 
 def make_checkpoint(directory):
     from official_bert import checkpoints
-    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
     os.makedirs(directory, exist_ok=True)
     vocab = os.path.join(directory, "vocab.txt")
@@ -158,8 +158,8 @@ def test_unknown_label_is_a_one_line_error(trained):
 def test_classifier_head_and_config():
     import keras
 
-    from official_bert.encoder import BertEncoder, dummy_inputs
-    from official_bert.models import BertClassifier
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.heads import BertClassifier
 
     encoder = BertEncoder.from_bert_config(tiny_config())
     model = BertClassifier(encoder, num_classes=3, dropout=0.2)
@@ -173,8 +173,8 @@ def test_classifier_head_and_config():
 
 def test_load_head_weights():
     from official_bert.checkpoints import BertCheckpoint
-    from official_bert.encoder import BertEncoder, dummy_inputs
-    from official_bert.models import BertClassifier
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.heads import BertClassifier
 
     config = tiny_config()
     model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=3)
@@ -196,7 +196,7 @@ def test_load_head_weights():
 def test_classification_and_regression_losses():
     import tensorflow as tf
 
-    from official_bert.models import ClassificationTask
+    from official_bert.tasks.classification import ClassificationTask
 
     class Fixed:  # a "model" that returns given logits
         def __init__(self, logits):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from official_bert import ner_metrics
+from official_bert.metrics import ner as ner_metrics
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman walk ##s ##ing to of in city new york "
@@ -39,8 +39,8 @@ Paris NNP I-NP I-LOC
 
 def make_checkpoint(directory):
     from official_bert import checkpoints
-    from official_bert.configs import BertConfig
-    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
     os.makedirs(directory, exist_ok=True)
     vocab = os.path.join(directory, "vocab.txt")

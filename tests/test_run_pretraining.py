@@ -33,7 +33,7 @@ SCRIPT = str(REPO / "run_pretraining.py")
 
 WRAPPER = r"""
 import os, runpy, sys
-from official_bert import training
+from official_bert.training import trainer as training
 kill_at = int(os.environ.get("PRETRAIN_KILL_AT", "0"))
 original = training.Trainer.train
 def train(self, dataset_fn, global_batch_size, hooks=None):
@@ -150,14 +150,15 @@ def test_outputs_logs_and_summaries(baseline):
 def test_output_dir_initializes_a_fine_tuning_encoder(baseline):
     import tensorflow as tf
 
-    from official_bert import checkpoints, models, runner
+    from official_bert import checkpoints, runner
+    from official_bert.tasks import pretraining
 
     out = baseline["out"]
     encoder, ckpt = checkpoints.load_encoder(str(out))
     assert ckpt.kind == checkpoints.OFFICIAL_BERT
     assert ckpt.vocab_file == str(out / "vocab.txt") and ckpt.do_lower_case is True
     # The weights are those of the final step's pre-training model.
-    model = models.PretrainingTask(ckpt.config).build_model()
+    model = pretraining.PretrainingTask(ckpt.config).build_model()
     fresh = checkpoints.get_encoder_weights(model.encoder)
     tf.train.Checkpoint(model=model).read(str(out / "ckpt-8")).expect_partial()
     trained = checkpoints.get_encoder_weights(model.encoder)

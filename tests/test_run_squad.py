@@ -50,8 +50,8 @@ def tiny_checkpoint(tmp_path_factory):
     import keras
 
     from official_bert import checkpoints
-    from official_bert.configs import BertConfig
-    from official_bert.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
     root = tmp_path_factory.mktemp("squad")
     vocab = root / "vocab.txt"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from official_bert import squad_metrics as m
+from official_bert.metrics import squad as m
 
 
 def dataset(*qas):

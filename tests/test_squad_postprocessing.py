@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from data_prep import squad
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 WORDS = ("the man went to store and bought a gallon of milk john smith leader was "
          "japanese electronics industry is largest in world who what when born cafe "
@@ -155,9 +155,9 @@ def test_in_graph_answer_search_matches_python(vocab_file, tokenizer):
     import tensorflow as tf
 
     from official_bert import export_squad
-    from official_bert.configs import BertConfig
-    from official_bert.encoder import BertEncoder, dummy_inputs
-    from official_bert.models import BertSpanLabeler
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.heads import BertSpanLabeler
 
     contexts = [
         "The man went to the store and bought a gallon of milk. John Smith (1895-1943) "

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from data_prep import squad
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 WORDS = ("the man went to store and bought a gallon of milk john smith leader was "
          "japanese electronics industry is largest in world who what when born cafe "

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from data_prep import swag
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 VOCAB = "[PAD] [UNK] [CLS] [SEP] [MASK] the a man dog walks runs he sat down ate food .".split()
 
@@ -89,8 +89,8 @@ def test_multiple_choice_model_scores_each_choice_from_pooled_output():
     import keras
     import tensorflow as tf
     from conftest import tiny_config
-    from official_bert.encoder import BertEncoder
-    from official_bert.models import BertMultipleChoice
+    from official_bert.modeling.encoder import BertEncoder
+    from official_bert.modeling.heads import BertMultipleChoice
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder.from_bert_config(tiny_config())

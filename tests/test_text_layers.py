@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert import text_layers, tokenization
+from official_bert.text import text_layers
+from official_bert.text import tokenization
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
 FIXTURE = SHARED / "fixtures" / "tokenization-reference.json"

@@ -1,4 +1,4 @@
-"""Tests of the pure-Python tokenizer (`official_bert.tokenization`).
+"""Tests of the pure-Python tokenizer (`official_bert.text.tokenization`).
 
 The in-graph face and the cases both faces must agree on live in
 test_text_layers.py; this file covers the Python API: vocabulary files and
@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared"
 FIXTURE = SHARED / "fixtures" / "tokenization-reference.json"

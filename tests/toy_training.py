@@ -16,9 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from official_bert import distribution, optimization, training  # noqa: E402
-from official_bert.configs import BertConfig  # noqa: E402
-from official_bert.encoder import BertEncoder  # noqa: E402
+from official_bert.training import trainer as training  # noqa: E402
+from official_bert.training import distribution
+from official_bert.training import optimization
+from official_bert.modeling.configs import BertConfig  # noqa: E402
+from official_bert.modeling.encoder import BertEncoder  # noqa: E402
 
 CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
                     num_attention_heads=2, intermediate_size=32,

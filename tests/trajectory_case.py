@@ -14,7 +14,7 @@ Pure Python and numpy (no TensorFlow), so the reference script can import it.
 import numpy as np
 
 from data_prep import conll
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 LABELS = ["O", "B-person", "I-person", "B-location", "I-location", "B-org", "I-org"]
 

@@ -28,7 +28,8 @@ import torch
 from transformers import BertForTokenClassification, get_linear_schedule_with_warmup
 
 from data_prep import conll
-from official_bert import ner_metrics, tokenization
+from official_bert.metrics import ner as ner_metrics
+from official_bert.text import tokenization
 
 
 def main():

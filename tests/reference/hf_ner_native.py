@@ -33,7 +33,7 @@ from transformers import (AutoTokenizer, BertForTokenClassification,
                           DataCollatorForTokenClassification, get_linear_schedule_with_warmup)
 
 from data_prep import conll
-from official_bert import ner_metrics
+from official_bert.metrics import ner as ner_metrics
 
 
 def main():

@@ -2,7 +2,7 @@
 
 The windows (google-research/bert's `doc_stride` windows and max-context
 rule), the post-processing and the official metric are run_squad's
-(`data_prep.squad`, `official_bert.squad_metrics`); the model and optimizer are
+(`data_prep.squad`, `official_bert.metrics.squad`); the model and optimizer are
 transformers' `BertForQuestionAnswering` and torch's `AdamW` with BERT's
 recipe (weight decay 0.01 except biases and LayerNorm, epsilon 1e-6, 10%
 warm-up then linear decay, clipping 1.0, dropout 0.1, a shuffle each epoch,
@@ -32,7 +32,8 @@ import torch
 from transformers import BertForQuestionAnswering, get_linear_schedule_with_warmup
 
 from data_prep import squad
-from official_bert import squad_metrics, tokenization
+from official_bert.metrics import squad as squad_metrics
+from official_bert.text import tokenization
 
 
 def main():

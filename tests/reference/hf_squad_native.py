@@ -31,7 +31,7 @@ import torch
 from transformers import AutoTokenizer, BertForQuestionAnswering, get_linear_schedule_with_warmup
 
 from data_prep import squad
-from official_bert import squad_metrics
+from official_bert.metrics import squad as squad_metrics
 
 
 def examples_of(path):

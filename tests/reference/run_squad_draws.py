@@ -35,7 +35,7 @@ def main():
     import tensorflow as tf
 
     from official_bert import runner
-    from official_bert.models import SpanLabelingTask
+    from official_bert.tasks.squad import SpanLabelingTask
 
     files, arrays = squad_replay.training_windows(args)
     num_windows = len(arrays["input_word_ids"])

@@ -48,7 +48,8 @@ def recipe_parser(description):
 def training_windows(args):
     """(model files, training feature arrays) as run_squad.py builds them."""
     from data_prep import squad
-    from official_bert import runner, tokenization
+    from official_bert import runner
+    from official_bert.text import tokenization
 
     files = runner.resolve_model_files(init_checkpoint=args.model_dir, bert_config_file=None,
                                        vocab_file=None, do_lower_case=None)
@@ -72,7 +73,7 @@ def main():
     import tensorflow as tf
 
     from official_bert import runner
-    from official_bert.models import SpanLabelingTask
+    from official_bert.tasks.squad import SpanLabelingTask
 
     keras.utils.set_random_seed(args.seed)
     shutil.rmtree(args.output_dir, ignore_errors=True)

@@ -38,7 +38,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert import distribution
+from official_bert.training import distribution
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
 # denominator) sums, reported as numerator / denominator over a window.
@@ -460,7 +460,7 @@ class Trainer:
 
 def write_results(path: str, results: dict) -> None:
     """Writes `key = value` lines (google-research/bert's eval_results.txt)."""
-    from official_bert.configs import write_text_atomic
+    from official_bert.modeling.configs import write_text_atomic
 
     lines = [f"{key} = {results[key]}" for key in sorted(results)]
     write_text_atomic(path, "\n".join(lines) + "\n")

@@ -126,7 +126,7 @@ def _check_features(path, features, seq_length, max_predictions_per_seq) -> bool
 
 def _vocab_ids(vocab_file: str):
     """(vocab_size, mask_id, cls_id, sep_id, ordinary ids) from a vocabulary file."""
-    from official_bert import tokenization
+    from official_bert.text import tokenization
 
     vocab = tokenization.load_vocab(vocab_file)
     for token in ("[MASK]", "[CLS]", "[SEP]"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from official_bert import layers as bert_layers
-from official_bert.configs import BertConfig
+from official_bert.modeling import layers as bert_layers
+from official_bert.modeling.configs import BertConfig
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 

@@ -30,7 +30,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from official_bert import tokenization
+from official_bert.text import tokenization
 
 
 # ---------------------------------------------------------------------------

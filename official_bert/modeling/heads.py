@@ -1,15 +1,18 @@
-"""Task heads around a `BertEncoder`.
+"""Every head around a `BertEncoder`: the Keras models that tasks train.
 
 Each model keeps its encoder as `.encoder` (the `Trainer` checkpoints it on
-its own, and runners load pre-trained weights into it).
+its own, and runners load pre-trained weights into it). What a task does with
+a head (its loss, metrics, data and predictions) lives in `official_bert.tasks`.
 """
 
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from official_bert.encoder import ENCODER_INPUTS
+from official_bert.modeling import layers as bert_layers
+from official_bert.modeling.encoder import ENCODER_INPUTS
 
 
 def _initializer(encoder):
@@ -65,7 +68,7 @@ class BertClassifier(keras.Model):
     (Google `output_weights`/`output_bias`, Hugging Face `classifier.*`).
 
     Example:
-    >>> from official_bert.encoder import BertEncoder, dummy_inputs
+    >>> from official_bert.modeling.encoder import BertEncoder, dummy_inputs
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=32,
     ...     num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
     >>> classifier = BertClassifier(encoder, num_classes=3)
@@ -129,59 +132,6 @@ class BertClassifier(keras.Model):
         return True
 
 
-class ClassificationTask:
-    """The `training.Task` of `BertClassifier`: softmax cross-entropy over the
-    classes, or mean squared error for regression (`num_classes=1`), summed
-    over the global batch and divided by its number of examples.
-
-    Features: the encoder's inputs plus `label` (int32 class id, or float score).
-
-    Args:
-        bert_config: the encoder's `BertConfig`.
-        num_classes: int (1 = regression).
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
-    """
-
-    def __init__(self, bert_config, num_classes, dtype_policy=None):
-        self.bert_config = bert_config
-        self.num_classes = num_classes
-        self.dtype_policy = dtype_policy
-
-    @property
-    def is_regression(self):
-        return self.num_classes == 1
-
-    def build_model(self):
-        from official_bert.encoder import BertEncoder, dummy_inputs
-
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
-        model = BertClassifier(encoder, self.num_classes,
-                               dropout=self.bert_config.hidden_dropout_prob)
-        model(dummy_inputs())
-        return model
-
-    def per_example_loss(self, logits, labels):
-        if self.is_regression:
-            return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
-        return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
-
-    def loss_normalizers(self, features):
-        return {"examples": tf.cast(tf.shape(features["label"])[0], tf.float32)}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        logits = model(features, training=training)
-        labels = features["label"]
-        loss = tf.reduce_sum(self.per_example_loss(logits, labels)) / tf.maximum(
-            normalizers["examples"], 1.0)
-        count = tf.cast(tf.shape(labels)[0], tf.float32)
-        if self.is_regression:
-            squared = tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
-            return loss, {"mse": (tf.reduce_sum(squared), count)}
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
-                                   tf.cast(labels, tf.int32)), tf.float32)
-        return loss, {"accuracy": (tf.reduce_sum(correct), count)}
-
-
 # === Multiple choice ===
 
 
@@ -218,44 +168,6 @@ class BertMultipleChoice(keras.Model):
         return tf.cast(tf.reshape(logits, [-1, num_choices]), tf.float32)
 
 
-class MultipleChoiceTask:
-    """The `training.Task` of `BertMultipleChoice` (SWAG): softmax cross-entropy
-    over each example's choices, a mean over the global batch.
-
-    Features: [batch, choices, seq] encoder inputs plus `label` (int32, the
-    gold choice).
-
-    Args:
-        bert_config: the encoder's `BertConfig`.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
-    """
-
-    def __init__(self, bert_config, dtype_policy=None):
-        self.bert_config = bert_config
-        self.dtype_policy = dtype_policy
-
-    def build_model(self):
-        from official_bert.encoder import BertEncoder
-
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
-        model = BertMultipleChoice(encoder, dropout=self.bert_config.hidden_dropout_prob)
-        ones = tf.ones([1, 2, 8], tf.int32)
-        model({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})
-        return model
-
-    def loss_normalizers(self, features):
-        return {"examples": tf.cast(tf.shape(features["label"])[0], tf.float32)}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        logits = model(features, training=training)
-        per_example = keras.losses.sparse_categorical_crossentropy(
-            features["label"], logits, from_logits=True)
-        loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
-                                   features["label"]), tf.float32)
-        return loss, {"accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct), tf.float32))}
-
-
 # === Token classification ===
 
 
@@ -286,58 +198,6 @@ class BertTokenClassifier(keras.Model):
         sequence = self.encoder(inputs, training=training)["sequence_output"]
         logits = self.token_classifier(self.dropout(sequence, training=training))
         return tf.cast(logits, tf.float32)
-
-
-def masked_token_loss(logits, labels, normalizer):
-    """Cross-entropy over the labelled positions (`labels` >= 0; -1 = not
-    labelled: later sub-tokens, [CLS], [SEP], padding), summed and divided by
-    `normalizer` (the global batch's labelled positions).
-
-    Returns:
-        (loss, {"token_accuracy": (correct, labelled)}).
-    """
-    valid = labels >= 0
-    safe = tf.where(valid, labels, 0)
-    per_token = keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
-    weights = tf.cast(valid, tf.float32)
-    loss = tf.reduce_sum(per_token * weights) / tf.maximum(normalizer, 1.0)
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), safe), tf.float32)
-    return loss, {"token_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))}
-
-
-class TokenClassificationTask:
-    """The `training.Task` of `BertTokenClassifier` (NER): the loss over each
-    word's first sub-token only (`label_ids` -1 elsewhere).
-
-    Args:
-        bert_config: the encoder's `BertConfig`.
-        num_labels: int. Tags in the label list.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
-    """
-
-    def __init__(self, bert_config, num_labels, dtype_policy=None):
-        self.bert_config = bert_config
-        self.num_labels = num_labels
-        self.dtype_policy = dtype_policy
-
-    def build_model(self):
-        from official_bert.encoder import BertEncoder, dummy_inputs
-
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
-        # The pooler (C) gets no gradient from a token-level loss; the Trainer
-        # needs a gradient for every trainable variable.
-        encoder.pooler.trainable = False
-        model = BertTokenClassifier(encoder, self.num_labels,
-                                    dropout=self.bert_config.hidden_dropout_prob)
-        model(dummy_inputs())
-        return model
-
-    def loss_normalizers(self, features):
-        return {"tokens": tf.reduce_sum(tf.cast(features["label_ids"] >= 0, tf.float32))}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        logits = model(features, training=training)
-        return masked_token_loss(logits, features["label_ids"], normalizers["tokens"])
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -431,63 +291,7 @@ class BertSpanLabeler(keras.Model):
         return True
 
 
-class SpanLabelingTask:
-    """The `training.Task` of `BertSpanLabeler` (SQuAD): the mean of the start
-    and end cross-entropies, each a mean over the global batch's examples. The
-    softmax runs over every position, padding included, as google-research/bert
-    and Hugging Face train it (prediction never picks padding:
-    `data_prep.squad.postprocess_predictions`).
-
-    Features: the encoder's inputs plus `start_positions`, `end_positions`
-    (int32; 0 = [CLS] for windows without the answer).
-
-    Args:
-        config: the encoder's `BertConfig`.
-        dtype: None, "mixed_bfloat16" or "mixed_float16".
-        seed: int. Seeds Keras before the head's weights are created.
-    """
-
-    def __init__(self, config, dtype=None, seed=42):
-        self.config, self.dtype, self.seed = config, dtype, seed
-
-    def build_model(self):
-        from official_bert.encoder import BertEncoder, dummy_inputs
-
-        keras.utils.set_random_seed(self.seed)
-        encoder = BertEncoder.from_bert_config(self.config, dtype=self.dtype)
-        # The span head never reads the pooled output, so the pooler gets no
-        # gradient (google's optimizer skips such variables): not trainable here.
-        encoder.pooler.trainable = False
-        model = BertSpanLabeler(encoder)
-        model(dummy_inputs())
-        return model
-
-    def loss_normalizers(self, features):
-        return {"examples": tf.shape(features["input_word_ids"])[0]}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        inputs = {k: features[k] for k in ENCODER_INPUTS}
-        logits = model(inputs, training=training)
-        losses, metrics = [], {}
-        for name in ("start", "end"):
-            labels = features[f"{name}_positions"]
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=labels, logits=logits[f"{name}_logits"])
-            losses.append(tf.reduce_sum(per_example))
-            correct = tf.cast(tf.equal(tf.argmax(logits[f"{name}_logits"], -1,
-                                                 output_type=tf.int32), labels), tf.float32)
-            metrics[f"{name}_accuracy"] = (tf.reduce_sum(correct),
-                                           tf.cast(tf.size(correct), tf.float32))
-        # total_loss = (start_loss + end_loss) / 2.0, each a mean over examples.
-        loss = (losses[0] + losses[1]) / 2.0 / tf.cast(normalizers["examples"], tf.float32)
-        return loss, metrics
-
-
 # === Pre-training ===
-
-import numpy as np  # noqa: E402  (this section's own imports)
-
-from official_bert import layers as bert_layers  # noqa: E402
 
 # What `BertPretrainer` reads: the encoder's inputs plus the gathered positions.
 PRETRAINING_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
@@ -532,7 +336,7 @@ class BertPretrainer(keras.Model):
     runs; `head_weights` returns them under Google's names.
 
     Example:
-    >>> from official_bert.encoder import BertEncoder
+    >>> from official_bert.modeling.encoder import BertEncoder
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=32,
     ...     num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
     >>> pretrainer = BertPretrainer(encoder)
@@ -602,7 +406,7 @@ class BertPretrainer(keras.Model):
 
     def _ensure_built(self):
         if not self.next_sentence.built:
-            from official_bert.encoder import dummy_inputs
+            from official_bert.modeling.encoder import dummy_inputs
 
             inputs = dict(dummy_inputs())
             inputs["masked_lm_positions"] = tf.zeros([1, 1], tf.int32)
@@ -715,78 +519,3 @@ def pretraining_head_weights(path: str) -> dict:
         weights["cls/seq_relationship/output_weights"] = np.ascontiguousarray(
             weights["cls/seq_relationship/output_weights"].T)
     return weights
-
-
-class PretrainingTask:
-    """The `training.Task` of pre-training: masked LM + next sentence.
-
-    loss = Σ w · xent(masked LM) / Σ w  +  Σ xent(next sentence) / N, with w
-    the `masked_lm_weights` (0 on padding predictions) and both sums over the
-    whole global batch (the `Trainer` all-reduces the normalizers), as
-    google-research/bert's per-batch loss.
-
-    Metrics (numerator, denominator sums): `masked_lm_accuracy` and
-    `masked_lm_loss` (weighted by `masked_lm_weights`), `next_sentence_accuracy`
-    and `next_sentence_loss` (per example).
-
-    Args:
-        bert_config: the encoder's `BertConfig`.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
-        seed: int or None. Seeds Keras before the weights are created.
-
-    Example:
-    >>> from official_bert.configs import BertConfig
-    >>> task = PretrainingTask(BertConfig(vocab_size=100, hidden_size=32,
-    ...     num_hidden_layers=1, num_attention_heads=4, intermediate_size=64))
-    >>> type(task.build_model()).__name__
-    'BertPretrainer'
-    """
-
-    def __init__(self, bert_config, dtype_policy=None, seed=None):
-        self.bert_config = bert_config
-        self.dtype_policy = dtype_policy
-        self.seed = seed
-
-    def build_model(self):
-        from official_bert.encoder import BertEncoder
-
-        if self.seed is not None:
-            keras.utils.set_random_seed(self.seed)
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
-        model = BertPretrainer(encoder)
-        model._ensure_built()
-        return model
-
-    def loss_normalizers(self, features):
-        weights = tf.cast(features["masked_lm_weights"], tf.float32)
-        return {"masked_lm_weights": tf.reduce_sum(weights),
-                "examples": tf.cast(tf.shape(weights)[0], tf.float32)}
-
-    def loss_and_metrics(self, model, features, normalizers, training):
-        outputs = model({k: features[k] for k in PRETRAINING_INPUTS}, training=training)
-        mlm_logits = outputs["masked_lm_logits"]
-        labels = tf.cast(features["masked_lm_ids"], tf.int32)
-        weights = tf.cast(features["masked_lm_weights"], tf.float32)
-        mlm_xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, mlm_logits)
-        mlm_sum = tf.reduce_sum(mlm_xent * weights)
-        mlm_correct = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32),
-                                       labels), tf.float32)
-
-        nsp_logits = outputs["next_sentence_logits"]
-        nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
-        nsp_xent = tf.nn.sparse_softmax_cross_entropy_with_logits(nsp_labels, nsp_logits)
-        nsp_sum = tf.reduce_sum(nsp_xent)
-        nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32),
-                                       nsp_labels), tf.float32)
-
-        loss = (mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)
-                + nsp_sum / tf.maximum(normalizers["examples"], 1.0))
-        local_weights = tf.reduce_sum(weights)
-        local_examples = tf.cast(tf.size(nsp_labels), tf.float32)
-        metrics = {
-            "masked_lm_accuracy": (tf.reduce_sum(mlm_correct * weights), local_weights),
-            "masked_lm_loss": (mlm_sum, local_weights),
-            "next_sentence_accuracy": (tf.reduce_sum(nsp_correct), local_examples),
-            "next_sentence_loss": (nsp_sum, local_examples),
-        }
-        return loss, metrics

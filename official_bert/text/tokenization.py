@@ -17,7 +17,7 @@ module follows:
 
 One deliberate difference from Hugging Face: literal special tokens in the text
 ("[MASK]", "[SEP]", ...) are split like any other text, as Google does, so user
-text can never forge a separator. `official_bert.text_layers` implements the
+text can never forge a separator. `official_bert.text.text_layers` implements the
 same rules in TensorFlow ops; tests hold both faces to identical ids.
 
 Also here: the host-side packing of one or two segments into

@@ -12,7 +12,7 @@ import math
 import keras
 from keras import ops
 
-from official_bert.configs import ACTIVATIONS
+from official_bert.modeling.configs import ACTIVATIONS
 
 # Added to the attention scores of padding positions before the softmax, as
 # google-research/bert does. Large enough that exp() underflows to exactly 0 in

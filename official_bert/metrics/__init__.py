@@ -1,0 +1,1 @@
+"""Metrics as pure functions: classification, SQuAD, NER."""

@@ -1,0 +1,1 @@
+"""What a network is: the config, the layers, the encoder and every head around it."""

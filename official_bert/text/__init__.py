@@ -1,0 +1,1 @@
+"""What a token is: the Python tokenizer and its in-graph twin."""

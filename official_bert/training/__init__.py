@@ -1,0 +1,1 @@
+"""How a network learns: the training loop, the optimizer, distribution and input pipelines."""

@@ -1,9 +1,11 @@
-"""Optimizers for BERT: AdamW or Lamb, warm-up then linear decay, clipping.
+"""Optimizers for BERT: AdamW or LAMB, warm-up then linear decay, clipping.
 
 BERT's recipe: Adam with decoupled weight decay 0.01 (none on LayerNorm
 parameters and biases), beta = (0.9, 0.999), epsilon 1e-6, the learning rate
 rising linearly from 0 over the warm-up steps and then falling linearly to 0 at
-the last step, and gradients clipped to a global norm of 1.0.
+the last step, and gradients clipped to a global norm of 1.0. For very large
+batches, `Lamb` is the LAMB of You et al. 2019 as tensorflow/models and NVIDIA
+pre-train BERT with it (not `keras.optimizers.Lamb`).
 
 Gradient accumulation and clipping are done by `training.Trainer` (it sums the gradients of
 several micro-batches before one `apply_gradients`), not by Keras's
@@ -34,7 +36,8 @@ class OptimizerConfig:
         num_train_steps: int. Optimizer updates in the whole run; the rate
             reaches 0 there.
         num_warmup_steps: int. Updates of linear warm-up from 0.
-        optimizer: str. "adamw" (BERT) or "lamb" (large batches).
+        optimizer: str. "adamw" (BERT) or "lamb" (BERT's LAMB, for very
+            large pre-training batches).
         weight_decay: float. Decoupled weight decay rate.
         beta_1: float. Adam's first-moment decay.
         beta_2: float. Adam's second-moment decay.
@@ -158,6 +161,129 @@ class AdamWeightDecay(keras.optimizers.AdamW):
                                              denominator))
 
 
+@keras.saving.register_keras_serializable(package="official_bert")
+class Lamb(keras.optimizers.Optimizer):
+    """LAMB as BERT is pre-trained with it (You et al. 2019, arXiv:1904.00962).
+
+    Per variable w, at step t (as tensorflow/models' `LAMB` and NVIDIA's BERT
+    LAMB, bias correction included):
+
+        m = beta_1 * m + (1 - beta_1) * g        m_hat = m / (1 - beta_1^t)
+        v = beta_2 * v + (1 - beta_2) * g^2      v_hat = v / (1 - beta_2^t)
+        r = m_hat / (sqrt(v_hat) + epsilon) + weight_decay * w
+        trust = ||w|| / ||r||   (1.0 if either norm is 0)
+        w = w - learning_rate * trust * r
+
+    The weight decay is inside r, so it counts in ||r|| and is scaled by the
+    trust ratio with the Adam step; `keras.optimizers.Lamb` instead decays w
+    outside (times the learning rate only) before a trust ratio of the Adam
+    step alone, and adapts LayerNorm parameters and biases too. Here the
+    variables whose name matches `NO_WEIGHT_DECAY` (LayerNorm's gamma and
+    beta, every bias) get neither decay nor layer adaptation: a plain
+    m_hat / (sqrt(v_hat) + epsilon) step times the learning rate. That is the
+    exclusion `AdamWeightDecay` gets in `create_optimizer`, set here in the
+    constructor so that `Lamb()` and `Lamb.from_config` are BERT's LAMB; call
+    `exclude_from_weight_decay` before `build` to choose others (one list
+    serves both, as tensorflow/models' `exclude_from_layer_adaptation`
+    defaults to its `exclude_from_weight_decay`).
+
+    Args:
+        learning_rate: float or `LearningRateSchedule`. The step size before
+            the trust ratio.
+        beta_1: float. First-moment decay.
+        beta_2: float. Second-moment decay.
+        epsilon: float. Added to the bias-corrected sqrt(v_hat) (1e-6 in BERT).
+        weight_decay: float or None. Decay rate inside the update (None or 0:
+            none).
+        name: str or None. The optimizer's name.
+        **kwargs: Other `keras.optimizers.Optimizer` arguments (`clipnorm`,
+            `global_clipnorm`, ...).
+
+    Example:
+    >>> opt = Lamb(learning_rate=0.1, weight_decay=0.01)
+    >>> kernel = keras.Variable([[3.0, 4.0]], name="kernel")
+    >>> _ = opt.apply_gradients([(keras.ops.convert_to_tensor([[1.0, -1.0]]), kernel)])
+    >>> # r ~ (1.03, -0.96), ||w|| = 5: a step of 0.1 * 5 along r / ||r||.
+    >>> [round(float(x), 4) for x in keras.ops.convert_to_numpy(kernel)[0]]
+    [2.6342, 4.3409]
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        weight_decay=0.01,
+        name=None,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs
+        )
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        # The slot names of Keras's Adam and Lamb.
+        self._momentums, self._velocities = self.add_optimizer_variables(
+            var_list, ["momentum", "velocity"]
+        )
+
+    def _apply_weight_decay(self, variables):
+        # Keras would decay every variable by lr * weight_decay before
+        # `update_step`; LAMB's decay is part of the update (and so of its
+        # trust ratio), done in `update_step`.
+        return
+
+    def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype)
+        gradient = ops.cast(gradient, dtype)
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1_power = ops.power(ops.cast(self.beta_1, dtype), step)
+        beta_2_power = ops.power(ops.cast(self.beta_2, dtype), step)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        m_hat = ops.divide(m, 1 - beta_1_power)
+        v_hat = ops.divide(v, 1 - beta_2_power)
+        update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
+        # One exclusion for decay and adaptation: a LayerNorm gamma near 1 or
+        # a bias near 0 has a norm that says nothing about its step size.
+        if not self._use_weight_decay(variable):
+            self.assign_sub(variable, ops.multiply(update, lr))
+            return
+        if self.weight_decay:
+            update = ops.add(update, ops.multiply(variable, ops.cast(self.weight_decay, dtype)))
+        w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+        r_norm = ops.sqrt(ops.sum(ops.square(update)))
+        # A zero-initialized kernel, or a zero update, keeps the plain step.
+        trust = ops.where(
+            ops.logical_and(ops.greater(w_norm, 0), ops.greater(r_norm, 0)),
+            ops.divide(w_norm, r_norm),
+            ops.ones_like(w_norm),
+        )
+        self.assign_sub(variable, ops.multiply(update, ops.multiply(lr, trust)))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "beta_1": self.beta_1,
+                "beta_2": self.beta_2,
+                "epsilon": self.epsilon,
+            }
+        )
+        return config
+
+
 def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
     """Builds the optimizer; create it under the distribution strategy's scope.
 
@@ -177,9 +303,7 @@ def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
         beta_2=config.beta_2,
         epsilon=config.epsilon,
     )
-    if config.optimizer == "lamb":
-        optimizer = keras.optimizers.Lamb(**common)
-    else:
-        optimizer = AdamWeightDecay(**common)
+    optimizer = (Lamb if config.optimizer == "lamb" else AdamWeightDecay)(**common)
+    # Lamb sets the same exclusion itself (for its trust ratio too).
     optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
     return optimizer

@@ -173,11 +173,14 @@ class BertEncoder(keras.Model):
 
     def get_config(self):
         # Mirrors __init__: the BertConfig fields, plus name/dtype/trainable.
+        # The dtype is the policy the layers were built with: a functional
+        # model drops its `dtype` argument and reports float32 as its own
+        # policy, so a mixed-precision encoder would come back as float32.
         return {
             **vars(self.config),
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy),
         }
 
     @classmethod

@@ -44,6 +44,26 @@ def _head_policy(encoder):
     return encoder.embeddings.dtype_policy
 
 
+def _base_config(model):
+    """The `keras.Model` keyword arguments every head's config carries."""
+    return {
+        "name": model.name,
+        "trainable": model.trainable,
+        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
+    }
+
+
+def _revive_config(config):
+    """A head's config with its nested objects (the encoder, the dtype policy)
+    deserialized, ready for the constructor."""
+    config = dict(config)
+    if isinstance(config.get("encoder"), dict):
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+    if isinstance(config.get("dtype"), dict):
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+    return config
+
+
 # === Classification ===
 
 
@@ -100,15 +120,12 @@ class BertClassifier(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_classes": self.num_classes,
             "dropout": self.dropout_rate,
-            "name": self.name,
-            "trainable": self.trainable,
+            **_base_config(self),
         }
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return cls(**_revive_config(config))
 
     def load_head_weights(self, checkpoint) -> bool:
         """Loads `output_weights` [num_classes, H] / `output_bias` from a
@@ -153,7 +170,7 @@ class BertMultipleChoice(keras.Model):
     def __init__(self, encoder, dropout=0.1, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
-        self.dropout_rate = dropout
+        self.dropout_rate = float(dropout)
         self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.choice_scorer = keras.layers.Dense(
             1, kernel_initializer=_fine_tuning_initializer(encoder), dtype=_head_policy(encoder),
@@ -166,6 +183,17 @@ class BertMultipleChoice(keras.Model):
         pooled = self.encoder(flat, training=training)["pooled_output"]
         logits = self.choice_scorer(self.dropout(pooled, training=training))
         return tf.cast(tf.reshape(logits, [-1, num_choices]), tf.float32)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "dropout": self.dropout_rate,
+            **_base_config(self),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_revive_config(config))
 
 
 # === Token classification ===
@@ -186,11 +214,14 @@ class BertTokenClassifier(keras.Model):
 
     def __init__(self, encoder, num_labels, dropout=0.1, **kwargs):
         super().__init__(**kwargs)
+        if int(num_labels) < 1:
+            raise ValueError(f"num_labels={num_labels}; need at least 1")
         self.encoder = encoder
-        self.num_labels = num_labels
+        self.num_labels = int(num_labels)
+        self.dropout_rate = float(dropout)
         self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.token_classifier = keras.layers.Dense(
-            num_labels, kernel_initializer=_fine_tuning_initializer(encoder),
+            self.num_labels, kernel_initializer=_fine_tuning_initializer(encoder),
             dtype=_head_policy(encoder), name="token_classifier")
 
     def call(self, inputs, training=False):
@@ -198,6 +229,18 @@ class BertTokenClassifier(keras.Model):
         sequence = self.encoder(inputs, training=training)["sequence_output"]
         logits = self.token_classifier(self.dropout(sequence, training=training))
         return tf.cast(logits, tf.float32)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_labels": self.num_labels,
+            "dropout": self.dropout_rate,
+            **_base_config(self),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_revive_config(config))
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -221,7 +264,11 @@ class FeatureTagger(keras.Model):
         super().__init__(**kwargs)
         if kind not in ("bilstm", "dense"):
             raise ValueError(f"task model {kind!r} is unknown; use bilstm or dense")
+        self.num_labels = int(num_labels)
         self.kind = kind
+        self.units = int(units)
+        self.num_layers = int(num_layers)
+        self.dropout_rate = float(dropout)
         self.dropout = keras.layers.Dropout(dropout)
         if kind == "bilstm":
             self.hidden = [keras.layers.Bidirectional(
@@ -240,6 +287,20 @@ class FeatureTagger(keras.Model):
             x = layer(x, mask=mask, training=training) if self.kind == "bilstm" else layer(x)
             x = self.dropout(x, training=training)
         return tf.cast(self.classifier(x), tf.float32)
+
+    def get_config(self):
+        return {
+            "num_labels": self.num_labels,
+            "kind": self.kind,
+            "units": self.units,
+            "num_layers": self.num_layers,
+            "dropout": self.dropout_rate,
+            **_base_config(self),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_revive_config(config))
 
 
 # === Span labeling (SQuAD) ===
@@ -273,6 +334,16 @@ class BertSpanLabeler(keras.Model):
         sequence = self.encoder(inputs, training=training)["sequence_output"]
         logits = tf.cast(self.span_labeler(sequence), tf.float32)
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **_base_config(self),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_revive_config(config))
 
     def load_head_weights(self, checkpoint) -> bool:
         """Loads `cls/squad/*` (HF `qa_outputs`) from a `BertCheckpoint` when present."""
@@ -392,15 +463,12 @@ class BertPretrainer(keras.Model):
     def get_config(self):
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
+            **_base_config(self),
         }
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return cls(**_revive_config(config))
 
     # --- head weights under Google's names ------------------------------------
 

@@ -54,20 +54,34 @@ def _initializer(stddev):
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+@keras.saving.register_keras_serializable(package="official_bert")
 class Float32LayerNorm(keras.layers.LayerNormalization):
     """LayerNorm computed in float32 whatever the policy; returns the input dtype.
 
     Under `mixed_float16` the mean/variance of H values lose precision in
     float16, so the statistics (and the affine parameters) stay float32.
+
+    Args: those of `keras.layers.LayerNormalization` (`epsilon`, ...); its
+    `get_config` is inherited unchanged. A `dtype` given is overridden by
+    float32.
+
+    The casts happen in `call` (the input reaches it uncast: `autocast` is
+    off), not around `__call__`: there they would be separate ops in a
+    functional model's graph, and reloading a saved model would add one more
+    cast per save.
     """
 
     def __init__(self, **kwargs):
         kwargs["dtype"] = "float32"
+        kwargs["autocast"] = False
         super().__init__(**kwargs)
 
-    def __call__(self, inputs, *args, **kwargs):
-        outputs = super().__call__(ops.cast(inputs, "float32"), *args, **kwargs)
+    def call(self, inputs):
+        outputs = super().call(ops.cast(inputs, "float32"))
         return ops.cast(outputs, inputs.dtype)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(inputs.shape, dtype=inputs.dtype)
 
 
 @keras.saving.register_keras_serializable(package="official_bert")

@@ -3,7 +3,7 @@
 The case (tests/trajectory_case.py) leaves nothing random: the real
 all-MiniLM-L6-v2 weights, dropout 0, the same head initialization and batches.
 The expected losses were recorded with transformers 5.18 on PyTorch 2.14 by
-tests/reference/hf_trajectory.py (see its docstring for the command). Equal
+tools/parity/hf_trajectory.py (see its docstring for the command). Equal
 losses over 12 updates check the whole training path at once: encoder forward
 and backward, the token-level losses (NER's, and SQuAD's start/end loss whose
 softmax runs over the padding too, as google's and transformers' do), global-norm clipping, the AdamW update
@@ -16,7 +16,7 @@ import pytest
 
 import trajectory_case as case
 
-# tests/reference/hf_trajectory.py, transformers 5.18.0, torch 2.14.1, CPU float32.
+# tools/parity/hf_trajectory.py, transformers 5.18.0, torch 2.14.1, CPU float32.
 TRANSFORMERS_NER_LOSSES = [1.893173, 1.960726, 1.853652, 1.641667, 1.427147, 1.346729,
                            1.151722, 1.110010, 1.001768, 0.967295, 0.980450, 0.912686]
 TRANSFORMERS_SPAN_LOSSES = [3.553563, 3.408042, 3.268905, 3.008990, 2.673464, 2.630233,

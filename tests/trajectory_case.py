@@ -6,7 +6,7 @@ epsilon 1e-6, warm-up then linear decay, global-norm clipping 1.0), the same
 head initialization and the same batches in the same order. With nothing random
 left, the two frameworks must give the same loss at every step:
 `tests/test_finetuning_trajectory.py` checks official_bert's `Trainer` against
-the losses that `tests/reference/hf_trajectory.py` recorded with transformers.
+the losses that `tools/parity/hf_trajectory.py` recorded with transformers.
 
 Pure Python and numpy (no TensorFlow), so the reference script can import it.
 """

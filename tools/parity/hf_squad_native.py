@@ -13,25 +13,23 @@ Comparing it with `hf_squad_finetune.py` on the same seed separates the data
 pipeline and post-processing from the training. Needs torch and transformers;
 from the repository root:
 
-    PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_squad_native.py \
+    /tmp/hf/bin/python tools/parity/hf_squad_native.py \
         --model_dir=$MINILM \
         --train_file=../shared/data/squad_v1.1/train-v1.1-first12articles.json \
         --predict_file=../shared/data/squad_v1.1/squad_v1.1-shared.json --seed=42
+
+(`tools/parity/README.md` says how to make /tmp/hf.)
 """
 
-import argparse
 import collections
-import json
 import math
-import os
-import time
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer, BertForQuestionAnswering, get_linear_schedule_with_warmup
+from transformers import AutoTokenizer, BertForQuestionAnswering
 
+import common
 from data_prep import squad
-from official_bert.metrics import squad as squad_metrics
 
 
 def examples_of(path):
@@ -46,22 +44,11 @@ def examples_of(path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--train_file", required=True)
-    parser.add_argument("--predict_file", required=True)
-    parser.add_argument("--max_seq_length", type=int, default=384)
-    parser.add_argument("--doc_stride", type=int, default=128)
+    parser = common.recipe_parser(__doc__.splitlines()[0], "squad", without=("max_query_length",))
     parser.add_argument("--n_best_size", type=int, default=20)
     parser.add_argument("--max_answer_length", type=int, default=30)
-    parser.add_argument("--train_batch_size", type=int, default=16)
-    parser.add_argument("--predict_batch_size", type=int, default=32)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument("--num_train_epochs", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(os.cpu_count() or 1)
+    common.seed_torch(args.seed)
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
 
     def encode(examples):
@@ -70,7 +57,7 @@ def main():
                          stride=args.doc_stride, return_overflowing_tokens=True,
                          return_offsets_mapping=True, padding="max_length")
 
-    train_examples = examples_of(args.train_file)
+    train_examples = examples_of(args.train_file)[:args.max_train_examples]
     enc = encode(train_examples)
     starts, ends = [], []
     for i, offsets in enumerate(enc["offset_mapping"]):
@@ -95,39 +82,20 @@ def main():
     num_windows = len(starts)
 
     model = BertForQuestionAnswering.from_pretrained(args.model_dir)
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-         "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
-         "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
-    steps_per_epoch = math.ceil(num_windows / args.train_batch_size)
-    total = steps_per_epoch * args.num_train_epochs
-    schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * total), total)
+    steps_per_epoch, total = common.epoch_steps(num_windows, args.train_batch_size,
+                                                args.num_train_epochs)
+    # transformers' Trainer rounds the warm-up up (hf_squad_finetune.py: down, as run_squad).
+    optimizer, schedule = common.bert_adamw(model, args.learning_rate, total,
+                                            math.ceil(0.1 * total))
     print(f"{num_windows} training windows ({sum(s == 0 for s in starts)} without the answer), "
           f"{total} steps", flush=True)
     generator = torch.Generator().manual_seed(args.seed)
-    start, step, window_loss = time.time(), 0, 0.0
-    model.train()
-    for _ in range(args.num_train_epochs):
-        order = torch.randperm(num_windows, generator=generator)
-        for b in range(steps_per_epoch):
-            indices = order[b * args.train_batch_size:(b + 1) * args.train_batch_size]
-            loss = model(**{k: v[indices] for k, v in train.items()}).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            step += 1
-            window_loss += loss.item()
-            if step % 50 == 0 or step == total:
-                print(f"step {step}/{total}: loss {window_loss / (step % 50 or 50):.4f}, "
-                      f"{time.time() - start:.0f} s", flush=True)
-                window_loss = 0.0
-    print(f"training took {time.time() - start:.0f} s", flush=True)
+    orders = (torch.randperm(num_windows, generator=generator)
+              for _ in range(args.num_train_epochs))
+    common.train(model, optimizer, schedule,
+                 ({k: v[indices] for k, v in train.items()}
+                  for indices in common.index_batches(orders, args.train_batch_size,
+                                                      steps_per_epoch)), total)
 
     examples = examples_of(args.predict_file)
     enc = encode(examples)
@@ -162,8 +130,7 @@ def main():
                     candidates.append((start_logits[s] + end_logits[e],
                                        example["context"][offsets[s][0]:offsets[e][1]]))
         predictions[example["id"]] = max(candidates)[1] if candidates else ""
-    dataset = squad.load_squad_json(args.predict_file)
-    print(json.dumps(squad_metrics.evaluate_v1(dataset, predictions)), flush=True)
+    common.print_squad_scores(args.predict_file, predictions)
 
 
 if __name__ == "__main__":

@@ -15,41 +15,28 @@ default mode does: an `I-` tag after `O` opens an entity). Comparing it with
 scoring from the training. Needs torch and transformers; from the repository
 root:
 
-    PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_ner_native.py \
+    /tmp/hf/bin/python tools/parity/hf_ner_native.py \
         --model_dir=$MINILM --train_file=../shared/data/ner/wnut17/wnut17train.conll \
         --eval_file=../shared/data/ner/wnut17/emerging.dev.conll --num_train_epochs=3 --seed=42
 
-(`tests/reference/hf_trajectory.py` says how to make /tmp/hf.)
+(`tools/parity/README.md` says how to make /tmp/hf.)
 """
 
-import argparse
-import json
 import math
-import os
-import time
 
 import torch
 from transformers import (AutoTokenizer, BertForTokenClassification,
-                          DataCollatorForTokenClassification, get_linear_schedule_with_warmup)
+                          DataCollatorForTokenClassification)
 
+import common
 from data_prep import conll
-from official_bert.metrics import ner as ner_metrics
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--train_file", required=True)
-    parser.add_argument("--eval_file", action="append", required=True)
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--train_batch_size", type=int, default=32)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument("--num_train_epochs", type=int, default=3)
+    parser = common.recipe_parser(__doc__.splitlines()[0], "ner")
     parser.add_argument("--warmup_ratio", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(os.cpu_count() or 1)
+    common.seed_torch(args.seed)
 
     train = conll.read_conll(args.train_file)
     labels = conll.label_list_from(train.sentences)
@@ -73,39 +60,18 @@ def main():
     train_rows = encode(train.sentences)
     model = BertForTokenClassification.from_pretrained(args.model_dir, num_labels=len(labels))
     collate = DataCollatorForTokenClassification(tokenizer)
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-         "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
-         "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
-    steps_per_epoch = math.ceil(len(train_rows) / args.train_batch_size)
-    total = steps_per_epoch * args.num_train_epochs
-    schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(args.warmup_ratio * total),
-                                               total)
+    steps_per_epoch, total = common.epoch_steps(len(train_rows), args.train_batch_size,
+                                                args.num_train_epochs)
+    # transformers' Trainer rounds the warm-up up (hf_ner_finetune.py: down, as run_ner).
+    optimizer, schedule = common.bert_adamw(model, args.learning_rate, total,
+                                            math.ceil(args.warmup_ratio * total))
     generator = torch.Generator().manual_seed(args.seed)
-    start, step, window_loss = time.time(), 0, 0.0
-    model.train()
-    for _ in range(args.num_train_epochs):
-        order = torch.randperm(len(train_rows), generator=generator).tolist()
-        for b in range(steps_per_epoch):
-            batch = collate([train_rows[i] for i in
-                             order[b * args.train_batch_size:(b + 1) * args.train_batch_size]])
-            loss = model(**batch).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            step += 1
-            window_loss += loss.item()
-            if step % 50 == 0 or step == total:
-                print(f"step {step}/{total}: loss {window_loss / (step % 50 or 50):.4f}, "
-                      f"{time.time() - start:.0f} s", flush=True)
-                window_loss = 0.0
-    print(f"training took {time.time() - start:.0f} s", flush=True)
+    orders = (torch.randperm(len(train_rows), generator=generator).tolist()
+              for _ in range(args.num_train_epochs))
+    common.train(model, optimizer, schedule,
+                 (collate([train_rows[i] for i in indices])
+                  for indices in common.index_batches(orders, args.train_batch_size,
+                                                      steps_per_epoch)), total)
 
     model.eval()
     for path in args.eval_file:
@@ -114,16 +80,13 @@ def main():
         gold_all, predicted_all = [], []
         with torch.no_grad():
             for i in range(0, len(rows), 64):
-                part = rows[i:i + 64]
-                batch = collate(part)
+                batch = collate(rows[i:i + 64])
                 ids = model(**{k: v for k, v in batch.items() if k != "labels"}).logits.argmax(-1)
-                for row, label_row, pred_row in zip(part, batch["labels"].tolist(), ids.tolist()):
+                for label_row, pred_row in zip(batch["labels"].tolist(), ids.tolist()):
                     keep = [j for j, label in enumerate(label_row) if label != -100]
                     gold_all.append([labels[label_row[j]] for j in keep])
                     predicted_all.append([labels[pred_row[j]] for j in keep])
-        scores = ner_metrics.flat_results(ner_metrics.entity_scores(gold_all, predicted_all))
-        print(path, json.dumps({k: round(v, 4) for k, v in scores.items()
-                                if k in ("entity_f1", "precision", "recall")}), flush=True)
+        common.print_ner_scores(path, gold_all, predicted_all)
 
 
 if __name__ == "__main__":

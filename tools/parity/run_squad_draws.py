@@ -6,45 +6,40 @@ The other direction of `squad_replay.py`: writes the window order in which
 and its initial span head, so transformers can train on official_bert's draws.
 From the repository root:
 
-    python tests/reference/run_squad_draws.py --model_dir=$MINILM --train_file=$TRAIN \\
+    python tools/parity/run_squad_draws.py --model_dir=$MINILM --train_file=$TRAIN \\
         --seed=42 --output=/tmp/ours42.npz
-    PYTHONPATH=.:tests /tmp/hf/bin/python tests/reference/hf_squad_finetune.py \\
+    /tmp/hf/bin/python tools/parity/hf_squad_finetune.py \\
         --model_dir=$MINILM --train_file=$TRAIN --predict_file=$DEV --load_replay=/tmp/ours42.npz
 
 Measured (the acceptance recipe, seed 42): transformers on these draws EM 16.01 / F1 23.86,
 `run_squad.py --seed=42` 15.44 / 22.55 (training loss at steps 151-200: 3.59 and 3.62).
 """
 
-import math
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import squad_replay  # noqa: E402  (puts the repository on the path too)
+import common
 
 
 def main():
-    parser = squad_replay.recipe_parser(__doc__.splitlines()[0])
+    parser = common.recipe_parser(__doc__.splitlines()[0], "squad",
+                                  without=("predict_file", "predict_batch_size", "learning_rate"))
     parser.add_argument("--output", required=True, help=".npz with order, kernel, bias")
-    parser.add_argument("--num_train_epochs", type=int, default=1)
     args = parser.parse_args()
 
     import keras
     import tensorflow as tf
 
-    from official_bert import runner
-    from official_bert.tasks.squad import SpanLabelingTask
+    from official_bert.training import input_pipeline
 
-    files, arrays = squad_replay.training_windows(args)
-    num_windows = len(arrays["input_word_ids"])
-    # As run_squad.py: seed, then the head (SpanLabelingTask seeds again), then the data.
+    task = common.official_bert_squad_task(args, num_train_epochs=args.num_train_epochs)
+    num_windows, steps = task.num_train_examples(), task.train_steps()
+    # As tasks.base.run: seed, build the model (encoder, then head), then the data, whose
+    # shuffle is task.train_dataset()'s: the same numpy_dataset, over window indices.
     keras.utils.set_random_seed(args.seed)
-    head = SpanLabelingTask(files.config, seed=args.seed).build_model().span_labeler
-    steps = math.ceil(num_windows * args.num_train_epochs / args.train_batch_size)
-    dataset = runner.numpy_dataset({"index": np.arange(num_windows)}, args.train_batch_size,
-                                   training=True, seed=args.seed)(tf.distribute.InputContext())
+    head = task.build_model().span_labeler
+    dataset = input_pipeline.numpy_dataset({"index": np.arange(num_windows)},
+                                           args.train_batch_size, training=True,
+                                           seed=args.seed)(tf.distribute.InputContext())
     order = np.concatenate([b["index"].numpy() for b in dataset.take(steps)])
     np.savez(args.output, order=order, kernel=head.kernel.numpy(), bias=head.bias.numpy())
     print(f"{num_windows} windows, {steps} steps: wrote {args.output}")

@@ -101,13 +101,14 @@ def time_ours(config, features, jit_compile):
     import tensorflow as tf
 
     from official_bert.modeling import heads
-    from official_bert.tasks import pretraining
+    from official_bert.tasks import base, pretraining
     from official_bert.training import distribution
     from official_bert.training import trainer as training
 
     policy = None if FLAGS.dtype == "float32" else common.policy_name(FLAGS.dtype)
-    task = (pretraining.PretrainingTask(config, policy, seed=0) if FLAGS.task == "pretraining"
-            else ClassifierTask(config, policy))
+    keras.utils.set_random_seed(0)
+    task = (pretraining.PretrainingTask(run=base.RunConfig(dtype=FLAGS.dtype), bert_config=config)
+            if FLAGS.task == "pretraining" else ClassifierTask(config, policy))
     run_config = training.TrainingConfig(
         output_dir=tempfile.mkdtemp(prefix="bench-"), num_train_steps=10**9,
         jit_compile=jit_compile)

@@ -86,9 +86,12 @@ def adamw_step(config, jit_compile):
     """A tf.function applying one clipped AdamW update to the model's variables."""
     import tensorflow as tf
 
+    import keras
+
     from official_bert.tasks import pretraining
 
-    model = pretraining.PretrainingTask(config, None, seed=0).build_model()
+    keras.utils.set_random_seed(0)
+    model = pretraining.PretrainingTask(bert_config=config).build_model()
     variables = model.trainable_variables
     optimizer = common.pretraining_optimizer()
     optimizer.build(variables)

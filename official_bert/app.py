@@ -43,7 +43,7 @@ def one_line_error(error: BaseException) -> str:
 
 def grouped_help(argv0: str, doc: str | None) -> str:
     """The script's doc (its example) and its flags, grouped as they were
-    defined: the script's own, then `official_bert.runner`'s groups (model
+    defined: the script's own, then `official_bert.cli_flags`' groups (model
     files, training, distribution), leaving out absl's internals."""
     from absl import flags
 

@@ -26,9 +26,9 @@ COMMANDS = {
     "squad-split": ("data_prep.squad", "split a SQuAD file into train and dev by article"),
     "swag": ("run_swag", "multiple choice (SWAG layout)"),
     "ner": ("run_ner", "token tagging (CoNLL files), fine-tuned or feature-based"),
-    "predict": ("predict", "labels for raw text lines from an export or a trained run"),
+    "predict": ("official_bert.commands.predict", "labels for raw text lines from an export or a trained run"),
     "extract-features": ("extract_features", "per-layer token vectors or sentence vectors"),
-    "quickstart": ("quickstart", "the end-to-end demo on bundled data"),
+    "quickstart": ("official_bert.commands.quickstart", "the end-to-end demo on bundled data"),
 }
 
 

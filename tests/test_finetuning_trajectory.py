@@ -23,26 +23,33 @@ TRANSFORMERS_SPAN_LOSSES = [3.553563, 3.408042, 3.268905, 3.008990, 2.673464, 2.
                             2.225212, 2.160385, 2.002591, 1.867259, 1.684975, 1.731358]
 
 
-def _model_files(minilm_dir):
-    from official_bert import runner
+def _run_config(minilm_dir, output_dir, jit_compile):
+    from official_bert.tasks import base
 
-    files = runner.resolve_model_files(init_checkpoint=str(minilm_dir), bert_config_file=None,
-                                       vocab_file=None, do_lower_case=None)
+    return base.RunConfig(output_dir=str(output_dir), init_checkpoint=str(minilm_dir),
+                          learning_rate=case.LEARNING_RATE, jit_compile=jit_compile,
+                          log_steps=1)
+
+
+def _model_files(run):
+    from official_bert.tasks import base
+
+    files = base.resolve_model_files(run)
     files.config.hidden_dropout_prob = files.config.attention_probs_dropout_prob = 0.0
     return files
 
 
-def _train_case(task, files, head, output_dir, jit_compile):
+def _train_case(task, head):
     """Per-step losses of `case.NUM_STEPS` updates of `task` on the case's
     batches, its `head(model)` kernel set to the case's initialization."""
     import tensorflow as tf
 
-    from official_bert import runner
+    from official_bert.tasks import base
 
-    settings = runner.RunSettings(output_dir=str(output_dir), learning_rate=case.LEARNING_RATE,
-                                  jit_compile=jit_compile, log_steps=1)
-    trainer = runner.make_trainer(task, settings, case.NUM_STEPS, case.WARMUP_STEPS,
-                                  runner.encoder_init_fn(files.checkpoint), train=True)
+    files = task.files = _model_files(task.run)
+    task.bert_config = files.config
+    trainer = base.make_trainer(task, base.make_strategy(task.run), case.NUM_STEPS,
+                                case.WARMUP_STEPS, train=True)
     kernel = head(trainer.model).kernel
     kernel.assign(case.head_kernel(files.config.hidden_size, kernel.shape[-1]))
 
@@ -62,22 +69,19 @@ def _train_case(task, files, head, output_dir, jit_compile):
 
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["eager", "xla"])
 def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile):
-    from official_bert.tasks.ner import TokenClassificationTask
+    from official_bert.tasks.ner import NerConfig, NerTask
 
-    files = _model_files(minilm_dir)
-    task = TokenClassificationTask(files.config, len(case.LABELS))
-    losses = _train_case(task, files, lambda model: model.token_classifier, tmp_path,
-                         jit_compile)
+    task = NerTask(NerConfig(labels=list(case.LABELS)),
+                   _run_config(minilm_dir, tmp_path, jit_compile))
+    losses = _train_case(task, lambda model: model.token_classifier)
     np.testing.assert_allclose(losses, TRANSFORMERS_NER_LOSSES, rtol=2e-5, atol=2e-6)
 
 
 def test_squad_fine_tuning_matches_transformers(minilm_dir, tmp_path):
     from official_bert.tasks.squad import SpanLabelingTask
 
-    files = _model_files(minilm_dir)
-    task = SpanLabelingTask(files.config)
-    losses = _train_case(task, files, lambda model: model.span_labeler, tmp_path,
-                         jit_compile=False)
+    task = SpanLabelingTask(run=_run_config(minilm_dir, tmp_path, jit_compile=False))
+    losses = _train_case(task, lambda model: model.span_labeler)
     np.testing.assert_allclose(losses, TRANSFORMERS_SPAN_LOSSES, rtol=2e-5, atol=2e-6)
 
 
@@ -87,13 +91,15 @@ def test_fine_tuning_heads_start_as_transformers_heads():
     at fine-tuning learning rates the head barely moves from its initial
     scale, and the smaller scale cost 2-7 points on SQuAD and WNUT-17."""
     from official_bert.modeling.configs import BertConfig
+    from official_bert.tasks.ner import NerConfig, NerTask
     from official_bert.tasks.squad import SpanLabelingTask
-    from official_bert.tasks.ner import TokenClassificationTask
 
     config = BertConfig(vocab_size=50, hidden_size=256, num_hidden_layers=1,
                         num_attention_heads=4, intermediate_size=64)
-    kernels = [TokenClassificationTask(config, 64).build_model().token_classifier.kernel,
-               SpanLabelingTask(config).build_model().span_labeler.kernel]
+    labels = [f"tag{i}" for i in range(64)]
+    kernels = [NerTask(NerConfig(labels=labels), bert_config=config).build_model()
+               .token_classifier.kernel,
+               SpanLabelingTask(bert_config=config).build_model().span_labeler.kernel]
     for kernel in kernels:
         values = np.asarray(kernel).ravel()
         # std of N(0, 0.02) over >= 512 draws: within 10%; truncated would be 0.0176.

@@ -18,7 +18,7 @@ import tensorflow as tf
 from conftest import tiny_config
 from official_bert import checkpoints
 from official_bert.modeling import heads
-from official_bert.tasks import pretraining
+from official_bert.tasks import base, pretraining
 from official_bert.training import distribution
 from official_bert.training import optimization
 from official_bert.training import trainer as training
@@ -88,7 +88,7 @@ def test_heads_and_losses_equal_a_numpy_computation():
     np.testing.assert_allclose(outputs["next_sentence_logits"], nsp, atol=2e-5, rtol=1e-5)
 
     # The loss: weighted masked-LM mean plus next-sentence mean (google's).
-    task = pretraining.PretrainingTask(model.encoder.config)
+    task = pretraining.PretrainingTask(bert_config=model.encoder.config)
     normalizers = task.loss_normalizers(features)
     loss, metrics = task.loss_and_metrics(model, features, normalizers, training=False)
     labels, weights = features["masked_lm_ids"], features["masked_lm_weights"]
@@ -143,7 +143,7 @@ def test_output_projection_is_the_word_embedding_variable():
     changed = np.abs(after - before).max(axis=(0, 1)) > 1e-6
     assert changed.tolist() == [i == unused for i in range(V)]
     # The MLM loss sends gradient to every row of the embedding (softmax over V).
-    task = pretraining.PretrainingTask(model.encoder.config)
+    task = pretraining.PretrainingTask(bert_config=model.encoder.config)
     with tf.GradientTape() as tape:
         loss, _ = task.loss_and_metrics(model, features, task.loss_normalizers(features), True)
     grad = tf.convert_to_tensor(tape.gradient(loss, embedding))
@@ -271,7 +271,10 @@ def test_mixed_precision_outputs_float32(policy):
 
 def _train(tmp_path, config, features, steps, learning_rate, policy=None, log_steps=10):
     trainer = training.Trainer(
-        pretraining.PretrainingTask(config, policy, seed=0), distribution.get_strategy("one_device"),
+        pretraining.PretrainingTask(
+            run=base.RunConfig(dtype=policy.split("_")[1] if policy else "float32"),
+            bert_config=config),
+        distribution.get_strategy("one_device"),
         training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,
                                 log_steps=log_steps, steps_per_loop=log_steps,
                                 save_checkpoints_steps=steps),

@@ -71,7 +71,10 @@ def trained(tmp_path_factory):
 
 def test_eval_counts_every_example_once(trained):
     results = read_results(trained["out"] / "eval_results.txt")
-    assert set(results) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "num_examples"}
+    # google-research/bert's keys (eval_accuracy, eval_loss, global_step, loss) and ours.
+    assert set(results) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss",
+                            "num_examples"}
+    assert results["loss"] == results["eval_loss"]
     assert results["global_step"] == "2"  # 8 examples / batch 4, one epoch
     assert results["num_examples"] == "5"  # batches of 2, 2, 1: none dropped or padded
     # test.tsv holds the dev sentences: its probabilities give the eval numbers back.
@@ -105,9 +108,11 @@ def test_export_existing_run_and_predict(trained):
                  f"--output_dir={trained['out']}", f"--export_dir={export}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Resumed from" in result.stderr  # the run's checkpoint, not the random init
-    assert os.listdir(export) == ["1"]
+    [version] = os.listdir(export)  # one TF Serving version: seconds since the epoch
+    assert version.isdigit()
 
-    result = run("predict.py", f"--model={export}", stdin="\n".join(DEV) + "\n\n")
+    result = run("official_bert/commands/predict.py", f"--model={export}",
+                 stdin="\n".join(DEV) + "\n\n")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert lines[0].split("\t") == ["label", "p(0)", "p(1)", "text"]
@@ -121,7 +126,7 @@ def test_export_existing_run_and_predict(trained):
 
 def test_predictor_on_the_run_directory(trained):
     """predict.py's model loader, on the run's checkpoint (in process)."""
-    from official_bert import export
+    from official_bert.serving import classification as export
 
     predictor = export.ClassifierPredictor(str(trained["out"]))
     assert not predictor.pair and predictor.labels == ["0", "1"]

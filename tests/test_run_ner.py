@@ -102,7 +102,7 @@ def test_fine_tuning_outputs(trained):
 
 
 def test_export_round_trip_without_project(trained):
-    version = trained["export"] / "1"
+    [version] = list(trained["export"].iterdir())  # the one TF Serving version
     assert (version / "saved_model.pb").exists()
     script = f"""
 import json, sys

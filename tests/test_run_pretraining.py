@@ -150,15 +150,15 @@ def test_outputs_logs_and_summaries(baseline):
 def test_output_dir_initializes_a_fine_tuning_encoder(baseline):
     import tensorflow as tf
 
-    from official_bert import checkpoints, runner
-    from official_bert.tasks import pretraining
+    from official_bert import checkpoints
+    from official_bert.tasks import base, pretraining
 
     out = baseline["out"]
     encoder, ckpt = checkpoints.load_encoder(str(out))
     assert ckpt.kind == checkpoints.OFFICIAL_BERT
     assert ckpt.vocab_file == str(out / "vocab.txt") and ckpt.do_lower_case is True
     # The weights are those of the final step's pre-training model.
-    model = pretraining.PretrainingTask(ckpt.config).build_model()
+    model = pretraining.PretrainingTask(bert_config=ckpt.config).build_model()
     fresh = checkpoints.get_encoder_weights(model.encoder)
     tf.train.Checkpoint(model=model).read(str(out / "ckpt-8")).expect_partial()
     trained = checkpoints.get_encoder_weights(model.encoder)
@@ -168,8 +168,7 @@ def test_output_dir_initializes_a_fine_tuning_encoder(baseline):
     assert not np.array_equal(fresh["bert/embeddings/word_embeddings"],
                               trained["bert/embeddings/word_embeddings"])
     # What the fine-tuning scripts call with --init_checkpoint=<this directory>.
-    files = runner.resolve_model_files(init_checkpoint=str(out), bert_config_file=None,
-                                       vocab_file=None, do_lower_case=None, max_seq_length=32)
+    files = base.resolve_model_files(base.RunConfig(init_checkpoint=str(out), max_seq_length=32))
     assert files.config.vocab_size == 760 and files.do_lower_case is True
 
 
@@ -247,7 +246,7 @@ def test_bad_input_is_a_one_line_error_before_training(data, case, tmp_path):
     args = list(common(data, out, "--do_train"))
     if case == "no_files":
         args[0] = f"--input_file={tmp_path}/nothing-*.tfrecord"
-        message = f"--input_file: no pre-training files match '{tmp_path}/nothing-*.tfrecord'"
+        message = f"--input_file: no file matches '{tmp_path}/nothing-*.tfrecord'"
     elif case == "missing_feature":
         _without_feature(data / "static-0.tfrecord", tmp_path / "bad.tfrecord", "masked_lm_ids")
         args[0] = f"--input_file={tmp_path}/bad.tfrecord"

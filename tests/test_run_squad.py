@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -129,7 +130,8 @@ def test_train_predict_export_round_trip(tiny_checkpoint, tmp_path):
     (tmp_path / "a.json").write_text("{}")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, str(tmp_path / "loader.py"), str(out / "export"),
+    [version] = list((out / "export").iterdir())  # TF Serving's layout: one version
+    proc = subprocess.run([sys.executable, str(tmp_path / "loader.py"), str(version),
                            str(tmp_path / "a.json"), str(tmp_path / "q.json")],
                           capture_output=True, text=True, env=env, cwd=str(tmp_path),
                           timeout=300)
@@ -147,10 +149,11 @@ def test_train_predict_export_round_trip(tiny_checkpoint, tmp_path):
         assert got["score"] == pytest.approx(top["start_logit"] + top["end_logit"], abs=1e-4)
 
 
-def test_v2_predict_only_writes_null_odds_and_tunes(tiny_checkpoint, tmp_path):
+def test_v2_predict_writes_null_odds_and_tunes(tiny_checkpoint, tmp_path):
     data = squad_file(tmp_path / "v2.json", version_2=True)
     out = tmp_path / "out"
-    run_cli("--do_predict", "--version_2_with_negative", "--tune_threshold",
+    run_cli("--do_train", "--max_train_examples=2", "--train_batch_size=2", f"--train_file={data}",
+            "--do_predict", "--version_2_with_negative", "--tune_threshold",
             f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--predict_file={data}",
             f"--output_dir={out}", *COMMON)
     odds = json.loads((out / "null_odds.json").read_text())
@@ -172,11 +175,15 @@ def test_prediction_cut_to_each_batch_keeps_the_answers(tiny_checkpoint, tmp_pat
     # Windows sorted by length and each batch cut to its longest (the default)
     # give the n-best lists of full-length batches.
     data = squad_file(tmp_path / "v2.json", version_2=True)
+    trained = tmp_path / "trained"
+    run_cli("--do_train", "--version_2_with_negative", "--max_train_examples=2",
+            f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--train_file={data}",
+            f"--output_dir={trained}", "--train_batch_size=2", *COMMON, "--max_seq_length=64")
     outputs = {}
     for flag in ("--dynamic_padding", "--nodynamic_padding"):
         out = tmp_path / flag.strip("-")
-        proc = run_cli("--do_predict", "--version_2_with_negative",
-                       f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--predict_file={data}",
+        shutil.copytree(trained, out)
+        proc = run_cli("--do_predict", "--version_2_with_negative", f"--predict_file={data}",
                        f"--output_dir={out}", "--predict_batch_size=2", flag, *COMMON,
                        "--max_seq_length=64")
         outputs[flag] = (json.loads((out / "nbest_predictions.json").read_text(encoding="utf-8")),
@@ -202,7 +209,7 @@ def test_bad_inputs(tiny_checkpoint, tmp_path):
     assert "error: " in proc.stderr and "not valid JSON at line 2" in proc.stderr
     proc = run_cli(f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
                    f"--output_dir={tmp_path / 'o'}", expect_rc=1)
-    assert "--do_train or --do_predict" in proc.stderr
+    assert "nothing to do: set --do_train" in proc.stderr
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"data": [{"paragraphs": [{"context": "a b", "qas": [
         {"id": "x", "question": "q", "answers": [{"text": "a", "answer_start": None}]}]}]}]}))

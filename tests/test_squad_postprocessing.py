@@ -154,7 +154,7 @@ def test_in_graph_answer_search_matches_python(vocab_file, tokenizer):
     import keras
     import tensorflow as tf
 
-    from official_bert import export_squad
+    from official_bert.serving import squad as export_squad
     from official_bert.modeling.configs import BertConfig
     from official_bert.modeling.encoder import BertEncoder, dummy_inputs
     from official_bert.modeling.heads import BertSpanLabeler

@@ -1,38 +1,113 @@
-"""Sentence(-pair) classification and regression (GLUE and your own data)."""
+"""Sentence(-pair) classification and regression: GLUE and your own data.
+
+The model is `modeling.heads.BertClassifier` (a dense layer on the pooled
+[CLS] vector); the loss is softmax cross-entropy, or mean squared error for
+regression (`num_classes=1`, STS-B), summed over the global batch and divided
+by its number of examples.
+
+Files in --output_dir besides the checkpoints: `classifier_config.json` (task,
+labels, casing, length: what `bert predict` needs), `features/` (cached
+TFRecords), `eval_results.txt` (eval_accuracy, eval_loss, the task's metrics;
+MNLI adds `eval_mismatched_*`), `test_results[_<split>].tsv` (the probability
+of each label, in label order; the score for regression).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+
 import tensorflow as tf
+from absl import logging
 
+from official_bert import io
+from official_bert.errors import UserError
 from official_bert.modeling.heads import BertClassifier
+from official_bert.tasks import base
+
+CLASSIFIER_CONFIG = "classifier_config.json"
 
 
-class ClassificationTask:
-    """The `training.Task` of `BertClassifier`: softmax cross-entropy over the
-    classes, or mean squared error for regression (`num_classes=1`), summed
-    over the global batch and divided by its number of examples.
+@dataclasses.dataclass
+class ClassificationConfig:
+    """What the task reads (run_classifier.py's own flags).
+
+    Args:
+        task_name: a GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte,
+            wnli) or "custom".
+        data_dir: the task's files in GLUE's layout.
+        train_file, eval_file, predict_file: explicit files (win over data_dir).
+        text_a_column, text_b_column, label_column: custom data's columns.
+        labels: custom: every label, in class order (default: sorted from the
+            training data).
+        regression: custom: the label is a float score.
+        max_eval_examples, max_predict_examples: use the first N only.
+        cache_features: keep converted features in output_dir/features.
+    """
+
+    task_name: str | None = None
+    data_dir: str | None = None
+    train_file: str | None = None
+    eval_file: str | None = None
+    predict_file: str | None = None
+    text_a_column: str | None = None
+    text_b_column: str | None = None
+    label_column: str = "label"
+    labels: list | None = None
+    regression: bool = False
+    max_eval_examples: int | None = None
+    max_predict_examples: int | None = None
+    cache_features: bool = True
+
+
+class ClassificationTask(base.Task):
+    """Fine-tunes, evaluates, predicts and exports a `BertClassifier`.
 
     Features: the encoder's inputs plus `label` (int32 class id, or float score).
 
     Args:
-        bert_config: the encoder's `BertConfig`.
-        num_classes: int (1 = regression).
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
+        config: a `ClassificationConfig`.
+        run: the `base.RunConfig`.
+        num_classes: for using the model and loss alone (tests, benchmarks):
+            the number of outputs (1 = regression) when no labels are read.
+        bert_config: likewise, the encoder's `BertConfig`.
+
+    Example (the model and loss alone):
+    >>> from official_bert.modeling.configs import BertConfig
+    >>> task = ClassificationTask(num_classes=3, bert_config=BertConfig(
+    ...     vocab_size=100, hidden_size=32, num_hidden_layers=1,
+    ...     num_attention_heads=4, intermediate_size=64))
+    >>> task.build_model().num_classes
+    3
     """
 
-    def __init__(self, bert_config, num_classes, dtype_policy=None):
-        self.bert_config = bert_config
-        self.num_classes = num_classes
-        self.dtype_policy = dtype_policy
+    def __init__(self, config: ClassificationConfig | None = None,
+                 run: base.RunConfig | None = None, *, num_classes: int | None = None,
+                 bert_config=None):
+        super().__init__(run or base.RunConfig(), bert_config=bert_config)
+        self.config = config or ClassificationConfig()
+        self.spec = None  # the data_prep.glue.TaskSpec, once resolved
+        self._num_classes = num_classes
+        self.train_examples = None
+        self.eval_sets, self.predict_sets = [], []
+
+    # --- the model and its loss (the Trainer's protocol) ------------------------
 
     @property
-    def is_regression(self):
+    def num_classes(self) -> int:
+        if self._num_classes is not None:
+            return self._num_classes
+        return 1 if self.spec.is_regression else len(self.spec.labels)
+
+    @property
+    def is_regression(self) -> bool:
         return self.num_classes == 1
 
     def build_model(self):
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertClassifier(encoder, self.num_classes,
                                dropout=self.bert_config.hidden_dropout_prob)
         model(dummy_inputs())
@@ -49,12 +124,218 @@ class ClassificationTask:
     def loss_and_metrics(self, model, features, normalizers, training):
         logits = model(features, training=training)
         labels = features["label"]
-        loss = tf.reduce_sum(self.per_example_loss(logits, labels)) / tf.maximum(
-            normalizers["examples"], 1.0)
+        per_example = self.per_example_loss(logits, labels)
+        loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
         count = tf.cast(tf.shape(labels)[0], tf.float32)
         if self.is_regression:
-            squared = tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
-            return loss, {"mse": (tf.reduce_sum(squared), count)}
+            return loss, {"mse": (tf.reduce_sum(per_example), count)}
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
                                    tf.cast(labels, tf.int32)), tf.float32)
         return loss, {"accuracy": (tf.reduce_sum(correct), count)}
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def check_flags(self):
+        from data_prep import glue
+
+        config = self.config
+        if not config.task_name:
+            raise UserError(f"--task_name is required; known tasks: "
+                            f"{', '.join(glue.known_task_names())}")
+        if config.task_name.strip().lower() == glue.CUSTOM:
+            self.spec = glue.custom_task(config.text_a_column, config.text_b_column,
+                                         config.label_column, config.labels, config.regression)
+        else:
+            self.spec = glue.get_task(config.task_name)
+            if config.labels and tuple(config.labels) != self.spec.labels:
+                raise UserError(f"--labels does not apply to {self.spec.name}, whose labels are "
+                                f"fixed: {', '.join(self.spec.labels or ['(regression score)'])}")
+        for name in ("max_eval_examples", "max_predict_examples"):
+            value = getattr(config, name)
+            if value is not None and value <= 0:
+                raise UserError(f"--{name} must be positive, got {value}")
+
+    def _split_files(self, split: str) -> list:
+        """[(suffix, path, required)] of `split` ("train", "dev", "test")."""
+        from data_prep import glue
+
+        config, spec = self.config, self.spec
+        explicit = {"train": config.train_file, "dev": config.eval_file,
+                    "test": config.predict_file}[split]
+        names = {"train": [("", spec.train_file)], "dev": list(spec.dev_files),
+                 "test": list(spec.test_files)}[split]
+        flag = {"train": "train_file", "dev": "eval_file", "test": "predict_file"}[split]
+        files = []
+        for position, (suffix, name) in enumerate(names):
+            if position == 0 and explicit:
+                files.append((suffix, explicit, True))
+            elif config.data_dir:
+                files.append((suffix, glue.find_data_file(config.data_dir, name), position == 0))
+            elif position == 0:
+                raise UserError(f"pass --data_dir (with {name}) or --{flag}")
+        return files
+
+    def _read_split(self, split: str, limit: int | None) -> list:
+        """[(suffix, path, examples)] for every file of the split that exists."""
+        from data_prep import glue
+
+        out = []
+        for suffix, path, required in self._split_files(split):
+            if not required and not io.exists(path):
+                logging.info("%s not found: skipping the %s set", path, suffix)
+                continue
+            examples = glue.read_split(self.spec, path, split)
+            if limit:
+                examples = examples[:limit]
+            logging.info("%s %s: %d examples from %s", split, suffix or self.spec.name,
+                         len(examples), path)
+            out.append((suffix, path, examples))
+        return out
+
+    def input_paths(self) -> dict:
+        config = self.config
+        return dict(data_dir=config.data_dir, train_file=config.train_file,
+                    eval_file=config.eval_file, predict_file=config.predict_file)
+
+    def read_inputs(self):
+        from data_prep import glue
+
+        run = self.run
+        if run.do_train:
+            [(_, train_path, self.train_examples)] = self._read_split("train",
+                                                                      run.max_train_examples)
+        self._settle_labels()
+        if self.train_examples and self.spec.labels:
+            glue.check_labels(self.train_examples, self.spec.labels, train_path)
+        if run.do_eval:
+            self.eval_sets = self._read_split("dev", self.config.max_eval_examples)
+        if run.do_predict:
+            self.predict_sets = self._read_split("test", self.config.max_predict_examples)
+
+    def _settle_labels(self):
+        """The final label list; a trained run directory's labels bind."""
+        from data_prep import glue
+
+        saved = None
+        path = self.output_path(CLASSIFIER_CONFIG)
+        if base.has_checkpoint(self.run.output_dir) and io.exists(path):
+            saved = json.loads(io.read_text(path))
+        spec = self.spec
+        if spec.name == glue.CUSTOM and spec.labels is None and not spec.is_regression:
+            if saved and saved.get("labels"):
+                spec = spec.with_labels(saved["labels"])
+            elif self.train_examples:
+                spec = spec.with_labels(glue.labels_from_examples(self.train_examples))
+            else:
+                raise UserError("the labels are unknown: pass --labels (every label, in class "
+                                "order) or train in this --output_dir first")
+            logging.info("labels: %s", ", ".join(spec.labels))
+        if saved is not None:
+            labels = list(spec.labels) if spec.labels else None
+            if saved.get("labels") != labels:
+                raise UserError(f"--output_dir {self.run.output_dir} holds a model trained with "
+                                f"labels {saved.get('labels')}, not {labels}; use another "
+                                "--output_dir")
+        self.spec = spec
+
+    def run_files(self) -> dict:
+        path = self.output_path(CLASSIFIER_CONFIG)
+        if base.has_checkpoint(self.run.output_dir) and io.exists(path):
+            # A trained run keeps the file it was trained with (its labels were
+            # checked by `_settle_labels`; its max_seq_length is the training one).
+            return {CLASSIFIER_CONFIG: io.read_text(path)}
+        spec = self.spec
+        custom = spec.name == "custom"
+        config = {"task_name": spec.name, "labels": list(spec.labels) if spec.labels else None,
+                  "regression": spec.is_regression, "pair": spec.is_pair,
+                  "metric_kind": spec.metric_kind, "max_seq_length": self.run.max_seq_length,
+                  "do_lower_case": self.files.do_lower_case,
+                  "text_a_column": spec.columns.text_a if custom else None,
+                  "text_b_column": spec.columns.text_b if custom else None}
+        return {CLASSIFIER_CONFIG: json.dumps(config, indent=2) + "\n"}
+
+    def output_files(self) -> list:
+        return [f"test_results{'_' + suffix if suffix else ''}.tsv"
+                for suffix, _ in self.spec.test_files]
+
+    # --- data -----------------------------------------------------------------------
+
+    def _features(self, examples, split: str) -> dict:
+        from data_prep import fast_tokenization, glue
+
+        files = self.files
+        if not hasattr(self, "_tokenizer"):
+            self._tokenizer = fast_tokenization.CachedTokenizer(
+                files.vocab_file, do_lower_case=files.do_lower_case)
+        cache_dir = self.output_path("features") if self.config.cache_features else None
+        arrays = glue.cached_features(examples, self._tokenizer, files.vocab_file,
+                                      files.do_lower_case, self.run.max_seq_length,
+                                      self.spec.labels, cache_dir, split, log=logging.info)
+        full = glue.truncated_fraction(arrays)
+        if full > 0.05:
+            logging.warning("%s: %.0f%% of the examples fill all %d tokens (truncated); a "
+                            "larger --max_seq_length may help", split, 100 * full,
+                            self.run.max_seq_length)
+        return arrays
+
+    def num_train_examples(self) -> int:
+        return len(self.train_examples)
+
+    def train_dataset(self):
+        from official_bert.training import input_pipeline
+
+        arrays = self._features(self.train_examples, "train")
+        return input_pipeline.numpy_dataset(arrays, self.run.train_batch_size, True,
+                                            self.run.seed, self.run.padding_multiple())
+
+    def _logits(self, trainer, arrays, batch_size):
+        """Logits [examples, outputs] in file order; every example exactly once."""
+        import numpy as np
+
+        from official_bert.training import input_pipeline
+
+        def output_fn(model, features):
+            return {"logits": model(features, training=False),
+                    "example_index": features["example_index"]}
+
+        out = trainer.predict(input_pipeline.numpy_dataset(
+            arrays, batch_size, False, 0, self.run.padding_multiple()), output_fn)
+        order = np.argsort(out["example_index"], kind="stable")
+        return out["logits"][order].astype(np.float64)
+
+    # --- evaluation, prediction, export ---------------------------------------------
+
+    def evaluate(self, trainer) -> dict:
+        from official_bert.metrics import classification as metrics
+
+        results = {}
+        for suffix, path, examples in self.eval_sets:
+            name = "dev" + (f"_{suffix}" if suffix else "")
+            arrays = self._features(examples, name)
+            logits = self._logits(trainer, arrays, self.run.eval_batch_size)
+            split_results = metrics.evaluate_logits(self.spec.metric_kind, logits,
+                                                    arrays["label"])
+            prefix = f"eval_{suffix}_" if suffix else "eval_"
+            results.update({prefix + k: v for k, v in split_results.items()})
+            results[f"{prefix}num_examples" if suffix else "num_examples"] = len(examples)
+            logging.info("%s (%s): %s", name, path, split_results)
+        return results
+
+    def predict(self, trainer) -> None:
+        from official_bert.metrics import classification as metrics
+
+        for suffix, path, examples in self.predict_sets:
+            arrays = self._features(examples, "test" + (f"_{suffix}" if suffix else ""))
+            logits = self._logits(trainer, arrays, self.run.predict_batch_size)
+            rows = logits[:, :1] if self.is_regression else metrics.softmax(logits)
+            out = self.output_path(f"test_results{'_' + suffix if suffix else ''}.tsv")
+            io.atomic_write(out, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"
+                                         for row in rows))
+            logging.info("Wrote %d predictions of %s to %s", len(rows), path, out)
+
+    def export(self, model, export_dir, version):
+        from official_bert.serving import classification
+
+        return classification.export_classifier(
+            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
+            self.spec.labels, self.spec.is_pair, export_dir, version=version)

@@ -1,33 +1,57 @@
-"""Multiple choice (SWAG): one score per choice, softmax over the choices."""
+"""Multiple choice (SWAG): one score per choice, softmax over the choices.
+
+The model is `modeling.heads.BertMultipleChoice` (a learned vector on each
+choice's pooled [CLS]); each choice is packed `[CLS] context [SEP] start
+ending [SEP]` (`data_prep.swag`). The loss is the softmax cross-entropy over
+an example's choices, a mean over the global batch.
+
+Files in --output_dir: `eval_results.txt` (eval_accuracy, eval_loss) and
+`test_results.tsv` (one row per example: the probability of each choice).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
+import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from official_bert import io
+from official_bert.errors import UserError
 from official_bert.modeling.heads import BertMultipleChoice
+from official_bert.tasks import base
 
 
-class MultipleChoiceTask:
-    """The `training.Task` of `BertMultipleChoice` (SWAG): softmax cross-entropy
-    over each example's choices, a mean over the global batch.
+@dataclasses.dataclass
+class MultipleChoiceConfig:
+    """run_swag.py's own flags: the SWAG CSV files."""
+
+    train_file: str | None = None
+    eval_file: str | None = None
+    predict_file: str | None = None
+
+
+class MultipleChoiceTask(base.Task):
+    """Fine-tunes, evaluates, predicts and exports a `BertMultipleChoice`.
 
     Features: [batch, choices, seq] encoder inputs plus `label` (int32, the
     gold choice).
-
-    Args:
-        bert_config: the encoder's `BertConfig`.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
     """
 
-    def __init__(self, bert_config, dtype_policy=None):
-        self.bert_config = bert_config
-        self.dtype_policy = dtype_policy
+    def __init__(self, config: MultipleChoiceConfig | None = None,
+                 run: base.RunConfig | None = None, *, bert_config=None):
+        super().__init__(run or base.RunConfig(train_batch_size=16), bert_config=bert_config)
+        self.config = config or MultipleChoiceConfig()
+        self.examples = {}
+
+    # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
         from official_bert.modeling.encoder import BertEncoder
 
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertMultipleChoice(encoder, dropout=self.bert_config.hidden_dropout_prob)
         ones = tf.ones([1, 2, 8], tf.int32)
         model({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})
@@ -44,3 +68,86 @@ class MultipleChoiceTask:
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
                                    features["label"]), tf.float32)
         return loss, {"accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct), tf.float32))}
+
+    # --- inputs and data -------------------------------------------------------------
+
+    def check_flags(self):
+        for mode, path in (("train", self.config.train_file), ("eval", self.config.eval_file),
+                           ("predict", self.config.predict_file)):
+            if getattr(self.run, f"do_{mode}") and not path:
+                raise UserError(f"--{mode}_file is required with --do_{mode}")
+
+    def input_paths(self) -> dict:
+        config = self.config
+        return dict(train_file=config.train_file, eval_file=config.eval_file,
+                    predict_file=config.predict_file)
+
+    def read_inputs(self):
+        from data_prep import swag
+
+        run, config = self.run, self.config
+        if run.do_train:
+            examples = swag.read_swag(config.train_file)
+            self.examples["train"] = examples[:run.max_train_examples or None]
+        if run.do_eval:
+            self.examples["eval"] = swag.read_swag(config.eval_file)
+        if run.do_predict:
+            self.examples["predict"] = swag.read_swag(config.predict_file, require_label=False)
+
+    def output_files(self) -> list:
+        return ["test_results.tsv"]
+
+    def _arrays(self, split):
+        from data_prep import swag
+
+        return swag.convert_examples(self.examples[split], self.files.tokenizer(),
+                                     self.run.max_seq_length)
+
+    def num_train_examples(self) -> int:
+        return len(self.examples["train"])
+
+    def train_dataset(self):
+        from official_bert.training import input_pipeline
+
+        logging.info("train: %d examples, %d choices each", len(self.examples["train"]),
+                     len(self.examples["train"][0].endings))
+        return input_pipeline.numpy_dataset(self._arrays("train"), self.run.train_batch_size,
+                                            True, self.run.seed, self.run.padding_multiple())
+
+    def _log_probabilities(self, trainer, arrays, batch_size):
+        """Log-probabilities [examples, choices] in file order."""
+        from official_bert.training import input_pipeline
+
+        def output_fn(model, features):
+            return {"logits": model(features, training=False),
+                    "example_index": features["example_index"]}
+
+        out = trainer.predict(input_pipeline.numpy_dataset(
+            arrays, batch_size, False, 0, self.run.padding_multiple()), output_fn)
+        logits = out["logits"][np.argsort(out["example_index"], kind="stable")]
+        return tf.nn.log_softmax(logits, axis=-1).numpy()
+
+    # --- evaluation, prediction, export ---------------------------------------------
+
+    def evaluate(self, trainer) -> dict:
+        arrays = self._arrays("eval")
+        log_probs = self._log_probabilities(trainer, arrays, self.run.eval_batch_size)
+        labels = arrays["label"]
+        return {"eval_accuracy": float(np.mean(np.argmax(log_probs, -1) == labels)),
+                "eval_loss": float(-np.mean(log_probs[np.arange(len(labels)), labels])),
+                "num_examples": len(labels)}
+
+    def predict(self, trainer) -> None:
+        probabilities = np.exp(self._log_probabilities(trainer, self._arrays("predict"),
+                                                       self.run.predict_batch_size))
+        path = self.output_path("test_results.tsv")
+        io.atomic_write(path, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"
+                                      for row in probabilities))
+        logging.info("Wrote %d predictions to %s", len(probabilities), path)
+
+    def export(self, model, export_dir, version):
+        from official_bert.serving import multiple_choice
+
+        return multiple_choice.export_multiple_choice(
+            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
+            export_dir, version=version)

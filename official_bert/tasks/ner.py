@@ -1,11 +1,78 @@
-"""Token classification (NER): a tag for each word's first sub-token."""
+"""Token classification (NER): a tag for each word, fine-tuned or feature-based.
+
+Reads CoNLL files (`data_prep.conll`: CoNLL-2003's 4 columns with
+`-DOCSTART-`, WNUT-17's 2 columns; IOB1 or BIO, converted to BIO). Each word's
+first WordPiece carries its label (the others are ignored by the loss and by
+prediction); sentences longer than `max_seq_length` are split into
+overlapping windows, never truncated.
+
+Fine-tuning (`NerTask`): `modeling.heads.BertTokenClassifier`, a dense layer
+on each final token vector, the whole network trained. Feature-based
+(`FeatureBasedNerTask`, the BERT paper's §5.3): the encoder is frozen and run
+once per sentence (its features cached in `output_dir/feature_cache`), the
+chosen layers are combined, and a small `FeatureTagger` (2-layer BiLSTM, or
+dense) is trained on top.
+
+Files in --output_dir: `label_list.txt`, `eval_results.txt` (entity_f1,
+precision, recall, token_accuracy, per-type scores, eval_loss),
+`eval_predictions.conll` / `test_predictions.conll` (the input columns with
+the predicted tag appended, in the file's tag scheme: conlleval reads them).
+"""
 
 from __future__ import annotations
 
-import keras
-import tensorflow as tf
+import dataclasses
+import hashlib
+import json
+import os
+import time
 
-from official_bert.modeling.heads import BertTokenClassifier
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official_bert import io
+from official_bert.errors import UserError
+from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
+from official_bert.tasks import base
+
+LABEL_LIST = "label_list.txt"
+
+
+@dataclasses.dataclass
+class NerConfig:
+    """run_ner.py's own flags.
+
+    Args:
+        train_file, eval_file, predict_file: CoNLL files.
+        window_stride: sub-tokens between the starts of a long sentence's
+            windows (default: half a window).
+        tag_scheme: "auto", "bio" or "iob1".
+        labels: the tag list (default: from the training file, or the run's
+            label_list.txt).
+        feature_based: freeze the encoder and train a task model on its features.
+        layers: encoder layers for the features (-1 = last).
+        combine: "concat", "sum" or "last".
+        task_model: "bilstm" or "dense".
+        lstm_units, task_model_layers, task_dropout: the task model's size.
+        feature_batch_size: windows per encoder pass when caching features.
+    """
+
+    train_file: str | None = None
+    eval_file: str | None = None
+    predict_file: str | None = None
+    window_stride: int | None = None
+    tag_scheme: str = "auto"
+    labels: list | None = None
+    feature_based: bool = False
+    layers: str = "-1,-2,-3,-4"
+    combine: str = "concat"
+    task_model: str = "bilstm"
+    lstm_units: int = 768
+    task_model_layers: int = 2
+    task_dropout: float = 0.1
+    feature_batch_size: int = 32
 
 
 def masked_token_loss(logits, labels, normalizer):
@@ -25,29 +92,36 @@ def masked_token_loss(logits, labels, normalizer):
     return loss, {"token_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))}
 
 
-class TokenClassificationTask:
-    """The `training.Task` of `BertTokenClassifier` (NER): the loss over each
-    word's first sub-token only (`label_ids` -1 elsewhere).
+class NerTask(base.Task):
+    """Fine-tunes, evaluates, predicts and exports a `BertTokenClassifier`.
+
+    Features: the encoder's inputs plus `label_ids` (int32 [batch, seq]; -1
+    where no word starts).
 
     Args:
-        bert_config: the encoder's `BertConfig`.
-        num_labels: int. Tags in the label list.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
+        config: an `NerConfig`.
+        run: the `base.RunConfig`.
+        bert_config: for using the model and loss alone (tests, tools), with
+            `config.labels` giving the tags.
     """
 
-    def __init__(self, bert_config, num_labels, dtype_policy=None):
-        self.bert_config = bert_config
-        self.num_labels = num_labels
-        self.dtype_policy = dtype_policy
+    def __init__(self, config: NerConfig | None = None, run: base.RunConfig | None = None,
+                 *, bert_config=None):
+        super().__init__(run or base.RunConfig(), bert_config=bert_config)
+        self.config = config or NerConfig()
+        self.label_list = list(self.config.labels) if self.config.labels else None
+        self.data = {}  # split → data_prep.conll.ConllFile
+
+    # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         # The pooler (C) gets no gradient from a token-level loss; the Trainer
         # needs a gradient for every trainable variable.
         encoder.pooler.trainable = False
-        model = BertTokenClassifier(encoder, self.num_labels,
+        model = BertTokenClassifier(encoder, len(self.label_list),
                                     dropout=self.bert_config.hidden_dropout_prob)
         model(dummy_inputs())
         return model
@@ -58,3 +132,342 @@ class TokenClassificationTask:
     def loss_and_metrics(self, model, features, normalizers, training):
         logits = model(features, training=training)
         return masked_token_loss(logits, features["label_ids"], normalizers["tokens"])
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def check_flags(self):
+        config = self.config
+        for mode, path in (("train", config.train_file), ("eval", config.eval_file),
+                           ("predict", config.predict_file)):
+            if getattr(self.run, f"do_{mode}") and not path:
+                raise UserError(f"--{mode}_file is required with --do_{mode}")
+        if config.window_stride is not None and config.window_stride <= 0:
+            raise UserError(f"--window_stride must be positive, got {config.window_stride}")
+
+    def input_paths(self) -> dict:
+        config = self.config
+        return dict(train_file=config.train_file, eval_file=config.eval_file,
+                    predict_file=config.predict_file)
+
+    def read_inputs(self):
+        from data_prep import conll
+
+        run, config = self.run, self.config
+        if run.do_train:
+            train = conll.read_conll(config.train_file, config.tag_scheme)
+            if not train.has_tags:
+                raise UserError(f"--train_file {config.train_file} has no tag column")
+            if run.max_train_examples:
+                train.sentences = train.sentences[:run.max_train_examples]
+            self.data["train"] = train
+            if self.label_list is None:
+                self.label_list = conll.label_list_from(train.sentences)
+        if self.label_list is None:
+            self.label_list = self._saved_label_list()
+        for split, path in (("eval", config.eval_file), ("predict", config.predict_file)):
+            if getattr(run, f"do_{split}"):
+                data = conll.read_conll(path, config.tag_scheme)
+                if data.has_tags:
+                    conll.check_tags(data, self.label_list)
+                self.data[split] = data
+
+    def _saved_label_list(self) -> list:
+        for directory in (self.run.output_dir, self.run.init_checkpoint):
+            if not directory:
+                continue
+            folder = directory if io.isdir(directory) else os.path.dirname(directory)
+            path = io.join(folder, LABEL_LIST)
+            if io.exists(path):
+                return [line.strip() for line in io.read_text(path).splitlines() if line.strip()]
+        raise UserError(f"no {LABEL_LIST} in --output_dir {self.run.output_dir}: train first "
+                        "(--do_train) or point --output_dir at a trained run")
+
+    def run_files(self) -> dict:
+        return {LABEL_LIST: "".join(label + "\n" for label in self.label_list)}
+
+    def output_files(self) -> list:
+        return ["eval_predictions.conll", "test_predictions.conll", "test_results.txt"]
+
+    def _windows(self, split):
+        from data_prep import conll
+
+        key = f"_windows_{split}"
+        if not hasattr(self, key):
+            setattr(self, key, conll.convert_sentences(
+                self.data[split].sentences, self.files.tokenizer(), self.label_list,
+                self.run.max_seq_length, self.config.window_stride))
+        return getattr(self, key)
+
+    # --- training ---------------------------------------------------------------------
+
+    def num_train_examples(self) -> int:
+        return len(self._windows("train"))
+
+    def train_dataset(self):
+        from data_prep import conll
+        from official_bert.training import input_pipeline
+
+        windows = self._windows("train")
+        extra = sum(1 for i in range(1, len(windows))
+                    if windows[i].sentence_index == windows[i - 1].sentence_index)
+        logging.info("train: %d sentences, %d windows (%d extra windows of long sentences), "
+                     "labels %s", len(self.data["train"].sentences), len(windows), extra,
+                     self.label_list)
+        return input_pipeline.numpy_dataset(conll.windows_to_arrays(windows),
+                                            self.run.train_batch_size, True, self.run.seed,
+                                            self.run.padding_multiple())
+
+    # --- evaluation, prediction, export ---------------------------------------------
+
+    def _predict_split(self, trainer, split, batch_size):
+        """(per-sentence predicted label ids, loss over the labelled words)."""
+        from data_prep import conll
+        from official_bert.training import input_pipeline
+
+        windows = self._windows(split)
+        arrays = conll.windows_to_arrays(windows)
+        arrays["example_index"] = np.arange(len(windows), dtype=np.int32)
+        out = trainer.predict(input_pipeline.numpy_dataset(arrays, batch_size, False, 0),
+                              _tagging_outputs("example_index"))
+        order = np.argsort(out["example_index"], kind="stable")
+        labelled = arrays["label_ids"] >= 0
+        loss = -float(np.sum(out["gold_log_prob"][order] * labelled) / max(labelled.sum(), 1))
+        sentences = self.data[split].sentences
+        predicted = conll.word_predictions(windows, out["predictions"][order], len(sentences),
+                                           [len(s.words) for s in sentences])
+        return predicted, loss
+
+    def _score(self, trainer, split, batch_size):
+        """Writes `<split>_predictions.conll`; returns the scores (None without gold tags)."""
+        from data_prep import conll
+        from official_bert.metrics import ner as ner_metrics
+
+        data = self.data[split]
+        predicted, loss = self._predict_split(trainer, split, batch_size)
+        tags = [[self.label_list[i] for i in ids] for ids in predicted]
+        path = self.output_path("eval_predictions.conll" if split == "eval"
+                                else "test_predictions.conll")
+        conll.write_predictions(path, data, tags)
+        logging.info("Wrote %s", path)
+        if not data.has_tags:
+            return None
+        results = ner_metrics.flat_results(ner_metrics.entity_scores(
+            [s.tags for s in data.sentences], tags))
+        results["eval_loss"] = loss
+        return results
+
+    def evaluate(self, trainer) -> dict:
+        return self._score(trainer, "eval", self.run.eval_batch_size)
+
+    def predict(self, trainer) -> None:
+        results = self._score(trainer, "predict", self.run.predict_batch_size)
+        if results is not None:
+            results["global_step"] = int(trainer.global_step.numpy())
+            base.write_results(self.output_path("test_results.txt"), results)
+
+    def export(self, model, export_dir, version):
+        from official_bert.serving import ner as serving
+
+        return serving.export_token_classifier(
+            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
+            self.label_list, export_dir, version=version)
+
+
+def _tagging_outputs(index_key):
+    """`Trainer.predict`'s output_fn of a tagger: argmax tags, the log-probability
+    of each gold tag (for the loss), and the rows' index."""
+
+    def output_fn(model, features):
+        logits = model(features, training=False)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        safe = tf.maximum(features["label_ids"], 0)
+        return {"predictions": tf.argmax(logits, -1, output_type=tf.int32),
+                "gold_log_prob": tf.gather(log_probs, safe, batch_dims=2),
+                index_key: features[index_key]}
+
+    return output_fn
+
+
+class FeatureBasedNerTask(NerTask):
+    """The feature-based approach: a `FeatureTagger` on frozen encoder features.
+
+    The encoder runs once per sentence over each split; its chosen layers,
+    combined, are cached per word (float16) in `output_dir/feature_cache`
+    under a key of the file, vocabulary, checkpoint and settings. Steps count
+    sentences.
+    """
+
+    def check_flags(self):
+        super().check_flags()
+        if not self.run.init_checkpoint:
+            raise UserError("--feature_based needs a pre-trained --init_checkpoint")
+        if self.run.export_dir:
+            raise UserError("--export_dir is only supported for fine-tuning, not "
+                            "--feature_based")
+        if self.config.combine not in ("concat", "sum", "last"):
+            raise UserError(f"--combine={self.config.combine!r}: use concat, sum or last")
+        if self.config.task_model not in ("bilstm", "dense"):
+            raise UserError(f"--task_model={self.config.task_model!r}: use bilstm or dense")
+
+    def has_head(self) -> bool:
+        return False  # the task model is never in --init_checkpoint
+
+    def build_model(self):
+        model = FeatureTagger(len(self.label_list), kind=self.config.task_model,
+                              units=self.config.lstm_units,
+                              num_layers=self.config.task_model_layers,
+                              dropout=self.config.task_dropout)
+        model({"features": tf.zeros([1, 2, self.feature_dim]),
+               "word_mask": tf.ones([1, 2], tf.int32)})
+        return model
+
+    def initialize(self, model, checkpoint) -> None:
+        pass  # --init_checkpoint is the frozen encoder, read by `prepare_features`
+
+    def jit_compile(self) -> bool:
+        """XLA on CPU keeps a copy of the sequence per LSTM step in the backward
+        pass: 2 x 768-unit BiLSTMs over batch 32 took 7.2 GB at 64 words (2.7
+        without XLA) and ran out of 24 GB on CoNLL's 124-word sentence, for no
+        gain in speed (3.8 s vs 3.6 s a step)."""
+        if self.run.jit_compile and self.config.task_model == "bilstm":
+            logging.warning("--jit_compile is not used for the BiLSTM task model: XLA's LSTM "
+                            "gradient needs memory growing with the sentence length, and is "
+                            "no faster")
+            return False
+        return self.run.jit_compile
+
+    def read_inputs(self):
+        super().read_inputs()
+        from official_bert.tasks.features import parse_layers
+
+        self.layer_indexes = parse_layers(self.config.layers,
+                                          self.files.config.num_hidden_layers)
+
+    def prepare(self):
+        """Runs the frozen encoder over every split (or reads the cache)."""
+        from official_bert import checkpoints
+
+        encoder, _ = checkpoints.load_encoder(self.run.init_checkpoint, self.files.config,
+                                              dtype=self.run.dtype_policy)
+        encoder.trainable = False
+        self.prepared = {}
+        for split, data in self.data.items():
+            flat, offsets = self._cached_word_features(encoder, split, data)
+            self.prepared[split] = _ragged_features(data.sentences, flat, offsets,
+                                                    self.label_list)
+        self.feature_dim = int(next(iter(self.prepared.values()))[0].flat_values.shape[-1])
+
+    def _cached_word_features(self, encoder, split, data):
+        config = self.config
+        limit = self.run.max_train_examples if split == "train" else None
+        stat = os.stat(data.path)
+        key = hashlib.sha1(json.dumps(
+            [os.path.abspath(data.path), stat.st_size, stat.st_mtime,
+             os.path.abspath(self.files.vocab_file), self.files.do_lower_case,
+             os.path.abspath(self.run.init_checkpoint), self.layer_indexes, config.combine,
+             self.run.max_seq_length, config.window_stride, limit],
+            default=str).encode()).hexdigest()[:16]
+        # Named by file and settings, not split: eval and predict of one file share it.
+        name = f"{os.path.basename(data.path)}-{key}"
+        cache_dir = self.output_path("feature_cache")
+        flat_path = io.join(cache_dir, f"{name}.features.npy")
+        offsets_path = io.join(cache_dir, f"{name}.offsets.npy")
+        if io.exists(flat_path) and io.exists(offsets_path):
+            logging.info("Using cached %s features %s", split, flat_path)
+            return np.load(flat_path, mmap_mode="r"), np.load(offsets_path)
+        flat, offsets = _word_features(encoder, self._windows(split),
+                                       [len(s.words) for s in data.sentences],
+                                       self.layer_indexes, config.combine,
+                                       config.feature_batch_size)
+        for target, value in ((offsets_path, offsets), (flat_path, flat)):
+            # Features last: their presence marks a complete cache.
+            with io.atomic_output(target, "wb") as f:
+                np.save(f, value)
+        return flat, offsets
+
+    def num_train_examples(self) -> int:
+        return len(self.data["train"].sentences)
+
+    def train_dataset(self):
+        return _feature_dataset(*self.prepared["train"], self.run.train_batch_size, True,
+                                self.run.seed)
+
+    def _predict_split(self, trainer, split, batch_size):
+        features, label_ids = self.prepared[split]
+        max_words = int(tf.reduce_max(label_ids.row_lengths()))
+        out = trainer.predict(_feature_dataset(features, label_ids, batch_size, False, 0,
+                                               max_words), _tagging_outputs("label_ids"))
+        lengths = label_ids.row_lengths().numpy()
+        labelled = out["label_ids"] >= 0
+        loss = -float(np.sum(out["gold_log_prob"] * labelled) / max(labelled.sum(), 1))
+        return [list(out["predictions"][i, :n]) for i, n in enumerate(lengths)], loss
+
+
+def _word_features(encoder, windows, sentence_lengths, layer_indexes, combine, batch_size):
+    """Per-sentence [words, D] features from the frozen encoder (one pass per window).
+
+    Returns (flat float16 [total words, D], row offsets [sentences + 1])."""
+
+    @tf.function(reduce_retracing=True)
+    def forward(inputs):
+        outputs = encoder(inputs, training=False)["encoder_outputs"]
+        chosen = [tf.cast(outputs[i], tf.float32) for i in layer_indexes]
+        if combine == "concat":
+            return tf.concat(chosen, axis=-1)
+        if combine == "sum":
+            return tf.add_n(chosen)
+        deepest = max(layer_indexes, key=lambda i: i % len(outputs))
+        return tf.cast(outputs[deepest], tf.float32)
+
+    offsets = np.concatenate([[0], np.cumsum(sentence_lengths)]).astype(np.int64)
+    flat = None
+    start_time = time.time()
+    for start in range(0, len(windows), batch_size):
+        batch = windows[start:start + batch_size]
+        width = max(sum(w.input_mask) for w in batch)
+        inputs = {
+            "input_word_ids": np.asarray([w.input_ids[:width] for w in batch], np.int32),
+            "input_mask": np.asarray([w.input_mask[:width] for w in batch], np.int32),
+            "input_type_ids": np.asarray([w.segment_ids[:width] for w in batch], np.int32),
+        }
+        values = forward(inputs).numpy()
+        if flat is None:
+            flat = np.zeros((offsets[-1], values.shape[-1]), np.float16)
+        for row, window in enumerate(batch):
+            for position, word in enumerate(window.word_index[:width]):
+                if word >= 0:
+                    flat[offsets[window.sentence_index] + word] = values[row, position]
+        if (start // batch_size) % 50 == 0:
+            logging.info("features: %d / %d windows (%.1f s)", start + len(batch), len(windows),
+                         time.time() - start_time)
+    return flat, offsets
+
+
+def _ragged_features(sentences, flat, offsets, label_list):
+    """(ragged features, ragged label ids) as tf.RaggedTensors."""
+    label_map = {label: i for i, label in enumerate(label_list)}
+    labels = [label_map[t] if s.tags is not None else 0
+              for s in sentences for t in (s.tags or s.words)]
+    features = tf.RaggedTensor.from_row_splits(np.asarray(flat), offsets)
+    label_ids = tf.RaggedTensor.from_row_splits(np.asarray(labels, np.int32), offsets)
+    return features, label_ids
+
+
+def _feature_dataset(features, label_ids, batch_size, training, seed, max_words=None):
+    def to_dense(f, labels):
+        mask = tf.ones_like(labels)
+        return {"features": f.to_tensor(0.0, shape=[None, max_words, None]),
+                "word_mask": mask.to_tensor(0, shape=[None, max_words]),
+                "label_ids": labels.to_tensor(-1, shape=[None, max_words])}
+
+    def dataset_fn(context):
+        ds = tf.data.Dataset.from_tensor_slices((features, label_ids))
+        per_replica = context.get_per_replica_batch_size(batch_size)
+        if training:
+            ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
+            ds = ds.shuffle(int(features.nrows()), seed=seed).repeat()
+        ds = ds.ragged_batch(per_replica, drop_remainder=training)
+        ds = ds.map(lambda f, labels: (tf.cast(f, tf.float32), labels))
+        return ds.map(to_dense)
+
+    return dataset_fn

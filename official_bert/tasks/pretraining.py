@@ -1,15 +1,56 @@
-"""Pre-training: masked LM + next sentence."""
+"""Pre-training: masked LM + next sentence (google-research/bert's run_pretraining.py).
+
+The model is `modeling.heads.BertPretrainer`. Input: TFRecords of
+`data_prep/create_pretraining_data.py` or of google-research/bert's generator
+(static masks), or unmasked files (`--dynamic_masking` at generation) masked at
+read time, fresh every epoch (`training.input_pipeline`). Every input file is
+checked (features, kinds, lengths) before the model is built.
+
+Files in --output_dir: checkpoints, `train/` and `eval/` summaries,
+`eval_results.txt` (global_step, loss, masked_lm_accuracy, masked_lm_loss,
+next_sentence_accuracy, next_sentence_loss), and `bert_config.json` +
+`vocab.txt` (+ `tokenizer_config.json` with the data's casing), so the
+directory is itself an `--init_checkpoint` for fine-tuning and a second phase.
+"""
 
 from __future__ import annotations
 
-import keras
+import dataclasses
+import json
+
 import tensorflow as tf
+from absl import logging
 
+from official_bert import io
+from official_bert.errors import UserError
 from official_bert.modeling.heads import BertPretrainer, PRETRAINING_INPUTS
+from official_bert.tasks import base
 
 
-class PretrainingTask:
-    """The `training.Task` of pre-training: masked LM + next sentence.
+@dataclasses.dataclass
+class PretrainingConfig:
+    """run_pretraining.py's own flags.
+
+    Args:
+        input_file: comma-separated globs of training TFRecords.
+        eval_input_file: held-out TFRecords (default: input_file).
+        max_predictions_per_seq: masked-LM predictions per instance.
+        max_eval_steps: most evaluation batches.
+        dynamic_masking: mask at read time, fresh every epoch (also re-masks
+            static files; unmasked files are always masked at read time).
+        masked_lm_prob: fraction of tokens masked by dynamic masking.
+    """
+
+    input_file: str | None = None
+    eval_input_file: str | None = None
+    max_predictions_per_seq: int = 20
+    max_eval_steps: int = 100
+    dynamic_masking: bool = False
+    masked_lm_prob: float = 0.15
+
+
+class PretrainingTask(base.Task):
+    """Pre-trains a `BertPretrainer`: masked LM + next sentence.
 
     loss = Σ w · xent(masked LM) / Σ w  +  Σ xent(next sentence) / N, with w
     the `masked_lm_weights` (0 on padding predictions) and both sums over the
@@ -21,32 +62,53 @@ class PretrainingTask:
     and `next_sentence_loss` (per example).
 
     Args:
-        bert_config: the encoder's `BertConfig`.
-        dtype_policy: None, "mixed_bfloat16" or "mixed_float16".
-        seed: int or None. Seeds Keras before the weights are created.
+        config: a `PretrainingConfig`.
+        run: the `base.RunConfig` (steps given by --num_train_steps).
+        bert_config: for using the model and loss alone (tests, benchmarks).
 
     Example:
     >>> from official_bert.modeling.configs import BertConfig
-    >>> task = PretrainingTask(BertConfig(vocab_size=100, hidden_size=32,
+    >>> task = PretrainingTask(bert_config=BertConfig(vocab_size=100, hidden_size=32,
     ...     num_hidden_layers=1, num_attention_heads=4, intermediate_size=64))
     >>> type(task.build_model()).__name__
     'BertPretrainer'
     """
 
-    def __init__(self, bert_config, dtype_policy=None, seed=None):
-        self.bert_config = bert_config
-        self.dtype_policy = dtype_policy
-        self.seed = seed
+    required_tokens = ()  # google's files need no vocabulary; ours name theirs
+    vocab_required = False
+
+    def __init__(self, config: PretrainingConfig | None = None,
+                 run: base.RunConfig | None = None, *, bert_config=None):
+        super().__init__(run or base.RunConfig(), bert_config=bert_config)
+        self.config = config or PretrainingConfig()
+        self.summary = None
+
+    # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
         from official_bert.modeling.encoder import BertEncoder
 
-        if self.seed is not None:
-            keras.utils.set_random_seed(self.seed)
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertPretrainer(encoder)
         model._ensure_built()
         return model
+
+    def initialize(self, model, checkpoint) -> None:
+        """The encoder and, when the checkpoint has them, the pre-training heads
+        (Google `cls/*`, Hugging Face `BertForPreTraining`, a previous run)."""
+        from official_bert import checkpoints
+
+        checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
+        source = checkpoint.path if checkpoint.kind == checkpoints.OFFICIAL_BERT else checkpoint
+        self.head_restored = model.load_head_weights(source)
+        logging.info("Initialized the encoder%s from %s (%s checkpoint)",
+                     " and the " + " and ".join(self.head_restored) + " head(s)"
+                     if self.head_restored else "", checkpoint.path, checkpoint.kind)
+        if len(self.head_restored) < 2:
+            logging.info("Heads not in the checkpoint start from random weights.")
+
+    def has_head(self) -> bool:
+        return True  # evaluating a checkpoint's masked LM as it is, even a fresh head, is valid
 
     def loss_normalizers(self, features):
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
@@ -81,3 +143,121 @@ class PretrainingTask:
             "next_sentence_loss": (nsp_sum, local_examples),
         }
         return loss, metrics
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def check_flags(self):
+        config, run = self.config, self.run
+        if run.do_predict:
+            raise UserError("run_pretraining has no --do_predict")
+        if not config.input_file:
+            raise UserError("--input_file is required")
+        for name in ("max_predictions_per_seq", "max_eval_steps"):
+            if getattr(config, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(config, name)}")
+        if config.max_predictions_per_seq > run.max_seq_length:
+            raise UserError(f"--max_predictions_per_seq={config.max_predictions_per_seq} is more "
+                            f"than --max_seq_length={run.max_seq_length}")
+        if run.do_train and not 0 <= (run.num_warmup_steps or 0) <= run.num_train_steps:
+            raise UserError(f"--num_warmup_steps={run.num_warmup_steps} must be between 0 and "
+                            f"--num_train_steps={run.num_train_steps}")
+        if not 0 < config.masked_lm_prob < 1:
+            raise UserError(f"--masked_lm_prob must be in (0, 1), got {config.masked_lm_prob}")
+        self.train_files = io.expand_paths(config.input_file, "input_file")
+        self.eval_files = (io.expand_paths(config.eval_input_file, "eval_input_file")
+                           if config.eval_input_file else self.train_files)
+        self.summary = _summary_beside(self.train_files)
+
+    def fallback_vocab_file(self):
+        """The vocabulary the generator's summary names (when --vocab_file and
+        the checkpoint give none)."""
+        vocab = (self.summary or {}).get("vocab_file")
+        return vocab if vocab and io.exists(str(vocab)) else None
+
+    def input_paths(self):
+        return ([("input_file", path) for path in self.train_files]
+                + [("eval_input_file", path) for path in self.eval_files])
+
+    def read_inputs(self):
+        from official_bert.training import input_pipeline
+
+        if self.files.vocab_file is None:
+            logging.warning("No vocabulary (--vocab_file): the output directory gets no "
+                            "vocab.txt, and dynamic masking assumes Google's layout "
+                            "([MASK]=103)")
+        else:
+            from official_bert.text import tokenization
+
+            if tokenization.MASK_TOKEN not in self.files.vocab:
+                from official_bert.errors import BadFileError
+
+                raise BadFileError(self.files.vocab_file, "lacks [MASK], which masking needs")
+        checks = [("input_file", self._dataset_fn(self.train_files, 1, True))] \
+            if self.run.do_train else []
+        if self.run.do_eval:
+            checks.append(("eval_input_file" if self.config.eval_input_file else "input_file",
+                           self._dataset_fn(self.eval_files, 1, False)))
+        for flag, dataset_fn in checks:
+            try:
+                dataset_fn()  # reads the first record of every file: names, kinds, lengths
+            except tf.errors.OpError as e:
+                raise UserError(f"--{flag}: {e.message.splitlines()[0]}") from None
+            except ValueError as e:
+                raise UserError(f"--{flag}: {e}") from None
+        static = "masked_lm_ids" in input_pipeline.inspect_file(self.train_files[0])[1]
+        logging.info("%d train file(s), %d eval file(s); masking: %s", len(self.train_files),
+                     len(self.eval_files),
+                     "static (from the files)" if static and not self.config.dynamic_masking
+                     else "dynamic (at read time)")
+
+    def run_files(self) -> dict:
+        casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")
+        if not isinstance(casing, bool):
+            return {}
+        # The casing the data was tokenized with, for the fine-tuning scripts.
+        return {"tokenizer_config.json": json.dumps(
+            {"do_lower_case": casing, "tokenizer_class": "BertTokenizer"}, indent=2) + "\n"}
+
+    # --- data, evaluation -----------------------------------------------------------
+
+    def _dataset_fn(self, files, batch_size, training, drop_remainder=True):
+        from official_bert.training import input_pipeline
+
+        config, run = self.config, self.run
+
+        def dataset_fn(context=None):
+            return input_pipeline.pretraining_dataset(
+                files, run.max_seq_length, config.max_predictions_per_seq, batch_size,
+                is_training=training, dynamic_masking=True if config.dynamic_masking else None,
+                vocab_file=self.files.vocab_file, vocab_size=self.files.config.vocab_size,
+                masked_lm_prob=config.masked_lm_prob, input_context=context, seed=run.seed,
+                drop_remainder=drop_remainder)
+
+        return dataset_fn
+
+    def train_dataset(self):
+        micro_batch = self.run.train_batch_size // self.run.gradient_accumulation_steps
+        return self._dataset_fn(self.train_files, micro_batch, True)
+
+    def evaluate(self, trainer) -> dict:
+        replicas = trainer.strategy.num_replicas_in_sync
+        if self.run.eval_batch_size % replicas:
+            raise UserError(f"--eval_batch_size={self.run.eval_batch_size} is not divisible by "
+                            f"the {replicas} replica(s)")
+        results = trainer.evaluate(
+            self._dataset_fn(self.eval_files, self.run.eval_batch_size, False,
+                             drop_remainder=replicas > 1), steps=self.config.max_eval_steps)
+        results.pop("global_step", None)
+        return results
+
+
+def _summary_beside(files):
+    """The generator's `<file>.summary.json` beside the first input that has one."""
+    for path in files:
+        summary = path + ".summary.json"
+        if io.exists(summary):
+            try:
+                return json.loads(io.read_text(summary))
+            except (OSError, ValueError):
+                return None
+    return None

@@ -1,38 +1,95 @@
-"""Span labeling (SQuAD v1.1 / v2.0): start and end of the answer in the context."""
+"""Span labeling: SQuAD v1.1 and v2.0 (google-research/bert's run_squad.py).
+
+The model is `modeling.heads.BertSpanLabeler` (a dense layer H → 2 on each
+final token vector: the start and end logits). The loss is the mean of the
+start and end cross-entropies, each a mean over the global batch's windows;
+the softmax runs over every position, padding included, as google-research/bert
+and Hugging Face train it (prediction never picks padding).
+
+Contexts longer than the window are cut into `doc_stride` windows
+(`data_prep.squad`); a window without the answer is trained to point at [CLS].
+Steps count windows, rounded up (the reference implementation's arithmetic;
+google counts questions).
+
+Files in --output_dir: `predictions.json`, `nbest_predictions.json`,
+`null_odds.json` (v2.0) and, when the predict file has answers,
+`eval_results.json` (the official metric; v2.0 also HasAns/NoAns and the best
+threshold).
+"""
 
 from __future__ import annotations
 
-import keras
-import tensorflow as tf
+import dataclasses
+import json
+import math
 
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official_bert import io
+from official_bert.errors import UserError
 from official_bert.modeling.encoder import ENCODER_INPUTS
 from official_bert.modeling.heads import BertSpanLabeler
+from official_bert.tasks import base
 
 
-class SpanLabelingTask:
-    """The `training.Task` of `BertSpanLabeler` (SQuAD): the mean of the start
-    and end cross-entropies, each a mean over the global batch's examples. The
-    softmax runs over every position, padding included, as google-research/bert
-    and Hugging Face train it (prediction never picks padding:
-    `data_prep.squad.postprocess_predictions`).
+@dataclasses.dataclass
+class SquadConfig:
+    """run_squad.py's own flags (google's names and defaults).
+
+    Args:
+        train_file, predict_file: SQuAD json files.
+        doc_stride: tokens between the starts of a context's windows.
+        max_query_length: question tokens kept.
+        n_best_size: candidates per question in nbest_predictions.json.
+        max_answer_length: longest answer, in WordPiece tokens.
+        verbose_logging: log get_final_text alignment failures.
+        version_2_with_negative: SQuAD 2.0 (questions may have no answer).
+        null_score_diff_threshold: v2.0: predict no answer when null score -
+            best non-null score > this.
+        tune_threshold: v2.0: apply the best_f1_thresh found on the predict file.
+        max_predict_examples: predict the first N questions only.
+    """
+
+    train_file: str | None = None
+    predict_file: str | None = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    verbose_logging: bool = False
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+    tune_threshold: bool = False
+    max_predict_examples: int | None = None
+
+
+class SpanLabelingTask(base.Task):
+    """Fine-tunes a `BertSpanLabeler` on SQuAD, predicts answers, exports.
 
     Features: the encoder's inputs plus `start_positions`, `end_positions`
     (int32; 0 = [CLS] for windows without the answer).
 
     Args:
-        config: the encoder's `BertConfig`.
-        dtype: None, "mixed_bfloat16" or "mixed_float16".
-        seed: int. Seeds Keras before the head's weights are created.
+        config: a `SquadConfig`.
+        run: the `base.RunConfig`.
+        bert_config: for using the model and loss alone (tests, tools).
     """
 
-    def __init__(self, config, dtype=None, seed=42):
-        self.config, self.dtype, self.seed = config, dtype, seed
+    def __init__(self, config: SquadConfig | None = None, run: base.RunConfig | None = None,
+                 *, bert_config=None):
+        super().__init__(run or base.RunConfig(max_seq_length=384), bert_config=bert_config)
+        self.config = config or SquadConfig()
+        self.train_examples = self.predict_examples = None
+        self.eval_results = None
+
+    # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
-        keras.utils.set_random_seed(self.seed)
-        encoder = BertEncoder.from_bert_config(self.config, dtype=self.dtype)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         # The span head never reads the pooled output, so the pooler gets no
         # gradient (google's optimizer skips such variables): not trainable here.
         encoder.pooler.trainable = False
@@ -59,3 +116,207 @@ class SpanLabelingTask:
         # total_loss = (start_loss + end_loss) / 2.0, each a mean over examples.
         loss = (losses[0] + losses[1]) / 2.0 / tf.cast(normalizers["examples"], tf.float32)
         return loss, metrics
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def check_flags(self):
+        config, run = self.config, self.run
+        if run.do_eval:
+            raise UserError("run_squad has no --do_eval: --do_predict on a file with answers "
+                            "writes eval_results.json")
+        if run.do_train and not config.train_file:
+            raise UserError("--do_train needs --train_file")
+        if run.do_predict and not config.predict_file:
+            raise UserError("--do_predict needs --predict_file")
+        if run.max_seq_length <= config.max_query_length + 3:
+            raise UserError(f"--max_seq_length ({run.max_seq_length}) must be greater than "
+                            f"--max_query_length ({config.max_query_length}) + 3")
+        if config.tune_threshold and not config.version_2_with_negative:
+            raise UserError("--tune_threshold needs --version_2_with_negative")
+        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
+            if getattr(config, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(config, name)}")
+        if config.max_predict_examples is not None and config.max_predict_examples <= 0:
+            raise UserError(f"--max_predict_examples must be positive, got "
+                            f"{config.max_predict_examples}")
+
+    def input_paths(self) -> dict:
+        return dict(train_file=self.config.train_file, predict_file=self.config.predict_file)
+
+    def read_inputs(self):
+        from data_prep import squad
+
+        config, run = self.config, self.run
+        self.read_stats = squad.ReadStats()
+        if run.do_train:
+            self.train_examples = squad.read_squad_examples(
+                config.train_file, is_training=True,
+                version_2_with_negative=config.version_2_with_negative, stats=self.read_stats)
+            if run.max_train_examples:
+                self.train_examples = self.train_examples[:run.max_train_examples]
+        if run.do_predict:
+            self.predict_examples = squad.read_squad_examples(
+                config.predict_file, is_training=False,
+                version_2_with_negative=config.version_2_with_negative)
+            if config.max_predict_examples:
+                self.predict_examples = self.predict_examples[:config.max_predict_examples]
+
+    def output_files(self) -> list:
+        return ["predictions.json", "nbest_predictions.json", "null_odds.json",
+                "eval_results.json"]
+
+    def _windows(self, examples, is_training, stats=None):
+        from data_prep import squad
+
+        features = squad.convert_examples_to_features(
+            examples, self.files.tokenizer(), is_training=is_training, stats=stats,
+            max_seq_length=self.run.max_seq_length, doc_stride=self.config.doc_stride,
+            max_query_length=self.config.max_query_length)
+        return features, squad.features_to_arrays(features, is_training=is_training)
+
+    # --- training -------------------------------------------------------------------
+
+    def _train_arrays(self):
+        if not hasattr(self, "_train_windows"):
+            from data_prep import squad
+
+            stats = squad.FeatureStats()
+            features, arrays = self._windows(self.train_examples, True, stats)
+            logging.info("***** Running training *****")
+            logging.info("  Num orig examples = %d (skipped: %d answer mismatches, %d empty "
+                         "contexts)", len(self.train_examples), self.read_stats.answer_mismatch,
+                         self.read_stats.empty_context)
+            logging.info("  Num split examples = %d (%d windows without the answer → [CLS])",
+                         len(features), stats.windows_without_answer)
+            self._train_windows = {k: v for k, v in arrays.items() if k != "unique_ids"}
+        return self._train_windows
+
+    def num_train_examples(self) -> int:
+        return len(self._train_arrays()["input_word_ids"])
+
+    def train_steps(self) -> int:
+        # Windows, rounded up, as the reference implementation counts them.
+        if self.run.num_train_steps:
+            return self.run.num_train_steps
+        return max(1, math.ceil(self.num_train_examples() * self.run.num_train_epochs
+                                / self.run.train_batch_size))
+
+    def train_dataset(self):
+        from official_bert.training import input_pipeline
+
+        # Shuffled before it is repeated, so each epoch sees every window once.
+        return input_pipeline.numpy_dataset(self._train_arrays(), self.run.train_batch_size,
+                                            training=True, seed=self.run.seed)
+
+    # --- prediction (and the official metric) -----------------------------------------
+
+    def predict(self, trainer) -> None:
+        from data_prep import squad
+        from official_bert.training import input_pipeline
+
+        config, run = self.config, self.run
+        examples = self.predict_examples
+        features, arrays = self._windows(examples, False)
+        logging.info("***** Running predictions *****")
+        logging.info("  Num orig examples = %d", len(examples))
+        logging.info("  Num split examples = %d", len(features))
+        multiple = run.padding_multiple()
+        if multiple:
+            from official_bert.training import input_pipeline
+
+            # Windows sorted by length, longest first, so each batch is cut near
+            # its own length (in file order nearly every batch holds a
+            # full-length window); answers are matched by unique_id.
+            lengths = arrays["input_mask"].sum(axis=1)
+            order = np.argsort(-lengths, kind="stable")
+            arrays = {k: v[order] for k, v in arrays.items()}
+            batches = np.split(lengths[order], range(run.predict_batch_size, len(lengths),
+                                                     run.predict_batch_size))
+            kept = sum(input_pipeline.bucketed_length(b.max(), multiple, run.max_seq_length)
+                       * len(b) for b in batches)
+            logging.info("  Dynamic padding: %.1f%% of the %d-token positions computed",
+                         100.0 * kept / (len(lengths) * run.max_seq_length), run.max_seq_length)
+        dataset = input_pipeline.numpy_dataset(arrays, run.predict_batch_size, training=False,
+                                               seed=run.seed, trim_padding_multiple=multiple)
+        seq_length = run.max_seq_length
+
+        def output_fn(model, batch):
+            outputs = model({k: batch[k] for k in ENCODER_INPUTS}, training=False)
+            # Back to full length, so batches concatenate (the post-processing
+            # reads only each window's tokens, never its padding).
+            cut = seq_length - tf.shape(batch["input_mask"])[1]
+            logits = {k: tf.pad(v, [[0, 0], [0, cut]]) for k, v in outputs.items()}
+            return {"unique_ids": batch["unique_ids"], **logits}
+
+        raw = trainer.predict(dataset, output_fn)
+        results = {int(u): (s, e) for u, s, e in zip(
+            raw["unique_ids"], raw["start_logits"], raw["end_logits"])}
+        predictions = squad.postprocess_predictions(
+            examples, features, results, n_best_size=config.n_best_size,
+            max_answer_length=config.max_answer_length, do_lower_case=self.files.do_lower_case,
+            version_2_with_negative=config.version_2_with_negative,
+            null_score_diff_threshold=config.null_score_diff_threshold,
+            verbose_logging=config.verbose_logging)
+        answers = {q: p.text for q, p in predictions.items()}
+        dataset_json = squad.load_squad_json(config.predict_file)
+        from official_bert.metrics import squad as squad_metrics
+
+        if squad_metrics.has_gold_answers(dataset_json):
+            self.eval_results, answers = self._score(dataset_json, predictions, answers)
+        squad.write_prediction_files(predictions, run.output_dir,
+                                     config.version_2_with_negative, answers)
+        if self.eval_results is not None:
+            io.atomic_write(self.output_path("eval_results.json"),
+                            json.dumps(self.eval_results, indent=2) + "\n")
+            logging.info("eval results: %s", json.dumps(self.eval_results))
+            print(json.dumps(self.eval_results), flush=True)
+
+    def _score(self, dataset, predictions, answers):
+        """The official metric on `answers`; returns (results, answers to write)."""
+        from data_prep import squad
+        from official_bert.metrics import squad as squad_metrics
+
+        config = self.config
+        if config.max_predict_examples:
+            # Only part of the file was predicted: score those questions only
+            # (questions skipped for an empty context still count, as 0).
+            ids = set(answers)
+            dataset = [{"paragraphs": [{"qas": [qa for qa in p["qas"] if qa["id"] in ids]}
+                                       for p in a["paragraphs"]]} for a in dataset]
+        if not config.version_2_with_negative:
+            return squad_metrics.evaluate_v1(dataset, answers), answers
+        null_odds = {q: p.score_diff for q, p in predictions.items()}
+        best_non_null = {q: p.best_text for q, p in predictions.items()}
+        # Official numbers on the answers as decided with --null_score_diff_threshold;
+        # the threshold search uses every question's best non-null answer, so it is
+        # exact for any threshold (the official script assumes predictions.json is).
+        results = squad_metrics.evaluate_v2(dataset, answers, null_odds,
+                                            best_thresh_preds=best_non_null)
+        results["null_score_diff_threshold"] = config.null_score_diff_threshold
+        if config.tune_threshold:
+            threshold = squad_metrics.tuned_threshold(dataset, best_non_null, null_odds)
+            answers = squad.apply_threshold(predictions, threshold)
+            tuned = squad_metrics.evaluate_v2(dataset, answers, None)
+            results["tuned_threshold"] = threshold
+            for key in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1"):
+                if key in tuned:
+                    results[f"tuned_{key}"] = tuned[key]
+        return results, answers
+
+    # --- export -----------------------------------------------------------------------
+
+    def export(self, model, export_dir, version):
+        from official_bert.serving import squad as serving
+
+        config = self.config
+        threshold = config.null_score_diff_threshold
+        if config.tune_threshold and self.eval_results:
+            threshold = self.eval_results.get("tuned_threshold", threshold)
+        return serving.export_squad_model(
+            model, self.files.vocab, export_dir, lower_case=self.files.do_lower_case,
+            max_seq_length=self.run.max_seq_length, doc_stride=config.doc_stride,
+            max_query_length=config.max_query_length, n_best_size=config.n_best_size,
+            max_answer_length=config.max_answer_length,
+            version_2_with_negative=config.version_2_with_negative,
+            null_score_diff_threshold=threshold, version=version)
+

@@ -397,3 +397,56 @@ def pretraining_dataset(
         d = d.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
                   deterministic=deterministic)
     return d.prefetch(tf.data.AUTOTUNE)
+
+
+# === In-memory features (fine-tuning) ===
+
+
+def padding_bucket(max_seq_length: int) -> int:
+    """The length multiple dynamic padding rounds up to: a quarter of
+    `max_seq_length` (a multiple of 8, at least 16), so a run compiles at most
+    four batch shapes (each one an XLA compilation under --jit_compile)."""
+    return max(16, -(-max_seq_length // 32) * 8)
+
+
+def bucketed_length(longest: int, multiple: int, full: int) -> int:
+    """The length `text_layers.trim_padding` cuts a batch to: its longest
+    sequence rounded up to `multiple`, at most `full`."""
+    return min(full, -(-max(int(longest), 1) // multiple) * multiple)
+
+
+def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
+                  trim_padding_multiple: int | None = None):
+    """A `dataset_fn` over in-memory feature arrays (all of one length).
+
+    Training: sharded per input pipeline, shuffled, repeated, batched with
+    `drop_remainder`. Evaluation/prediction: every example once, in order, the
+    last batch smaller (so no example is dropped or padded into a metric).
+    With `trim_padding_multiple`, each batch's sequence features
+    (the packed inputs and NER's `label_ids`) are cut to its longest sequence rounded up to that
+    multiple (`text_layers.trim_padding`); only for outputs that do not have
+    the sequence length (losses, per-example scores).
+    """
+    from official_bert.text import text_layers
+
+    sequence_keys = text_layers.PACKED_KEYS + ("label_ids",)
+
+    def trim(batch):
+        return text_layers.trim_padding(batch, trim_padding_multiple, keys=sequence_keys)
+
+    num_examples = len(next(iter(arrays.values())))
+
+    def dataset_fn(context):
+        ds = tf.data.Dataset.from_tensor_slices(arrays)
+        per_replica = context.get_per_replica_batch_size(batch_size)
+        if training:
+            ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
+            ds = ds.shuffle(num_examples, seed=seed).repeat()
+            ds = ds.batch(per_replica, drop_remainder=True)
+        else:
+            ds = ds.batch(per_replica)
+        if trim_padding_multiple:
+            ds = ds.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return ds.prefetch(2)
+
+    return dataset_fn

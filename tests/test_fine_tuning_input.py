@@ -1,11 +1,12 @@
-"""The shared fine-tuning input pipeline (`runner.numpy_dataset`): every example
+"""The shared fine-tuning input pipeline (`input_pipeline.numpy_dataset`): every example
 once in evaluation, and dynamic padding that cuts only columns that are padding
 in every row of a batch."""
 
 import numpy as np
 import pytest
 
-from official_bert import runner
+from official_bert.tasks import base
+from official_bert.training import input_pipeline
 
 
 class _Context:
@@ -27,12 +28,12 @@ def _arrays(lengths, seq_length, choices=None):
 
 
 def test_padding_bucket_is_a_quarter_of_the_length():
-    assert [runner.padding_bucket(n) for n in (32, 64, 128, 384, 512)] == [16, 16, 32, 96, 128]
+    assert [input_pipeline.padding_bucket(n) for n in (32, 64, 128, 384, 512)] == [16, 16, 32, 96, 128]
 
 
 def test_evaluation_batches_are_cut_to_their_longest_row():
     arrays = _arrays([3, 20, 7, 40, 2], seq_length=64)
-    batches = list(runner.numpy_dataset(arrays, 2, False, 0, trim_padding_multiple=16)(_Context()))
+    batches = list(input_pipeline.numpy_dataset(arrays, 2, False, 0, trim_padding_multiple=16)(_Context()))
     assert [b["input_word_ids"].shape[1] for b in batches] == [32, 48, 16]
     assert [b["label"].numpy().tolist() for b in batches] == [[0, 1], [2, 3], [4]]
     kept = np.concatenate([b["input_mask"].numpy().sum(axis=1) for b in batches])
@@ -43,17 +44,17 @@ def test_evaluation_batches_are_cut_to_their_longest_row():
 
 def test_multiple_choice_batches_cut_the_last_axis():
     arrays = _arrays([5, 9, 30], seq_length=64, choices=3)
-    batches = list(runner.numpy_dataset(arrays, 3, False, 0, trim_padding_multiple=16)(_Context()))
+    batches = list(input_pipeline.numpy_dataset(arrays, 3, False, 0, trim_padding_multiple=16)(_Context()))
     assert batches[0]["input_mask"].shape == (3, 3, 32)
     assert batches[0]["label"].shape == (3,)
 
 
 def test_training_batches_without_a_multiple_keep_their_length():
     arrays = _arrays([3, 4, 5, 6], seq_length=64)
-    ds = runner.numpy_dataset(arrays, 2, True, 0)(_Context())
+    ds = input_pipeline.numpy_dataset(arrays, 2, True, 0)(_Context())
     batch = next(iter(ds))
     assert batch["input_word_ids"].shape == (2, 64)
-    cut = next(iter(runner.numpy_dataset(arrays, 2, True, 0, 16)(_Context())))
+    cut = next(iter(input_pipeline.numpy_dataset(arrays, 2, True, 0, 16)(_Context())))
     assert cut["input_word_ids"].shape == (2, 16)
 
 
@@ -61,7 +62,7 @@ def test_each_training_epoch_sees_every_example_once():
     # Shuffling the repeated stream (repeat, then shuffle) would leave about a
     # third of the examples unseen in the first epoch; run_squad did that.
     arrays = _arrays(list(range(1, 41)), seq_length=48)
-    batches = iter(runner.numpy_dataset(arrays, 8, True, seed=3)(_Context()))
+    batches = iter(input_pipeline.numpy_dataset(arrays, 8, True, seed=3)(_Context()))
     for _ in range(3):
         epoch = np.concatenate([next(batches)["label"].numpy() for _ in range(5)])
         assert sorted(epoch.tolist()) == list(range(40))
@@ -70,8 +71,8 @@ def test_each_training_epoch_sees_every_example_once():
 
 @pytest.mark.parametrize("strategy,expected", [("one_device", 32), ("tpu", None)])
 def test_dynamic_padding_is_off_on_tpu(strategy, expected):
-    settings = runner.RunSettings(output_dir="/tmp/x", max_seq_length=128,
-                                  distribution_strategy=strategy)
+    settings = base.RunConfig(output_dir="/tmp/x", max_seq_length=128,
+                              distribution_strategy=strategy)
     assert settings.padding_multiple() == expected
     settings.dynamic_padding = False
     assert settings.padding_multiple() is None

@@ -1,11 +1,6 @@
-"""SavedModels for TF Serving: the versioned layout, and the classifier export.
+"""The classifier's raw-text SavedModel, and `ClassifierPredictor` to call one from Python.
 
-Every export here is written in TF Serving's layout, `export_dir/<version>/`
-(the next integer version), staged in a hidden temporary directory inside
-`export_dir` and renamed into place, so a crash never leaves a half-written
-version and a server watching `export_dir` only ever sees complete ones.
-
-The classifier SavedModel (`export_classifier`) has three signatures:
+Written in TF Serving's layout (`serving.base`). The classifier SavedModel (`export_classifier`) has three signatures:
 
     serving_default   raw text in, tokenized in the graph (tensorflow-text ops,
                       the same ids as `FullTokenizer`):
@@ -21,7 +16,7 @@ The classifier SavedModel (`export_classifier`) has three signatures:
         outputs: input_word_ids, input_mask, input_type_ids  int32 [batch, seq_length]
 
 A single-sentence model has no `text_b` input (TF Serving rejects a request
-that sends one); `predict.py` says so in a sentence. The loaded object also has
+that sends one); `bert predict` says so in a sentence. The loaded object also has
 `metadata()` → {labels, seq_length, lower_case, pair}. Loading needs only
 TensorFlow and tensorflow-text (`import tensorflow_text` before
 `tf.saved_model.load`, for the WordPiece ops), not this project:
@@ -38,77 +33,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
-import tempfile
 
 import tensorflow as tf
 
-from official_bert.text import text_layers
-from official_bert.text import tokenization
+from official_bert.serving.base import latest_version_dir, save_versioned
+from official_bert.text import text_layers, tokenization
 
 
-def next_version_dir(export_dir: str) -> str:
-    """export_dir/<1 + the largest integer version already there>."""
-    os.makedirs(export_dir, exist_ok=True)
-    versions = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)]
-    return os.path.join(export_dir, str(max(versions, default=0) + 1))
-
-
-def save_versioned(module, export_dir: str, signatures) -> str:
-    """`tf.saved_model.save` into the next `export_dir/<version>/`, atomically
-    (staged in `export_dir/.export-*`, then renamed). Returns the version dir."""
-    track_captured_variables(module)
-    final = next_version_dir(export_dir)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=export_dir)
-    try:
-        tf.saved_model.save(module, staging, signatures=signatures)
-        os.replace(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
-
-
-def track_captured_variables(module) -> None:
-    """Makes the `tf.Variable`s of the Keras models in `module` checkpointed objects.
-
-    A Keras 3 variable wraps a `tf.Variable`; `tf.saved_model.save` writes
-    the wrapper as a fresh variable (`Variable_N`) while the traced functions
-    read the wrapped one. TF2's `tf.saved_model.load` connects the two, but a
-    TF1 session loader, which is what TF Serving and `saved_model_cli run`
-    use, restores only checkpointed objects and then fails with "Could not
-    find variable ...". Tracking the wrapped variables themselves (as
-    `keras.export.ExportArchive` does) makes the session restore them too.
-    """
-    import keras
-
-    seen, captured = set(), []
-    for value in list(vars(module).values()):
-        if isinstance(value, keras.layers.Layer):
-            for variable in value.variables:
-                inner = variable.value if isinstance(variable, keras.Variable) else variable
-                if isinstance(inner, tf.Variable) and id(inner) not in seen:
-                    seen.add(id(inner))
-                    captured.append(inner)
-    module._serving_variables = captured
-
-
-def latest_version_dir(path: str) -> str | None:
-    """`path` itself when it is a SavedModel, else its highest integer version
-    subdirectory that is one; None when there is neither."""
-    if os.path.exists(os.path.join(path, "saved_model.pb")):
-        return path
-    if not os.path.isdir(path):
-        return None
-    versions = sorted((int(n) for n in os.listdir(path) if re.fullmatch(r"\d+", n)), reverse=True)
-    for version in versions:
-        candidate = os.path.join(path, str(version))
-        if os.path.exists(os.path.join(candidate, "saved_model.pb")):
-            return candidate
-    return None
-
-
-# === Classification ===
 
 
 class ClassifierServing(tf.Module):
@@ -179,7 +110,7 @@ class ClassifierServing(tf.Module):
 
 
 def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: int,
-                      labels, pair: bool, export_dir: str) -> str:
+                      labels, pair: bool, export_dir: str, version: int | None = None) -> str:
     """Writes the raw-text classifier SavedModel; returns its version dir.
 
     Args:
@@ -197,7 +128,7 @@ def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: i
                          f"label(s) were given ({labels})")
     module = ClassifierServing(model, tokenization.load_vocab_list(vocab_file), do_lower_case,
                                seq_length, labels, pair)
-    return save_versioned(module, export_dir, module.signatures())
+    return save_versioned(module, export_dir, module.signatures(), version)
 
 
 class ClassifierPredictor:

@@ -13,8 +13,8 @@ prints one JSON object per line instead.
   * a `run_classifier.py --output_dir` (its latest checkpoint).
 
 Examples:
-  echo "a charming and often affecting journey" | python predict.py --model=/tmp/sst2_export
-  python predict.py --model=/tmp/mrpc --input_file=pairs.tsv --output_format=json
+  echo "a charming and often affecting journey" | bert predict --model=/tmp/sst2_export
+  bert predict --model=/tmp/mrpc --input_file=pairs.tsv --output_format=json
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def main(argv):
                          "--output_dir")
     if FLAGS.batch_size < 1:
         raise ValueError(f"--batch_size={FLAGS.batch_size}; use at least 1")
-    from official_bert import export
+    from official_bert.serving import classification as export
 
     predictor = export.ClassifierPredictor(FLAGS.model)
     if FLAGS.input_file == "-":

@@ -48,6 +48,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from official_bert.serving.base import save_versioned
 from official_bert.text import tokenization
 from official_bert.text.text_layers import BertTokenizerLayer, basic_tokenize
 
@@ -308,8 +309,9 @@ class SquadServingModule(tf.Module):
 def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length=384,
                        doc_stride=128, max_query_length=64, n_best_size=20,
                        max_answer_length=30, version_2_with_negative=False,
-                       null_score_diff_threshold=0.0):
-    """Writes the raw-text SQuAD SavedModel; returns `export_dir`.
+                       null_score_diff_threshold=0.0, version=None):
+    """Writes the raw-text SQuAD SavedModel in TF Serving's layout
+    (`export_dir/<version>/`, `serving.base`); returns the version directory.
 
     Args:
         model: a `BertSpanLabeler` (dict of ids in, start/end logits out).
@@ -321,6 +323,5 @@ def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length
         doc_stride=doc_stride, max_query_length=max_query_length, n_best_size=n_best_size,
         max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
         null_score_diff_threshold=null_score_diff_threshold)
-    export_dir = os.fspath(export_dir)
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
-    return export_dir
+    return save_versioned(module, os.fspath(export_dir), {"serving_default": module.serve},
+                          version)

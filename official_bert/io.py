@@ -1,0 +1,427 @@
+"""Files: atomic writes, sets of files published together, path patterns, the run lock.
+
+Every file the project writes goes through here, so that:
+
+* a reader never sees a half-written file: data goes to a hidden temporary name
+  in the destination's directory (`.<name>.tmp-<pid>-<random>`), is flushed and
+  fsynced, and is renamed over the destination in one step;
+* a set of files (the shards of one output) is published as a unit:
+  every member is written under its temporary name first, then all are renamed,
+  and a manifest naming them is written last (`publish_together`);
+* files get the user's umask (not `mkstemp`'s 0600), and a temporary file is
+  created with O_EXCL, so it never follows a symlink someone left in its place;
+* a full disk is reported as such (`errors.DiskFullError`), with the partial
+  file removed;
+* paths with a scheme (`gs://`, `s3://`, `hdfs://`, TensorFlow's in-memory
+  `ram://`) go through `tf.io.gfile`, local paths through `os` (no TensorFlow
+  import for the data tools). On object stores a rename is a copy and a delete,
+  so there a reader can see a file appear late, never a partial one.
+
+`RunLock` gives a run exclusive use of its `--output_dir` (`tasks.base` takes it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import glob as _glob
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+from typing import Iterable, Iterator
+
+from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
+
+# The hidden temporary name of a file being written: `.<name>.tmp-<pid>-<hex>`.
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
+LOCK_FILE = ".official_bert.lock"
+
+
+# === Paths ===
+
+
+def is_local(path: str) -> bool:
+    """Whether `path` is on the local file system (no `scheme://`, or `file://`)."""
+    path = os.fspath(path)
+    return "://" not in path or path.startswith("file://")
+
+
+def _local(path: str) -> str:
+    path = os.fspath(path)
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _gfile():
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def join(*parts: str) -> str:
+    return os.path.join(*[os.fspath(p) for p in parts])
+
+
+def exists(path: str) -> bool:
+    return os.path.exists(_local(path)) if is_local(path) else _gfile().exists(path)
+
+
+def isdir(path: str) -> bool:
+    return os.path.isdir(_local(path)) if is_local(path) else _gfile().isdir(path)
+
+
+def listdir(path: str) -> list[str]:
+    return sorted(os.listdir(_local(path)) if is_local(path) else _gfile().listdir(path))
+
+
+def makedirs(path: str) -> None:
+    if is_local(path):
+        os.makedirs(_local(path), exist_ok=True)  # mode 0o777 & ~umask
+    else:
+        _gfile().makedirs(path)
+
+
+def remove(path: str) -> None:
+    if is_local(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(_local(path))
+    elif _gfile().exists(path):
+        _gfile().remove(path)
+
+
+def open_file(path: str, mode: str = "r", encoding: str = "utf-8"):
+    """`open` for local paths, `tf.io.gfile.GFile` for the others (text or binary)."""
+    if is_local(path):
+        return open(_local(path), mode, **({} if "b" in mode else {"encoding": encoding}))
+    return _gfile().GFile(path, mode)
+
+
+def read_text(path: str) -> str:
+    """The whole file as UTF-8 text; `BadFileError` naming the line of a bad byte."""
+    with open_file(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise BadFileError(path, f"is not UTF-8 ({e.reason} at byte {e.start})", line=line,
+                           fix="convert the file to UTF-8") from None
+
+
+def same_path(a: str, b: str) -> bool:
+    """Whether two paths name the same file (symlinks and `..` resolved)."""
+    if is_local(a) and is_local(b):
+        return os.path.realpath(_local(a)) == os.path.realpath(_local(b))
+    return os.fspath(a).rstrip("/") == os.fspath(b).rstrip("/")
+
+
+def refuse_output_over_input(outputs: dict, inputs) -> None:
+    """`UserError` when an output would replace one of the inputs.
+
+    Args:
+        outputs: flag name → an output file or directory (None entries ignored).
+        inputs: flag name → an input file or directory, or (flag, path) pairs
+            (None paths ignored).
+    """
+    inputs = list(inputs.items() if isinstance(inputs, dict) else inputs)
+    for out_flag, output in outputs.items():
+        if not output:
+            continue
+        for in_flag, path in inputs:
+            if not path:
+                continue
+            if same_path(output, path):
+                raise UserError(f"{out_flag} is --{in_flag} ({path}): the run would write "
+                                f"over its own input; choose another output")
+
+
+# === Atomic writes ===
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def temporary_name(path: str) -> str:
+    """A hidden, unique name beside `path` for writing it: `.<name>.tmp-<pid>-<hex>`."""
+    path = os.fspath(path)
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _translate_disk_full(error: OSError, path: str):
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        raise DiskFullError(path) from None
+    raise error
+
+
+@contextlib.contextmanager
+def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterator:
+    """Writes `path` through a file object; it appears complete, or not at all.
+
+    Example:
+    >>> import tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "results.txt")
+    >>> with atomic_output(out) as f:
+    ...     _ = f.write("eval_accuracy = 0.9\\n")
+    >>> open(out).read()
+    'eval_accuracy = 0.9\\n'
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_output writes a new file: mode 'w' or 'wb', not {mode!r}")
+    path = os.fspath(path)
+    directory = os.path.dirname(path) or "."
+    makedirs(directory)
+    tmp = temporary_name(path)
+    try:
+        if is_local(path):
+            fd = os.open(_local(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
+                os, "O_NOFOLLOW", 0), 0o666 & ~_umask())
+            with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(_local(tmp), _local(path))
+        else:
+            with _gfile().GFile(tmp, mode) as f:
+                yield f
+            _gfile().rename(tmp, path, overwrite=True)
+    except OSError as e:
+        remove(tmp)
+        _translate_disk_full(e, path)
+    except BaseException:
+        remove(tmp)
+        raise
+
+
+def atomic_write(path: str, data: str | bytes) -> None:
+    """Writes `data` (text as UTF-8) to `path` atomically."""
+    with atomic_output(path, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def atomic_copy(source: str, destination: str) -> None:
+    """Copies `source` to `destination` atomically (nothing when they are one file)."""
+    if same_path(source, destination):
+        return
+    with open_file(source, "rb") as src, atomic_output(destination, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def make_temporary_dir(parent: str, prefix: str) -> str:
+    """A new hidden directory inside `parent` (with the user's umask) to stage
+    several files in before `publish_together` / a directory rename."""
+    makedirs(parent)
+    if is_local(parent):
+        path = os.path.join(_local(parent), f".{prefix}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        os.mkdir(path)  # mode 0o777 & ~umask, unlike tempfile.mkdtemp's 0700
+        return path
+    path = join(parent, f".{prefix}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    _gfile().makedirs(path)
+    return path
+
+
+def remove_tree(path: str) -> None:
+    if is_local(path):
+        shutil.rmtree(_local(path), ignore_errors=True)
+    elif _gfile().exists(path):
+        _gfile().rmtree(path)
+
+
+def rename(source: str, destination: str, overwrite: bool = False) -> None:
+    """Renames a file or directory (refusing to replace one unless `overwrite`)."""
+    if is_local(source):
+        if not overwrite and os.path.exists(_local(destination)):
+            raise FileExistsError(destination)
+        os.replace(_local(source), _local(destination))
+    else:
+        _gfile().rename(source, destination, overwrite=overwrite)
+
+
+def publish_together(staged: dict, manifest_path: str | None = None,
+                     manifest: dict | None = None) -> None:
+    """Publishes several staged files as one output.
+
+    Args:
+        staged: final path → the temporary path holding its content (written
+            completely, e.g. with `temporary_name`).
+        manifest_path: written last (atomically), listing the final files, so
+            a reader given it can refuse an incomplete set (`read_manifest`).
+        manifest: extra entries for the manifest.
+
+    A crash before the manifest is written leaves no manifest, so the set reads
+    as incomplete; temporaries left by a killed writer are hidden names that
+    `remove_stale_temporaries` clears.
+    """
+    for final, tmp in staged.items():
+        rename(tmp, final, overwrite=True)
+    if manifest_path:
+        entries = dict(manifest or {})
+        entries["files"] = sorted(os.path.basename(f) for f in staged)
+        atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")
+
+
+def remove_stale_temporaries(directory: str) -> list[str]:
+    """Removes the temporaries (`.<name>.tmp-<pid>-*`) of writers that are gone.
+
+    Only local directories, and only names whose process no longer runs on
+    this machine. Returns the removed paths.
+    """
+    if not is_local(directory) or not os.path.isdir(_local(directory)):
+        return []
+    removed = []
+    for name in os.listdir(_local(directory)):
+        match = _TEMPORARY.match(name)
+        if match and not _process_alive(int(match.group("pid"))):
+            path = os.path.join(_local(directory), name)
+            remove_tree(path) if os.path.isdir(path) else remove(path)
+            removed.append(path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# === Path patterns ===
+
+# What `expand_paths` never returns: sidecar files that share a data prefix.
+SIDECAR_SUFFIXES = (".json", ".incomplete")
+_SHARDS = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)$")
+
+
+def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:
+    """Comma-separated globs (or a list of them) → the sorted files they name.
+
+    Also takes the sharded form `prefix@N` (files `prefix-00000-of-0000N` ...,
+    as tensorflow/models names shards; every one must exist). Directories,
+    hidden names (temporaries) and sidecars (`*.json`, `*.incomplete`) are
+    skipped. Raises `UserError` naming `--flag` when nothing is given or a
+    pattern matches no file.
+    """
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
+    patterns = [p.strip() for p in patterns if p and p.strip()]
+    if not patterns:
+        raise UserError(f"--{flag} is empty: give files or globs, comma-separated")
+    files: list[str] = []
+    for pattern in patterns:
+        shards = _SHARDS.match(pattern)
+        if shards:
+            count = int(shards.group("count"))
+            matches = [f"{shards.group('prefix')}-{i:05d}-of-{count:05d}" for i in range(count)]
+            missing = [m for m in matches if not exists(m)]
+            if missing:
+                raise BadFileError(missing[0], f"does not exist ({len(missing)} of the {count} "
+                                   f"shards of --{flag}={pattern} are missing)")
+        elif is_local(pattern):
+            matches = sorted(_glob.glob(_local(pattern)))
+        else:
+            matches = sorted(_gfile().glob(pattern))
+        matches = [m for m in matches if not isdir(m)
+                   and not os.path.basename(m).startswith(".")
+                   and not m.endswith(SIDECAR_SUFFIXES)]
+        if not matches:
+            raise UserError(f"--{flag}: no file matches {pattern!r}")
+        files.extend(m for m in matches if m not in files)
+    return files
+
+
+# === The run lock ===
+
+
+class RunLock:
+    """Exclusive use of a run directory for the life of this process.
+
+    Local directories: an `fcntl.flock` on `<dir>/.official_bert.lock`, which
+    the kernel releases when the process ends however it ends (a SIGKILL
+    included), so a killed run never leaves a stale lock behind. Other file
+    systems (no flock): the lock file's pid and host; a lock of a process that
+    is gone from this host is taken over, one from another host must be removed
+    by hand. The lock file says who holds it (pid, host, command), and a second
+    run into the directory fails at once with `RunDirectoryError` naming them.
+
+    Example:
+    >>> import tempfile
+    >>> with RunLock(tempfile.mkdtemp()):
+    ...     pass
+    """
+
+    def __init__(self, directory: str):
+        self.directory = os.fspath(directory)
+        self.path = join(self.directory, LOCK_FILE)
+        self._fd = None
+
+    def _owner(self) -> dict:
+        import sys
+
+        return {"pid": os.getpid(), "host": socket.gethostname(),
+                "command": " ".join(sys.argv)[:500]}
+
+    def _describe(self, text: str) -> str:
+        try:
+            owner = json.loads(text)
+            return (f"process {owner.get('pid')} on {owner.get('host')} "
+                    f"({owner.get('command', '').strip() or 'unknown command'})")
+        except ValueError:
+            return "another process"
+
+    def acquire(self) -> "RunLock":
+        makedirs(self.directory)
+        if is_local(self.directory):
+            fd = os.open(_local(self.path), os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+                os.close(fd)
+                raise RunDirectoryError(
+                    f"--output_dir {self.directory} is in use by {self._describe(holder)}; "
+                    "wait for it to finish, or choose another --output_dir") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(self._owner()).encode(), 0)
+            self._fd = fd
+            remove_stale_temporaries(self.directory)
+            return self
+        if _gfile().exists(self.path):
+            with _gfile().GFile(self.path, "r") as f:
+                holder = f.read()
+            try:
+                owner = json.loads(holder)
+            except ValueError:
+                owner = {}
+            same_host = owner.get("host") == socket.gethostname()
+            if not (same_host and not _process_alive(int(owner.get("pid", 0)))):
+                raise RunDirectoryError(
+                    f"--output_dir {self.directory} is in use by {self._describe(holder)}; "
+                    f"if that run is gone, delete {self.path}")
+        with _gfile().GFile(self.path, "w") as f:
+            f.write(json.dumps(self._owner()))
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+        elif not is_local(self.directory):
+            remove(self.path)
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()

@@ -1,0 +1,1 @@
+"""Serving: SavedModels in TF Serving's layout, one module per task family."""

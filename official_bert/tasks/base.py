@@ -1,0 +1,550 @@
+"""THE run flow: what every task does the same way.
+
+    run(task)
+      1. check the flags (`RunConfig.validate`, `Task.check_flags`)
+      2. resolve checkpoint / config / vocabulary and check they fit each other
+      3. read and validate every input file (`Task.read_inputs`)
+      4. refuse an output that is one of the inputs
+      5. lock --output_dir; refuse it if it holds another model's config or
+         vocabulary; only then write bert_config.json, vocab.txt and the
+         task's own run files
+      6. seed, dtype policy, distribution strategy, `Trainer` (which resumes
+         from the latest checkpoint in --output_dir, or initializes the encoder
+         and any matching head from --init_checkpoint)
+      7. train → evaluate (eval_results.txt) → predict → export
+
+A task family (`tasks/classification.py`, `squad.py`, ...) subclasses `Task`
+and fills in only what is its own: its flags-free config, how it reads its
+files, its model and loss (the `Trainer`'s protocol), its datasets, its
+metrics, its prediction files and its export. A new task is one such module
+and a thin `run_*.py` (docs/guide.md shows one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+
+from absl import logging
+
+from official_bert import io
+from official_bert.errors import BadFileError, RunDirectoryError, UserError
+
+DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+# === Settings ===
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """The settings every task shares (from `cli_flags`, or built in Python).
+
+    Field names are the flags' names (google-research/bert's where it has the
+    concept); `validate` names the flag of a bad value.
+    """
+
+    output_dir: str | None = None
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    # Model files.
+    init_checkpoint: str | None = None
+    bert_config_file: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None
+    max_seq_length: int = 128
+    # Training.
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    max_train_examples: int | None = None
+    num_train_steps: int | None = None  # given directly (pre-training), else from epochs
+    num_warmup_steps: int | None = None
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    iterations_per_loop: int = 1000
+    log_steps: int = 50
+    seed: int = 42
+    dynamic_padding: bool = True
+    # Distribution, precision, XLA.
+    distribution_strategy: str = "one_device"
+    num_gpus: int = 0
+    tpu: str | None = None
+    num_cpu_devices: int = 0
+    dtype: str = "float32"
+    jit_compile: bool = False
+    # Export.
+    export_dir: str | None = None
+    export_version: int | None = None
+
+    def validate(self) -> None:
+        """`UserError` naming the first bad flag."""
+        if not self.output_dir:
+            raise UserError("--output_dir is required")
+        positive = ["max_seq_length", "train_batch_size", "eval_batch_size",
+                    "predict_batch_size", "gradient_accumulation_steps",
+                    "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop",
+                    "log_steps"]
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
+        for name in ("max_train_examples", "num_train_steps", "export_version"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(f"--{name} must be positive, got {value}")
+        if self.do_train and self.num_train_steps is None and not self.num_train_epochs > 0:
+            raise UserError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion <= 1:
+            raise UserError(f"--warmup_proportion must be in [0, 1], got "
+                            f"{self.warmup_proportion}")
+        if self.learning_rate <= 0:
+            raise UserError(f"--learning_rate must be positive, got {self.learning_rate}")
+        if self.dtype not in DTYPE_POLICIES:
+            raise UserError(f"--dtype={self.dtype!r} is unknown; use one of "
+                            f"{', '.join(DTYPE_POLICIES)}")
+        if self.num_gpus < 0 or self.num_cpu_devices < 0:
+            raise UserError("--num_gpus and --num_cpu_devices cannot be negative")
+        if not self.init_checkpoint and not self.bert_config_file:
+            if not has_checkpoint(self.output_dir):
+                raise UserError("pass --init_checkpoint (or --bert_config_file and "
+                                "--vocab_file to start from random weights)")
+
+    @property
+    def dtype_policy(self) -> str | None:
+        """The Keras mixed-precision policy of --dtype (None for float32)."""
+        return DTYPE_POLICIES[self.dtype]
+
+    def padding_multiple(self) -> int | None:
+        """The length multiple batches are cut to (`input_pipeline.numpy_dataset`),
+        None when --dynamic_padding is off or on TPU (static shapes)."""
+        from official_bert.training import input_pipeline
+
+        if not self.dynamic_padding or self.distribution_strategy == "tpu":
+            return None
+        return input_pipeline.padding_bucket(self.max_seq_length)
+
+
+def has_checkpoint(directory: str | None) -> bool:
+    """Whether `directory` holds a training checkpoint (its `checkpoint` index file)."""
+    return bool(directory) and io.exists(io.join(directory, "checkpoint"))
+
+
+# === Model files ===
+
+
+@dataclasses.dataclass
+class ModelFiles:
+    """The resolved model: config, weights, vocabulary and casing.
+
+    Args:
+        config: the `BertConfig`.
+        checkpoint: a `checkpoints.BertCheckpoint`, or None for random weights.
+        vocab_file: str. The WordPiece vocabulary.
+        do_lower_case: bool.
+        vocab: the vocabulary's tokens, in id order.
+    """
+
+    config: object
+    checkpoint: object
+    vocab_file: str
+    do_lower_case: bool
+    vocab: list
+
+    def tokenizer(self):
+        """A `FullTokenizer` over this vocabulary (built once)."""
+        if not hasattr(self, "_tokenizer"):
+            from official_bert.text import tokenization
+
+            tokenizer = tokenization.FullTokenizer(self.vocab_file,
+                                                   do_lower_case=self.do_lower_case)
+            object.__setattr__(self, "_tokenizer", tokenizer)
+        return self._tokenizer
+
+
+def resolve_model_files(run: RunConfig, required_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]"),
+                        vocab_required: bool = True, fallback_vocab_file: str | None = None,
+                        ) -> ModelFiles:
+    """Finds config, weights, vocabulary and casing from what was given, and
+    checks that they fit each other (`UserError` / `BadFileError` otherwise).
+
+    `--init_checkpoint` alone is enough when its config and vocab.txt lie beside
+    it; explicit `--bert_config_file` / `--vocab_file` win. With neither
+    `--init_checkpoint` nor `--bert_config_file`, a run directory that already
+    holds a checkpoint is its own model source (evaluate or export a run).
+    `fallback_vocab_file` is used when neither names a vocabulary; without any,
+    `vocab_file` is None, or an error when `vocab_required`.
+    """
+    from official_bert import checkpoints
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.text import tokenization
+
+    init_checkpoint = run.init_checkpoint
+    if not init_checkpoint and not run.bert_config_file and has_checkpoint(run.output_dir):
+        init_checkpoint = run.output_dir
+    config = BertConfig.from_json_file(run.bert_config_file) if run.bert_config_file else None
+    ckpt = checkpoints.read_checkpoint(init_checkpoint, config) if init_checkpoint else None
+    if ckpt is not None:
+        config = ckpt.config
+    if config is None:
+        raise UserError("pass --init_checkpoint (or --bert_config_file and --vocab_file to "
+                        "start from random weights)")
+    vocab_file = run.vocab_file or (ckpt.vocab_file if ckpt else None) or fallback_vocab_file
+    do_lower_case = run.do_lower_case
+    if do_lower_case is None:
+        do_lower_case = True if ckpt is None or ckpt.do_lower_case is None else ckpt.do_lower_case
+    if run.max_seq_length > config.max_position_embeddings:
+        raise UserError(f"--max_seq_length={run.max_seq_length} is longer than the model's "
+                        f"max_position_embeddings ({config.max_position_embeddings})")
+    if not vocab_file:
+        if vocab_required:
+            raise UserError(f"no vocab.txt beside {init_checkpoint or run.bert_config_file}; "
+                            "pass --vocab_file")
+        return ModelFiles(config, ckpt, None, bool(do_lower_case), [])
+    if not io.exists(vocab_file):
+        raise BadFileError(vocab_file, "does not exist", fix="check --vocab_file")
+    vocab = tokenization.load_vocab_list(vocab_file)
+    missing = [t for t in required_tokens if t not in vocab]
+    if missing:
+        raise BadFileError(vocab_file, f"lacks the special token(s) {', '.join(missing)}",
+                           fix="use the vocab.txt the checkpoint was trained with, or build one "
+                               "with `bert build-vocab` (it adds them)")
+    if len(vocab) > config.vocab_size:
+        raise BadFileError(vocab_file, f"has {len(vocab)} tokens but the model's vocab_size is "
+                           f"{config.vocab_size}: ids past {config.vocab_size - 1} have no "
+                           "embedding", fix="use the checkpoint's own vocab.txt")
+    if len(vocab) < config.vocab_size:
+        logging.warning("%s has %d tokens, the model's vocab_size is %d: the last %d embedding "
+                        "rows are never used (fine if the model reserves them; otherwise this "
+                        "is the wrong vocabulary)", vocab_file, len(vocab), config.vocab_size,
+                        config.vocab_size - len(vocab))
+    tokenization.validate_case_matches_vocab(vocab, do_lower_case)
+    return ModelFiles(config, ckpt, vocab_file, bool(do_lower_case), vocab)
+
+
+# === Tasks ===
+
+
+class Task:
+    """One task family; `run` carries it out. Subclasses override what differs.
+
+    The `Trainer` calls `build_model`, `loss_normalizers` and
+    `loss_and_metrics` (see `training.trainer.Task`); `run` calls the others,
+    in this order: `check_flags`, `input_paths`,
+    `read_inputs`, `run_files` / `output_files`, `prepare`, `build_model` + `initialize`,
+    `train_dataset`, `evaluate`, `predict`, `export`.
+
+    Attributes set by `run` before `read_inputs`: `files` (the `ModelFiles`)
+    and `bert_config` (the model's `BertConfig`). A task built with
+    `bert_config=` alone can build its model and compute its loss without a
+    run (tests, benchmarks, the parity tools).
+    """
+
+    # Special tokens the task needs in the vocabulary, and whether it needs one.
+    required_tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+    vocab_required = True
+
+    def __init__(self, run: RunConfig | None = None, *, bert_config=None):
+        self.run = run or RunConfig()
+        self.bert_config = bert_config  # the run's model config (set by `run`)
+        self.files: ModelFiles | None = None
+        self.head_restored: list = []
+
+    # --- before anything is written ----------------------------------------
+
+    def check_flags(self) -> None:
+        """Task-specific flag checks (`UserError`); the files are not read yet."""
+
+    def fallback_vocab_file(self) -> str | None:
+        """A vocabulary to use when neither --vocab_file nor the checkpoint names one."""
+        return None
+
+    def input_paths(self):
+        """Every user file or directory the run reads (never overwritten): a
+        dict flag → path, or (flag, path) pairs when a flag names several."""
+        return {}
+
+    def output_files(self) -> list:
+        """The names of the files the task writes into --output_dir (predictions,
+        results), so that none of them can be one of the inputs."""
+        return []
+
+    def read_inputs(self) -> None:
+        """Reads and checks every input file (errors name the file and line)."""
+
+    def run_files(self) -> dict:
+        """File name → text this task keeps in --output_dir (besides
+        bert_config.json and vocab.txt), e.g. the label list. A rerun must
+        produce the same text once the directory holds a trained checkpoint."""
+        return {}
+
+    def prepare(self) -> None:
+        """Work done once the run directory is ready, before the model is built
+        (e.g. the feature-based NER task caches the frozen encoder's features)."""
+
+    # --- the model ------------------------------------------------------------
+
+    def jit_compile(self) -> bool:
+        """Whether to XLA-compile the train and predict steps (--jit_compile,
+        unless the task's model is one XLA does badly)."""
+        return self.run.jit_compile
+
+    def build_model(self):
+        raise NotImplementedError(f"{type(self).__name__} must define build_model")
+
+    def initialize(self, model, checkpoint) -> None:
+        """Loads --init_checkpoint: the encoder, and this task's head when the
+        checkpoint has one of the right shape (e.g. a fine-tuned run given back
+        as --init_checkpoint). Sets `head_restored`."""
+        from official_bert import checkpoints
+
+        checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
+        load = getattr(model, "load_head_weights", None)
+        restored = load(checkpoint) if load else False
+        self.head_restored = ([restored] if isinstance(restored, str) else
+                              list(restored) if isinstance(restored, (list, tuple)) else
+                              ["head"] if restored else [])
+        logging.info("Initialized the encoder%s from %s (%s checkpoint)%s",
+                     f" and the {', '.join(self.head_restored)} weights"
+                     if self.head_restored and restored is not True else
+                     " and the task head" if self.head_restored else "",
+                     checkpoint.path, checkpoint.kind,
+                     "" if self.head_restored else "; the task head starts from random weights")
+
+    def has_head(self) -> bool:
+        """Whether the model's head would be usable without training (restored
+        from --init_checkpoint). Tasks without a trained head return True."""
+        return bool(self.head_restored)
+
+    # --- training, evaluation, prediction, export -----------------------------
+
+    def num_train_examples(self) -> int:
+        """Training examples per epoch (after --max_train_examples)."""
+        raise NotImplementedError(f"{type(self).__name__} must define num_train_examples")
+
+    def train_steps(self) -> int:
+        """Optimizer updates of the run: google-research/bert's
+        int(examples / batch * epochs), unless --num_train_steps is given."""
+        run = self.run
+        if run.num_train_steps:
+            return run.num_train_steps
+        examples = self.num_train_examples()
+        steps = int(examples / run.train_batch_size * run.num_train_epochs)
+        if steps <= 0:
+            raise UserError(f"{examples} training examples make no step of --train_batch_size="
+                            f"{run.train_batch_size} over --num_train_epochs="
+                            f"{run.num_train_epochs}; lower the batch size or add data")
+        return steps
+
+    def warmup_steps(self, train_steps: int) -> int:
+        if self.run.num_warmup_steps is not None:
+            return self.run.num_warmup_steps
+        return int(train_steps * self.run.warmup_proportion)
+
+    def train_dataset(self):
+        """A `dataset_fn(input_context)` of per-replica training batches (repeated)."""
+        raise NotImplementedError(f"{type(self).__name__} must define train_dataset")
+
+    def evaluate(self, trainer) -> dict | None:
+        """Metrics for eval_results.txt (`eval_*` keys), or None."""
+        return None
+
+    def predict(self, trainer) -> None:
+        """Writes the prediction files (through `official_bert.io`)."""
+
+    def export(self, model, export_dir: str, version: int | None) -> str:
+        """Writes the serving SavedModel; returns its version directory."""
+        raise UserError(f"--export_dir is not supported by {type(self).__name__}")
+
+    # --- helpers for subclasses ----------------------------------------------------
+
+    def output_path(self, name: str) -> str:
+        return io.join(self.run.output_dir, name)
+
+
+# === The run flow ===
+
+
+def run(task: Task) -> dict:
+    """Carries out `task` (see the module docstring). Returns the eval results
+    (empty without --do_eval)."""
+    config = task.run
+    config.validate()
+    modes = [m for m in ("train", "eval", "predict") if getattr(config, f"do_{m}")]
+    if not modes and not config.export_dir:
+        raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
+    task.check_flags()
+    if config.num_cpu_devices:
+        from official_bert.training import distribution
+
+        # Before any TensorFlow op: logical devices cannot change once it has started.
+        distribution.split_cpu(config.num_cpu_devices)
+
+    task.files = files = resolve_model_files(config, task.required_tokens, task.vocab_required,
+                                             task.fallback_vocab_file())
+    task.bert_config = files.config
+    task.read_inputs()
+    inputs = task.input_paths()
+    inputs = list(inputs.items() if isinstance(inputs, dict) else inputs) + [
+        ("init_checkpoint", config.init_checkpoint), ("vocab_file", files.vocab_file),
+        ("bert_config_file", config.bert_config_file)]
+    outputs = {"--output_dir": config.output_dir, "--export_dir": config.export_dir}
+    for name in ["eval_results.txt", *task.run_files(), *task.output_files()]:
+        if name not in ("bert_config.json", "vocab.txt"):  # rewritten only when equal
+            outputs[f"the run's {name}"] = io.join(config.output_dir, name)
+    io.refuse_output_over_input(outputs, inputs)
+    if config.export_dir and io.exists(config.output_dir) and io.same_path(
+            config.export_dir, config.output_dir):
+        raise UserError("--export_dir must not be --output_dir: give the SavedModels a "
+                        "directory of their own")
+
+    with io.RunLock(config.output_dir):
+        _write_run_files(task, files)
+        return _train_evaluate_predict_export(task, files)
+
+
+def _write_run_files(task: Task, files: ModelFiles) -> None:
+    """bert_config.json, vocab.txt and the task's files: each checked against
+    what the directory holds before any is written."""
+    config = task.run
+    wanted = {"bert_config.json": files.config.to_json_string()}
+    if files.vocab_file:
+        wanted["vocab.txt"] = io.read_text(files.vocab_file)
+    wanted.update(task.run_files())
+    trained = has_checkpoint(config.output_dir)
+    for name, text in wanted.items():
+        path = io.join(config.output_dir, name)
+        if trained and io.exists(path) and io.read_text(path) != text:
+            raise RunDirectoryError(
+                f"--output_dir {config.output_dir} holds a run trained with another {name} "
+                f"than this run would use (from "
+                f"{'--vocab_file ' + files.vocab_file if name == 'vocab.txt' else 'the flags and checkpoint'}"
+                f"); nothing was changed. Use another --output_dir, or the same model files")
+    for name, text in wanted.items():
+        path = io.join(config.output_dir, name)
+        if not (io.exists(path) and io.read_text(path) == text):
+            io.atomic_write(path, text)
+
+
+def make_strategy(config: RunConfig):
+    from official_bert.training import distribution
+
+    return distribution.get_strategy(config.distribution_strategy, config.num_gpus, config.tpu,
+                                     num_cpu_devices=config.num_cpu_devices)
+
+
+def make_trainer(task: Task, strategy, num_train_steps: int, num_warmup_steps: int,
+                 train: bool):
+    """The `Trainer` of a run, with BERT's optimizer recipe (when `train`)."""
+    from official_bert.training import optimization
+    from official_bert.training.trainer import Trainer, TrainingConfig
+
+    config = task.run
+    training_config = TrainingConfig(
+        output_dir=config.output_dir, num_train_steps=max(num_train_steps, 1),
+        save_checkpoints_steps=config.save_checkpoints_steps,
+        keep_checkpoint_max=config.keep_checkpoint_max, log_steps=config.log_steps,
+        steps_per_loop=min(config.iterations_per_loop, config.log_steps),
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        jit_compile=task.jit_compile(),
+        tokens_per_example=config.max_seq_length)
+    optimizer_fn = None
+    if train:
+        optimizer_fn = lambda: optimization.create_optimizer(optimization.OptimizerConfig(  # noqa: E731
+            learning_rate=config.learning_rate, num_train_steps=num_train_steps,
+            num_warmup_steps=num_warmup_steps, optimizer=config.optimizer))
+    checkpoint = task.files.checkpoint if task.files else None
+    init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
+    return Trainer(task, strategy, training_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
+                   loss_scale=config.dtype == "float16")
+
+
+def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
+    import keras
+
+    config = task.run
+    strategy = make_strategy(config)
+    replicas = strategy.num_replicas_in_sync
+    if config.do_train and config.train_batch_size % (replicas * config.gradient_accumulation_steps):
+        raise UserError(f"--train_batch_size={config.train_batch_size} is not divisible by the "
+                        f"{replicas} replica(s) x --gradient_accumulation_steps="
+                        f"{config.gradient_accumulation_steps}")
+    if config.do_train:
+        logging.info("%d replica(s), batch %d (%d per replica x %d accumulation steps)",
+                     replicas, config.train_batch_size,
+                     config.train_batch_size // replicas // config.gradient_accumulation_steps,
+                     config.gradient_accumulation_steps)
+    keras.utils.set_random_seed(config.seed)
+    if config.dtype_policy:
+        keras.mixed_precision.set_global_policy(config.dtype_policy)
+    task.prepare()
+
+    num_train_steps = num_warmup_steps = 0
+    if config.do_train:
+        num_train_steps = task.train_steps()
+        num_warmup_steps = task.warmup_steps(num_train_steps)
+        logging.info("train: %sbatch %d, %d steps (%d warm-up)",
+                     "" if config.num_train_steps else f"{task.num_train_examples()} examples, ",
+                     config.train_batch_size, num_train_steps, num_warmup_steps)
+    trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train)
+    if not config.do_train and trainer.resumed_from is None and not task.has_head():
+        raise UserError(
+            f"--init_checkpoint {config.init_checkpoint} holds no trained {type(task).__name__} "
+            "head for this task, and --output_dir holds no checkpoint: evaluating or exporting "
+            "now would use a random head. Add --do_train, or point --init_checkpoint / "
+            "--output_dir at a fine-tuned run")
+
+    if config.do_train:
+        start = time.time()
+        trainer.train(task.train_dataset(), config.train_batch_size)
+        logging.info("Training took %.1f s", time.time() - start)
+
+    results = {}
+    if config.do_eval:
+        start = time.time()
+        results = task.evaluate(trainer) or {}
+        if results:
+            results["global_step"] = int(trainer.global_step.numpy())
+            if "eval_loss" in results:
+                results.setdefault("loss", results["eval_loss"])  # google's key too
+            if trainer.is_chief:
+                write_results(task.output_path("eval_results.txt"), results)
+                _write_summaries(io.join(config.output_dir, "eval"), results)
+            logging.info("Eval results (%.1f s): %s", time.time() - start, ", ".join(
+                f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                for k, v in sorted(results.items())))
+    if config.do_predict:
+        task.predict(trainer)
+    if config.export_dir:
+        path = task.export(trainer.model, config.export_dir, config.export_version)
+        logging.info("Exported step %d to %s", int(trainer.global_step.numpy()), path)
+    return results
+
+
+def write_results(path: str, results: dict) -> None:
+    """`key = value` lines, sorted (google-research/bert's eval_results.txt)."""
+    io.atomic_write(path, "".join(f"{key} = {results[key]}\n" for key in sorted(results)))
+
+
+def _write_summaries(directory: str, results: dict) -> None:
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(directory)
+    with writer.as_default(step=int(results.get("global_step", 0))):
+        for name, value in results.items():
+            if isinstance(value, float) and name != "global_step":
+                tf.summary.scalar(name, value)
+    writer.flush()
+
+
+def steps_for_windows(num_windows: int, batch_size: int, epochs: float) -> int:
+    """Updates for `epochs` over `num_windows`, rounded up (SQuAD and NER count
+    windows, as the reference implementation does)."""
+    return max(1, math.ceil(num_windows * epochs / batch_size))

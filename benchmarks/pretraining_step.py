@@ -125,7 +125,12 @@ def time_ours(config, features, jit_compile):
 def time_keras_hub(config, features, jit_compile):
     """keras-hub's BERT with the same optimizer, masked positions and NSP head."""
     import keras
-    import keras_hub
+
+    try:
+        import keras_hub
+    except ImportError:
+        raise SystemExit("error: the keras_hub implementations need keras-hub: "
+                         "pip install -e '.[bench]'") from None
     import tensorflow as tf
 
     backbone = keras_hub.models.BertBackbone(

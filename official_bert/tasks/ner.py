@@ -316,7 +316,7 @@ class FeatureBasedNerTask(NerTask):
         model = FeatureTagger(len(self.label_list), kind=self.config.task_model,
                               units=self.config.lstm_units,
                               num_layers=self.config.task_model_layers,
-                              dropout=self.config.task_dropout)
+                              dropout=self.config.task_dropout, dtype=self.run.dtype_policy)
         model({"features": tf.zeros([1, 2, self.feature_dim]),
                "word_mask": tf.ones([1, 2], tf.int32)})
         return model

@@ -32,12 +32,11 @@ Usage:
 from __future__ import annotations
 
 import collections
-import glob
 import logging
-import os
 import sys
-import tempfile
-from typing import Iterable, Sequence
+from typing import Sequence
+
+from official_bert import io
 
 _log = logging.getLogger(__name__)
 
@@ -52,21 +51,6 @@ def reserved_tokens(num_unused: int = 994) -> list[str]:
             + [f"[unused{i}]" for i in range(before, num_unused)])
 
 
-def expand_files(patterns: Iterable[str]) -> list[str]:
-    """Comma-separated files/globs → sorted unique files; an unmatched pattern is an error."""
-    files: list[str] = []
-    for pattern in patterns:
-        pattern = pattern.strip()
-        if not pattern:
-            continue
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        matches = [m for m in matches if os.path.isfile(m)]
-        if not matches:
-            raise FileNotFoundError(f"input {pattern!r} matches no files")
-        files.extend(m for m in matches if m not in files)
-    return files
-
-
 def count_words(files: Sequence[str], do_lower_case: bool,
                 max_lines: int | None = None) -> collections.Counter:
     """Word counts of the files, words as BERT's basic tokenizer makes them."""
@@ -76,7 +60,7 @@ def count_words(files: Sequence[str], do_lower_case: bool,
     counts: collections.Counter = collections.Counter()
     n = 0
     for path in files:
-        with open(path, "rb") as f:
+        with io.open_file(path, "rb") as f:
             for lineno, raw in enumerate(f, 1):
                 try:
                     line = raw.decode("utf-8")
@@ -144,20 +128,11 @@ def check_vocab(vocab: Sequence[str]) -> None:
 
 
 def write_vocab(vocab: Sequence[str], path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"output directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
-                               suffix=".incomplete", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for token in vocab:
-                f.write(token + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """One token a line, written atomically (`official_bert.io.atomic_output`)."""
+    io.check_output_directory(path)
+    with io.atomic_output(path) as f:
+        for token in vocab:
+            f.write(token + "\n")
 
 
 def build_vocab(input_patterns: Sequence[str], output_file: str, vocab_size: int = 30522,
@@ -165,9 +140,7 @@ def build_vocab(input_patterns: Sequence[str], output_file: str, vocab_size: int
                 slack_ratio: float = 0.05, max_unique_chars: int = 1000,
                 max_lines: int | None = None) -> dict:
     """Counts words, learns the vocabulary, writes it; returns a summary dict."""
-    files = expand_files(input_patterns)
-    if not files:
-        raise ValueError("no input files")
+    files = io.expand_paths(input_patterns, "input_file")
     counts = count_words(files, do_lower_case, max_lines)
     vocab, learned = learn_vocab(counts, vocab_size, num_unused, lower_thresh,
                                  slack_ratio, max_unique_chars)

@@ -25,11 +25,11 @@ is it labelled and predicted. No word is ever dropped.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import List, Optional, Sequence
 
 import numpy as np
 
+from official_bert import io
 from official_bert.metrics import ner as ner_metrics
 
 DOCSTART = "-DOCSTART-"
@@ -81,7 +81,7 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
         path: the file.
         scheme: "auto" (detect), "iob1" or "bio": the file's tag scheme.
     """
-    if not os.path.exists(path):
+    if not io.exists(path):
         raise FileNotFoundError(f"CoNLL file {path} does not exist")
     sentences, num_columns = [], None
     words, columns, numbers = [], [], []
@@ -91,7 +91,7 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
             sentences.append(Sentence(list(words), None, list(columns), list(numbers), path))
             words.clear(), columns.clear(), numbers.clear()
 
-    with open(path, "rb") as f:
+    with io.open_file(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
@@ -299,8 +299,6 @@ def write_predictions(path: str, conll: ConllFile, predicted_tags: Sequence[Sequ
     """Writes the file's columns with the predicted tag appended as the last
     column (conlleval's `word ... gold predicted` layout), in the file's tag
     scheme, one blank line between sentences."""
-    from official_bert.modeling.configs import write_text_atomic
-
     scheme = scheme or conll.scheme
     lines = []
     for sentence, tags in zip(conll.sentences, predicted_tags):
@@ -308,4 +306,4 @@ def write_predictions(path: str, conll: ConllFile, predicted_tags: Sequence[Sequ
         for columns, tag in zip(sentence.columns, tags):
             lines.append(" ".join(columns + [tag]))
         lines.append("")
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    io.atomic_write(path, "\n".join(lines) + "\n")

@@ -29,9 +29,15 @@ train either model. Beyond it:
   `--do_whole_word_mask`); `official_bert.training.input_pipeline.pretraining_dataset`
   masks them at read time, fresh every epoch.
 * **Safe output.** Files are written under hidden temporary names
-  (`.<name>.incomplete`) and renamed only when every worker has finished, so a
-  file with the final name is complete. `--gzip` compresses (read with
-  `compression_type="GZIP"`; the reader detects it).
+  (`official_bert.io.temporary_name`: `.<name>.tmp-<pid>-<hex>`) and renamed
+  only when every worker has finished (`io.publish_together`), the summary
+  last, so a file with the final name is complete and a summary vouches for
+  the whole set. `--gzip` compresses (read with `compression_type="GZIP"`; the
+  reader detects it).
+* **Any TensorFlow file system.** Inputs, outputs and the vocabulary may be
+  `gs://...` (or any `tf.io.gfile` path; TensorFlow is then imported);
+  in-memory `ram://` paths, which other processes cannot see, are generated
+  by one worker in this process.
 * **Bad input** gives a one-line `error: ...` and exit status 1: no input files,
   empty input, fewer than 2 documents, a line that is not UTF-8 (file and line
   named; `--skip_bad_lines` skips and counts such lines instead), a vocabulary
@@ -43,7 +49,7 @@ train either model. Beyond it:
   padding fraction, speed) printed and written to `<first output>.summary.json`.
 
 Differences in reading: a file's end also ends a document (google continues a
-document across files that do not end with a blank line); local files only.
+document across files that do not end with a blank line).
 
 Usage:
   python -m data_prep.create_pretraining_data \
@@ -57,7 +63,6 @@ from __future__ import annotations
 import collections
 import collections.abc
 import dataclasses
-import glob
 import json
 import multiprocessing
 import os
@@ -68,6 +73,7 @@ import time
 from typing import Callable, Iterator, Sequence
 
 from data_prep import tfrecord_io
+from official_bert import io
 from data_prep.pretraining_instances import (
     GenerationStats,
     InstanceMaker,
@@ -77,7 +83,7 @@ from data_prep.pretraining_instances import (
     count_summary,
 )
 
-__all__ = ["PretrainingDataConfig", "create_pretraining_data", "expand_input_files"]
+__all__ = ["PretrainingDataConfig", "create_pretraining_data"]
 
 
 # --------------------------------------------------------------------------
@@ -90,59 +96,32 @@ def _split(value: str | Sequence[str]) -> list[str]:
     return [v.strip() for v in items if v and v.strip()]
 
 
-def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
-    """Comma-separated files and globs → files (glob matches sorted, duplicates dropped)."""
-    patterns = _split(input_file)
-    if not patterns:
-        raise ValueError("no --input_file given")
-    files: list[str] = []
-    seen = set()
-    for pattern in patterns:
-        if "://" in pattern:
-            raise ValueError(f"input {pattern!r}: only local files are supported")
-        if glob.has_magic(pattern):
-            matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
-            if not matches:
-                raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no files")
-        elif os.path.isfile(pattern):
-            matches = [pattern]
-        else:
-            raise FileNotFoundError(f"input file {pattern!r} does not exist")
-        for path in matches:
-            if path not in seen:
-                seen.add(path)
-                files.append(path)
-    return files
-
-
 def check_output_files(output_file: str | Sequence[str], inputs: Sequence[str]) -> list[str]:
     outputs = _split(output_file)
     if not outputs:
         raise ValueError("no --output_file given")
-    if len(set(map(os.path.abspath, outputs))) != len(outputs):
-        raise ValueError("--output_file lists the same file twice")
-    input_set = set(map(os.path.abspath, inputs))
+    for i, path in enumerate(outputs):
+        if any(io.same_path(path, other) for other in outputs[:i]):
+            raise ValueError("--output_file lists the same file twice")
     for path in outputs:
-        if "://" in path:
-            raise ValueError(f"output {path!r}: only local files are supported")
-        if os.path.abspath(path) in input_set:
-            raise ValueError(f"output {path} is also an input file")
+        io.refuse_output_over_input({"--output_file": path},
+                                    [("input_file", source) for source in inputs])
+        if io.isdir(path):
+            raise IsADirectoryError(f"cannot write output {path}: it is a directory")
+        io.check_output_directory(path)
+        if not io.is_local(path):
+            continue
         directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise FileNotFoundError(f"cannot write output {path}: directory {directory} "
-                                    "does not exist")
         if not os.access(directory, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write output {path}: directory {directory} "
                                   "is not writable")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"cannot write output {path}: it is a directory")
     return outputs
 
 
 def load_vocab_info(vocab_file: str) -> VocabInfo:
     from official_bert.text import tokenization
 
-    if not os.path.isfile(vocab_file):
+    if not io.isfile(vocab_file):
         raise FileNotFoundError(f"vocab_file {vocab_file} does not exist")
     return VocabInfo(tokenization.load_vocab(vocab_file), name=f"vocab_file {vocab_file}")
 
@@ -162,7 +141,7 @@ def count_documents(files: Sequence[str], limit: int) -> int:
     count = 0
     for path in files:
         has_content = False
-        with open(path, "rb") as f:
+        with io.open_file(path, "rb") as f:
             for raw in f:
                 if _is_blank(raw):
                     if has_content:
@@ -227,7 +206,7 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
     for path in files:
         raw_lines: list[bytes] = []
         first_lineno = n_bytes = 0
-        with open(path, "rb") as f:
+        with io.open_file(path, "rb") as f:
             for lineno, raw in enumerate(f, 1):
                 if _is_blank(raw):
                     if raw_lines:
@@ -286,14 +265,15 @@ class WorkerJob:
     vocab_file: str
     config: PretrainingDataConfig
     targets: tuple[str, ...]  # files this worker writes (final or part names)
+    temporaries: tuple[str, ...]  # where it writes them (the caller publishes them)
 
 
 def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | None = None
                ) -> dict:
     """Generates this worker's share; leaves its files as uncommitted temporaries.
 
-    The files are finished but keep their `.incomplete` names; the caller
-    renames (or concatenates) them once every worker has succeeded.
+    The files are finished but keep their temporary names (`job.temporaries`);
+    the caller renames (or concatenates) them once every worker has succeeded.
     """
     from data_prep.fast_tokenization import CachedTokenizer
 
@@ -305,8 +285,8 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
     maker = InstanceMaker(config, vocab, rng, stats)
     writers = []
     try:
-        for path in job.targets:
-            writers.append(tfrecord_io.TFRecordWriter(path, gzip=config.gzip))
+        for path, tmp_path in zip(job.targets, job.temporaries):
+            writers.append(tfrecord_io.TFRecordWriter(path, gzip=config.gzip, tmp_path=tmp_path))
         n_writers = len(writers)
         next_writer = [0]
 
@@ -432,8 +412,8 @@ def _stderr(message: str) -> None:
 
 
 def _part_name(path: str, worker: int, num_workers: int) -> str:
-    directory, base = os.path.split(path)
-    return os.path.join(directory, f".{base}.part-{worker:05d}-of-{num_workers:05d}")
+    """The name of a worker's part of `path` (only ever written under its temporary name)."""
+    return f"{path}.part-{worker:05d}-of-{num_workers:05d}"
 
 
 def _progress_line(start: float, documents: int, instances: int) -> str:
@@ -455,10 +435,12 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
     log = log or (lambda message: None)
     config.validate()
     start = time.monotonic()
-    inputs = expand_input_files(input_file)
+    inputs = io.expand_paths(input_file, "input_file")
     outputs = check_output_files(output_file, inputs)
     load_vocab_info(vocab_file)  # fail early on a bad vocabulary
     requested = num_workers or os.cpu_count() or 1
+    if any(map(io.is_process_local, [*inputs, *outputs, vocab_file])):
+        requested = 1  # ram:// files exist only in this process
     n_docs = count_documents(inputs, limit=2 * requested)
     if n_docs == 0:
         raise ValueError(f"empty input: no documents in {', '.join(inputs)}")
@@ -472,13 +454,13 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
         targets = [tuple(outputs[w::workers]) for w in range(workers)]
     else:  # every worker writes a part of every output
         targets = [tuple(_part_name(o, w, workers) for o in outputs) for w in range(workers)]
-    jobs = [WorkerJob(w, workers, tuple(inputs), vocab_file, config, targets[w])
-            for w in range(workers)]
-    temporaries = [tfrecord_io.temporary_name(p) for t in targets for p in t]
-    temporaries += [tfrecord_io.temporary_name(o) for o in outputs]
+    temporaries = {t: io.temporary_name(t) for worker_targets in targets for t in worker_targets}
+    jobs = [WorkerJob(w, workers, tuple(inputs), vocab_file, config, targets[w],
+                      tuple(temporaries[t] for t in targets[w])) for w in range(workers)]
     log(f"create_pretraining_data: {len(inputs)} input file(s) → {len(outputs)} output "
         f"file(s), {workers} worker(s), {'dynamic' if config.dynamic_masking else 'static'} "
         f"masking, dupe_factor {config.dupe_factor}, max_seq_length {config.max_seq_length}")
+    staged = {o: temporaries[o] if direct else io.temporary_name(o) for o in outputs}
     try:
         if workers == 1:
             last = [start]
@@ -492,43 +474,39 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
             results = [run_worker(jobs[0], progress)]
         else:
             results = _run_pool(jobs, progress_seconds, start, log)
-        if direct:
+        if not direct:  # concatenate the workers' parts, in worker order
             for output in outputs:
-                os.replace(tfrecord_io.temporary_name(output), output)
-        else:
-            for output in outputs:
-                tmp = tfrecord_io.temporary_name(output)
-                with open(tmp, "wb") as out:
+                with io.open_new(staged[output], "wb") as out:
                     for w in range(workers):
-                        part = tfrecord_io.temporary_name(_part_name(output, w, workers))
-                        with open(part, "rb") as f:
+                        part = temporaries[_part_name(output, w, workers)]
+                        with io.open_file(part, "rb") as f:
                             shutil.copyfileobj(f, out, 1 << 22)
-                        os.remove(part)
-                os.replace(tmp, output)
-    except BaseException:
-        for path in temporaries:
-            if os.path.exists(path):
-                os.remove(path)
-        raise
+                        io.remove(part)
+                    io.sync(out)
 
-    totals = {f: sum(r[f] for r in results) for f in GenerationStats.FIELDS}
-    elapsed = time.monotonic() - start
-    summary = count_summary(totals, config)
-    summary.update({
-        "input_files": inputs,
-        "output_files": outputs,
-        "vocab_file": vocab_file,
-        "num_workers": workers,
-        "config": dataclasses.asdict(config),
-        "format": "dynamic" if config.dynamic_masking else "static",
-        "seconds": elapsed,
-        "documents_per_second": totals["documents"] / elapsed,
-        "instances_per_second": totals["instances"] / elapsed,
-        "per_worker": results,
-    })
-    summary_path = outputs[0] + ".summary.json"
-    with open(summary_path, "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=2)
+        totals = {f: sum(r[f] for r in results) for f in GenerationStats.FIELDS}
+        elapsed = time.monotonic() - start
+        summary = count_summary(totals, config)
+        summary.update({
+            "input_files": inputs,
+            "output_files": outputs,
+            "vocab_file": vocab_file,
+            "num_workers": workers,
+            "config": dataclasses.asdict(config),
+            "format": "dynamic" if config.dynamic_masking else "static",
+            "seconds": elapsed,
+            "documents_per_second": totals["documents"] / elapsed,
+            "instances_per_second": totals["instances"] / elapsed,
+            "per_worker": results,
+        })
+        # The outputs are renamed into place together, then the summary (which
+        # lists them under "files") is written last.
+        summary_path = outputs[0] + ".summary.json"
+        io.publish_together(staged, summary_path, summary)
+    except BaseException:
+        for path in [*temporaries.values(), *staged.values()]:
+            io.remove(path)
+        raise
     log(_progress_line(start, totals["documents"], totals["instances"]))
     log(format_summary(summary) + f"\nsummary written to {summary_path}")
     return summary

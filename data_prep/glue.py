@@ -46,6 +46,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from official_bert import io
 from official_bert.text import tokenization
 
 Column = Union[str, int]  # a header name, or a 0-based index in a file without header
@@ -192,11 +193,11 @@ def custom_task(text_a_column: str, text_b_column: Optional[str] = None,
 def find_data_file(data_dir: str, name: str) -> str:
     """`data_dir/name`, or for a name without extension the first of
     name.tsv, name.csv, name.jsonl that exists."""
-    path = os.path.join(data_dir, name)
+    path = io.join(data_dir, name)
     if os.path.splitext(name)[1]:
         return path
     for extension in FORMATS:
-        if os.path.exists(path + extension):
+        if io.exists(path + extension):
             return path + extension
     return path + ".tsv"  # missing: the reader names it
 
@@ -215,10 +216,10 @@ def file_format(path: str, default: Optional[str] = None) -> str:
 
 def _rows(path: str, fmt: str):
     """(line number, list of fields or dict) for every non-blank row."""
-    if not os.path.exists(path):
+    if not io.exists(path):
         raise FileNotFoundError(f"{path} does not exist")
     if fmt == "jsonl":
-        with open(path, encoding="utf-8-sig") as f:
+        with io.open_file(path, encoding="utf-8-sig") as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -232,7 +233,7 @@ def _rows(path: str, fmt: str):
                 yield number, row
         return
     # "utf-8-sig": MRPC's files start with a byte-order mark.
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with io.open_file(path, encoding="utf-8-sig", newline="") as f:
         if fmt == "tsv":
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         else:
@@ -453,7 +454,7 @@ CACHE_VERSION = 1
 
 def _file_digest(path: str) -> str:
     digest = hashlib.sha1()
-    with open(path, "rb") as f:
+    with io.open_file(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -475,7 +476,7 @@ def cache_key(examples: Sequence[InputExample], vocab_file: str, do_lower_case: 
 def write_feature_cache(path: str, arrays: dict) -> None:
     """TFRecords of the features (ids and segments without padding), written
     under a temporary name and renamed: a file with the final name is complete."""
-    from data_prep import tfrecord_io as io
+    from data_prep import tfrecord_io
 
     varints = {}
 
@@ -485,24 +486,25 @@ def write_feature_cache(path: str, arrays: dict) -> None:
             v = int(v)
             encoded = varints.get(v)
             if encoded is None:
-                encoded = varints[v] = io.varint(v)
+                encoded = varints[v] = tfrecord_io.varint(v)
             out.append(encoded)
         return b"".join(out)
 
     regression = arrays["label"].dtype.kind == "f"
     lengths = arrays["input_mask"].sum(axis=1)
-    with io.TFRecordWriter(path) as writer:
+    entry, int64 = tfrecord_io.feature_entry, tfrecord_io.int64_feature
+    with tfrecord_io.TFRecordWriter(path) as writer:
         for i in range(len(lengths)):
             n = int(lengths[i])
             label = arrays["label"][i]
             entries = [
-                io.feature_entry("input_word_ids", io.int64_feature(packed(arrays["input_word_ids"][i, :n]))),
-                io.feature_entry("input_type_ids", io.int64_feature(packed(arrays["input_type_ids"][i, :n]))),
-                io.feature_entry("example_index", io.int64_feature(packed([arrays["example_index"][i]]))),
-                io.feature_entry("label", io.float_feature(np.float32(label).tobytes()) if regression
-                                 else io.int64_feature(packed([label]))),
+                entry("input_word_ids", int64(packed(arrays["input_word_ids"][i, :n]))),
+                entry("input_type_ids", int64(packed(arrays["input_type_ids"][i, :n]))),
+                entry("example_index", int64(packed([arrays["example_index"][i]]))),
+                entry("label", tfrecord_io.float_feature(np.float32(label).tobytes())
+                      if regression else int64(packed([label]))),
             ]
-            writer.write(io.example(entries))
+            writer.write(tfrecord_io.example(entries))
         writer.commit()
 
 
@@ -545,12 +547,12 @@ def cached_features(examples: Sequence[InputExample], tokenizer, vocab_file: str
     log = log or (lambda *args: None)
     if cache_dir is None:
         return convert_examples(examples, tokenizer, max_seq_length, labels)
-    os.makedirs(cache_dir, exist_ok=True)
+    io.makedirs(cache_dir)
     key = cache_key(examples, vocab_file, do_lower_case, max_seq_length, labels)
     safe_split = "".join(c if c.isalnum() or c in "-_" else "_" for c in split)
-    path = os.path.join(cache_dir, f"{safe_split}-{key}.tf_record")
+    path = io.join(cache_dir, f"{safe_split}-{key}.tf_record")
     pad_id = tokenizer.vocab.get(tokenization.PAD_TOKEN, 0)
-    if os.path.exists(path):
+    if io.exists(path):
         log("Using cached %s features %s", split, path)
         arrays = read_feature_cache(path, max_seq_length, labels is None, pad_id)
         if len(arrays["label"]) == len(examples):

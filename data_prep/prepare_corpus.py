@@ -46,14 +46,14 @@ Usage:
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import re
 import sys
-import tempfile
 import unicodedata
 from typing import Iterable, Sequence
+
+from official_bert import io
 
 # --------------------------------------------------------------------------
 # Input files
@@ -68,24 +68,21 @@ def _is_document_file(path: str) -> bool:
 def expand_inputs(patterns: Iterable[str]) -> tuple[list[str], list[str]]:
     """Files, directories (searched recursively) and globs → (documents, skipped).
 
-    Documents come sorted within each pattern, patterns in the order given,
-    duplicates dropped. `skipped` lists README and hidden files that were left
-    out. A pattern that matches nothing is an error.
+    Any `official_bert.io` path (local, `gs://`, `ram://`). Documents come
+    sorted within each pattern, patterns in the order given, duplicates
+    dropped. `skipped` lists README and hidden files that were left out. A
+    pattern that matches nothing is an error.
     """
     files, skipped, seen = [], [], set()
     for pattern in patterns:
         pattern = pattern.strip()
         if not pattern:
             continue
-        if os.path.isdir(pattern):
-            matches = []
-            for root, dirs, names in os.walk(pattern):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                matches.extend(os.path.join(root, n) for n in names)
-            matches.sort()
-        elif glob.has_magic(pattern):
-            matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
-        elif os.path.isfile(pattern):
+        if io.isdir(pattern):
+            matches = io.walk_files(pattern)
+        elif io.has_magic(pattern):
+            matches = [p for p in io.glob(pattern) if not io.isdir(p)]
+        elif io.exists(pattern):
             matches = [pattern]
         else:
             raise FileNotFoundError(f"input {pattern!r} does not exist")
@@ -375,22 +372,6 @@ def document_sentences(raw: bytes, path: str = "<document>",
     return DocumentResult(sentences, encoding, stripped, hard_wrapped)
 
 
-def _write_atomically(path: str, write_fn) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"output directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".incomplete",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            write_fn(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def prepare_corpus(input_patterns: Sequence[str], output_file: str,
                    options: CorpusOptions = CorpusOptions()) -> dict:
     """Writes `output_file` (one sentence per line, blank line between documents).
@@ -418,7 +399,7 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
     def write(f):
         first = True
         for path in files:
-            with open(path, "rb") as g:
+            with io.open_file(path, "rb") as g:
                 raw = g.read()
             doc = document_sentences(raw, path, options)
             if doc.encoding != "utf-8":
@@ -440,12 +421,12 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
             stats["sentences"] += len(doc.sentences)
             stats["characters"] += sum(len(s) for s in doc.sentences)
 
-    _write_atomically(output_file, write)
-    if stats["documents"] == 0:
-        os.remove(output_file)
-        raise ValueError(f"no text in {len(files)} input file(s): all documents are empty")
-    with open(output_file + ".stats.json", "w", encoding="utf-8") as f:
-        json.dump(stats, f, indent=2)
+    io.check_output_directory(output_file)
+    with io.atomic_output(output_file) as f:
+        write(f)
+        if stats["documents"] == 0:  # raising drops the output
+            raise ValueError(f"no text in {len(files)} input file(s): all documents are empty")
+    io.atomic_write(output_file + ".stats.json", json.dumps(stats, indent=2))
     return stats
 
 

@@ -31,11 +31,11 @@ import collections
 import dataclasses
 import json
 import math
-import os
 from typing import Dict, List, Optional
 
 from absl import logging
 
+from official_bert import io
 from official_bert.text import tokenization
 
 
@@ -122,10 +122,10 @@ def _field(obj, key, kind, where, path):
 
 def load_squad_json(input_file) -> list:
     """Reads a SQuAD file and returns its `data` list (structure checked)."""
-    if not os.path.exists(input_file):
+    if not io.exists(input_file):
         raise FileNotFoundError(f"SQuAD file {input_file} does not exist")
     try:
-        with open(input_file, encoding="utf-8") as f:
+        with io.open_file(input_file, encoding="utf-8") as f:
             dataset = json.load(f)
     except json.JSONDecodeError as e:
         raise SquadFormatError(
@@ -745,18 +745,15 @@ def apply_threshold(predictions: Dict[str, SquadPrediction], threshold: float) -
 def write_prediction_files(predictions: Dict[str, SquadPrediction], output_dir,
                            version_2_with_negative: bool, answers: dict | None = None) -> dict:
     """Writes predictions.json, nbest_predictions.json (and null_odds.json)."""
-    from official_bert.modeling.configs import write_text_atomic
-
-    os.makedirs(output_dir, exist_ok=True)
     answers = answers if answers is not None else {q: p.text for q, p in predictions.items()}
-    paths = {"predictions": os.path.join(output_dir, "predictions.json"),
-             "nbest": os.path.join(output_dir, "nbest_predictions.json")}
-    write_text_atomic(paths["predictions"], json.dumps(answers, indent=4, ensure_ascii=False) + "\n")
-    write_text_atomic(paths["nbest"], json.dumps(
+    paths = {"predictions": io.join(output_dir, "predictions.json"),
+             "nbest": io.join(output_dir, "nbest_predictions.json")}
+    io.atomic_write(paths["predictions"], json.dumps(answers, indent=4, ensure_ascii=False) + "\n")
+    io.atomic_write(paths["nbest"], json.dumps(
         {q: p.nbest for q, p in predictions.items()}, indent=4, ensure_ascii=False) + "\n")
     if version_2_with_negative:
-        paths["null_odds"] = os.path.join(output_dir, "null_odds.json")
-        write_text_atomic(paths["null_odds"], json.dumps(
+        paths["null_odds"] = io.join(output_dir, "null_odds.json")
+        io.atomic_write(paths["null_odds"], json.dumps(
             {q: p.score_diff for q, p in predictions.items()}, indent=4) + "\n")
     return paths
 
@@ -764,10 +761,8 @@ def write_prediction_files(predictions: Dict[str, SquadPrediction], output_dir,
 def split_by_article(input_file, train_file, dev_file, num_train_articles: int) -> tuple:
     """Writes the first `num_train_articles` articles of a SQuAD file to
     `train_file` and the rest to `dev_file`; returns the question counts."""
-    from official_bert.modeling.configs import write_text_atomic
-
     data = load_squad_json(input_file)  # checks the file first: errors name the place
-    with open(input_file, encoding="utf-8") as f:
+    with io.open_file(input_file, encoding="utf-8") as f:
         version = json.load(f).get("version", "")
     if not 0 < num_train_articles < len(data):
         raise ValueError(f"{input_file} has {len(data)} articles; cannot put "
@@ -775,8 +770,8 @@ def split_by_article(input_file, train_file, dev_file, num_train_articles: int) 
     counts = []
     for path, part in ((train_file, data[:num_train_articles]),
                        (dev_file, data[num_train_articles:])):
-        write_text_atomic(path, json.dumps({"version": version, "data": part},
-                                           ensure_ascii=False) + "\n")
+        io.atomic_write(path, json.dumps({"version": version, "data": part},
+                                         ensure_ascii=False) + "\n")
         counts.append(sum(len(p["qas"]) for a in part for p in a["paragraphs"]))
     return tuple(counts)
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import os
 import re
 from typing import List, Optional, Sequence
 
 import numpy as np
 
+from official_bert import io
 from official_bert.text import tokenization
 
 REQUIRED = ("sent1", "sent2")
@@ -42,9 +42,9 @@ class SwagExample:
 
 def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
     """Reads SWAG's CSV; `require_label=False` for a prediction file."""
-    if not os.path.exists(path):
+    if not io.exists(path):
         raise FileNotFoundError(f"SWAG file {path} does not exist")
-    with open(path, encoding="utf-8", newline="") as f:
+    with io.open_file(path, encoding="utf-8", newline="") as f:
         reader = csv.reader(f)
         try:
             header = next(reader)

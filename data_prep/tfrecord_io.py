@@ -19,17 +19,23 @@ seconds). It provides:
 * `TFRecordWriter`: TFRecord framing (`uint64 length, uint32 masked_crc(length),
   data, uint32 masked_crc(data)`), optional gzip (TensorFlow's
   `compression_type="GZIP"` reads it, also several gzip members one after the
-  other), written under a hidden temporary name (`.<name>.incomplete`) and
-  renamed only by `commit()`: a file with the final name is always complete.
+  other), written under `official_bert.io`'s hidden temporary name
+  (`.<name>.tmp-<pid>-<hex>`, created with O_EXCL) and renamed only by
+  `commit()`: a file with the final name is always complete. Local files are
+  written with plain buffered `os` writes (fast); other paths (`gs://`,
+  `ram://`) through `tf.io.gfile`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
 
 import numpy as np
+
+from official_bert import io
 
 _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
 _MASK_DELTA = 0xA282EAD8
@@ -183,27 +189,25 @@ def encode_example(features: dict) -> bytes:
 # --------------------------------------------------------------------------
 
 
-def temporary_name(path: str) -> str:
-    directory, base = os.path.split(path)
-    return os.path.join(directory, f".{base}.incomplete")
-
-
 class TFRecordWriter:
     """Buffered TFRecord writer to a temporary name; `commit()` renames it into place.
 
     `close()` without `commit()` (or an exception inside a `with` block)
     deletes the temporary file.
+
+    Args:
+        path: the final file.
+        tmp_path: where to write until `commit()`; by default
+            `io.temporary_name(path)` (given when another process renames it).
     """
 
     def __init__(self, path: str, gzip: bool = False, buffer_records: int = 512,
-                 compresslevel: int = 6):
-        self.path = path
-        self.tmp_path = temporary_name(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise FileNotFoundError(f"output directory {directory} does not exist")
+                 compresslevel: int = 6, tmp_path: str | None = None):
+        self.path = os.fspath(path)
+        self.tmp_path = tmp_path or io.temporary_name(self.path)
+        io.check_output_directory(self.path)
         try:
-            self._file = open(self.tmp_path, "wb")
+            self._file = io.open_new(self.tmp_path, "wb")
         except OSError as e:
             raise OSError(f"cannot write output {path}: {e.strerror}") from None
         self._compressor = zlib.compressobj(compresslevel, zlib.DEFLATED, 31) if gzip else None
@@ -236,22 +240,34 @@ class TFRecordWriter:
         blob = b"".join(parts)
         if self._compressor is not None:
             blob = self._compressor.compress(blob)
-        self._file.write(blob)
+        self._write(blob)
         self.records += n
         self.bytes += len(blob)
+
+    def _write(self, blob: bytes) -> None:
+        try:
+            self._file.write(blob)
+        except OSError as e:
+            self.close()
+            io.reraise_disk_full(e, self.path)
 
     def _finish(self) -> None:
         self.flush()
         if self._compressor is not None:
-            self._file.write(self._compressor.flush())
+            self._write(self._compressor.flush())
             self._compressor = None
-        self._file.close()
+        try:
+            io.sync(self._file)
+            self._file.close()
+        except OSError as e:
+            self.close()
+            io.reraise_disk_full(e, self.path)
 
     def commit(self, rename: bool = True) -> None:
         """Finishes the file; renames it to its final name unless `rename=False`."""
         self._finish()
         if rename:
-            os.replace(self.tmp_path, self.path)
+            io.rename(self.tmp_path, self.path, overwrite=True)
         self.committed = True
 
     def close(self) -> None:
@@ -259,11 +275,10 @@ class TFRecordWriter:
         if self.committed:
             return
         try:
-            if not self._file.closed:
+            with contextlib.suppress(OSError):  # e.g. a full disk: the file is dropped anyway
                 self._file.close()
         finally:
-            if os.path.exists(self.tmp_path):
-                os.remove(self.tmp_path)
+            io.remove(self.tmp_path)
 
     def __enter__(self):
         return self

@@ -21,17 +21,15 @@ use google-research/bert's names too: `cls/predictions/...` (masked LM),
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import re
-import shutil
-import tempfile
 
 import numpy as np
 from absl import logging
 
-from official_bert.modeling.configs import BertConfig, ConfigError, write_text_atomic
+from official_bert import io
+from official_bert.modeling.configs import BertConfig, ConfigError
 
 HUGGINGFACE = "huggingface"
 GOOGLE_TF1 = "google_tf1"
@@ -212,10 +210,10 @@ def assign_encoder_weights(encoder, weights: dict) -> None:
 
 def _find_beside(path, names):
     """The first of `names` in `path` (a directory) or beside it (a prefix)."""
-    folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    folder = path if io.isdir(path) else os.path.dirname(path) or "."
     for name in names:
-        candidate = os.path.join(folder, name)
-        if os.path.exists(candidate):
+        candidate = io.join(folder, name)
+        if io.exists(candidate):
             return candidate
     return None
 
@@ -224,11 +222,11 @@ def _tf_checkpoint_prefix(path):
     """Resolves a TF checkpoint directory or prefix to a prefix, or None."""
     import tensorflow as tf
 
-    if os.path.isdir(path):
+    if io.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest:
             return latest
-        indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+        indexes = io.glob(io.join(path, "*.index"))
         if len(indexes) == 1:
             return indexes[0][: -len(".index")]
         if len(indexes) > 1:
@@ -238,9 +236,9 @@ def _tf_checkpoint_prefix(path):
                 "pass the prefix of the one to load"
             )
         return None
-    if os.path.exists(path + ".index"):
+    if io.exists(path + ".index"):
         return path
-    if path.endswith(".index") and os.path.exists(path):
+    if path.endswith(".index") and io.exists(path):
         return path[: -len(".index")]
     return None
 
@@ -249,14 +247,13 @@ def _guess_lower_case(path, kind):
     tokenizer_config = _find_beside(path, ["tokenizer_config.json"])
     if tokenizer_config:
         try:
-            with open(tokenizer_config, encoding="utf-8") as f:
-                value = json.load(f).get("do_lower_case")
+            value = json.loads(io.read_text(tokenizer_config)).get("do_lower_case")
             if isinstance(value, bool):
                 return value
         except (OSError, ValueError):
             pass
     name = os.path.basename(os.path.normpath(
-        path if os.path.isdir(path) else os.path.dirname(path) or path
+        path if io.isdir(path) else os.path.dirname(path) or path
     )).lower()
     if "uncased" in name:
         return True
@@ -282,15 +279,13 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
         CheckpointError: the path does not exist or holds no known checkpoint.
     """
     path = os.fspath(path)
-    if not os.path.exists(path) and not os.path.exists(path + ".index"):
+    if not io.exists(path) and not io.exists(path + ".index"):
         raise CheckpointError(
             f"Checkpoint {path} does not exist; pass a Hugging Face directory "
             "(config.json + model.safetensors), a Google checkpoint "
             "(bert_model.ckpt) or an official_bert checkpoint directory"
         )
-    if os.path.isdir(path) and os.path.exists(
-        os.path.join(path, "model.safetensors")
-    ):
+    if io.isdir(path) and io.exists(io.join(path, "model.safetensors")):
         return _read_huggingface(path, config)
     prefix = _tf_checkpoint_prefix(path)
     if prefix is None:
@@ -329,10 +324,15 @@ def _config_beside(path, config, names):
 
 
 def _read_huggingface(path, config):
-    from safetensors.numpy import load_file
+    from safetensors import numpy as safetensors_numpy
 
     config = _config_beside(path, config, ["config.json", "bert_config.json"])
-    tensors = load_file(os.path.join(path, "model.safetensors"))
+    weights_file = io.join(path, "model.safetensors")
+    if io.is_local(weights_file):
+        tensors = safetensors_numpy.load_file(weights_file)  # memory-mapped
+    else:
+        with io.open_file(weights_file, "rb") as f:
+            tensors = safetensors_numpy.load(f.read())
     weights, unknown = {}, []
     for name, value in tensors.items():
         if _HF_IGNORED.search(name) or _HF_TIED.search(name):
@@ -449,10 +449,10 @@ def save_checkpoint(encoder, output_dir, vocab_file=None, step=None):
     """
     import tensorflow as tf
 
-    os.makedirs(output_dir, exist_ok=True)
-    encoder.config.to_json_file(os.path.join(output_dir, "bert_config.json"))
+    io.makedirs(output_dir)
+    encoder.config.to_json_file(io.join(output_dir, "bert_config.json"))
     if vocab_file:
-        _copy_atomic(vocab_file, os.path.join(output_dir, "vocab.txt"))
+        io.atomic_copy(vocab_file, io.join(output_dir, "vocab.txt"))
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(encoder=encoder), output_dir, max_to_keep=1
     )
@@ -462,48 +462,42 @@ def save_checkpoint(encoder, output_dir, vocab_file=None, step=None):
 def export_huggingface(encoder, output_dir, vocab_file=None, do_lower_case=None):
     """Writes the encoder as a Hugging Face `BertModel` directory.
 
-    `model.safetensors` (float32), `config.json`, and `vocab.txt` (copied from
-    `vocab_file`) are written to a temporary directory first and moved into
-    place, so a crash never leaves a half-written export.
+    `model.safetensors` (float32), `config.json`, `vocab.txt` (copied from
+    `vocab_file`) and `tokenizer_config.json` are written to a hidden staging
+    directory inside `output_dir` first and published together
+    (`io.publish_together`), so a crash never leaves a half-written file.
     """
-    from safetensors.numpy import save_file
+    from safetensors import numpy as safetensors_numpy
 
     output_dir = os.fspath(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
     tensors = {}
     for canonical, value in get_encoder_weights(encoder).items():
         hf_name, transpose = _canonical_to_hf(canonical)
         value = value.astype(np.float32)
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=output_dir)
+    staging = io.make_temporary_dir(output_dir, "export")
     try:
-        save_file(tensors, os.path.join(staging, "model.safetensors"),
-                  metadata={"format": "pt"})
-        write_text_atomic(
-            os.path.join(staging, "config.json"),
-            json.dumps(encoder.config.to_hf_dict(), indent=2, sort_keys=True) + "\n",
-        )
-        if vocab_file:
-            shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+        files = {"config.json": json.dumps(encoder.config.to_hf_dict(), indent=2,
+                                           sort_keys=True) + "\n"}
         if do_lower_case is not None:
-            write_text_atomic(
-                os.path.join(staging, "tokenizer_config.json"),
-                json.dumps({"do_lower_case": do_lower_case,
-                            "tokenizer_class": "BertTokenizer"}, indent=2) + "\n",
-            )
-        for name in os.listdir(staging):
-            os.replace(os.path.join(staging, name), os.path.join(output_dir, name))
+            files["tokenizer_config.json"] = json.dumps(
+                {"do_lower_case": do_lower_case, "tokenizer_class": "BertTokenizer"},
+                indent=2) + "\n"
+        weights_file = io.join(staging, "model.safetensors")
+        if io.is_local(weights_file):
+            safetensors_numpy.save_file(tensors, weights_file, metadata={"format": "pt"})
+        else:
+            files["model.safetensors"] = safetensors_numpy.save(
+                tensors, metadata={"format": "pt"})
+        for name, data in files.items():
+            io.atomic_write(io.join(staging, name), data)
+        if vocab_file:
+            io.atomic_copy(vocab_file, io.join(staging, "vocab.txt"))
+        io.publish_together({io.join(output_dir, name): io.join(staging, name)
+                             for name in io.listdir(staging)})
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        io.remove_tree(staging)
     return output_dir
-
-
-def _copy_atomic(source, destination):
-    if os.path.abspath(source) == os.path.abspath(destination):
-        return
-    tmp = f"{destination}.tmp-{os.getpid()}"
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, destination)
 
 
 __all__ = [

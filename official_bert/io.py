@@ -14,8 +14,12 @@ Every file the project writes goes through here, so that:
   file removed;
 * paths with a scheme (`gs://`, `s3://`, `hdfs://`, TensorFlow's in-memory
   `ram://`) go through `tf.io.gfile`, local paths through `os` (no TensorFlow
-  import for the data tools). On object stores a rename is a copy and a delete,
-  so there a reader can see a file appear late, never a partial one.
+  import for the data tools). `open_file` gives the same Python file object
+  either way (encodings, newlines, line iteration). On object stores a rename
+  is a copy and a delete, so there a reader can see a file appear late, never a
+  partial one. `ram://` lives in one process only (`is_process_local`);
+* path patterns are expanded in one place: `glob` (one pattern), `expand_paths`
+  (comma-separated globs and `prefix@N` shards of data files, for a flag).
 
 `RunLock` gives a run exclusive use of its `--output_dir` (`tasks.base` takes it).
 """
@@ -26,6 +30,7 @@ import contextlib
 import errno
 import fcntl
 import glob as _glob
+import io as _pyio
 import json
 import os
 import re
@@ -61,6 +66,12 @@ def _gfile():
     return tf.io.gfile
 
 
+def is_process_local(path: str) -> bool:
+    """Whether `path` exists only inside this process (TensorFlow's `ram://`):
+    worker processes cannot see it."""
+    return os.fspath(path).startswith("ram://")
+
+
 def join(*parts: str) -> str:
     return os.path.join(*[os.fspath(p) for p in parts])
 
@@ -73,8 +84,31 @@ def isdir(path: str) -> bool:
     return os.path.isdir(_local(path)) if is_local(path) else _gfile().isdir(path)
 
 
+def isfile(path: str) -> bool:
+    if is_local(path):
+        return os.path.isfile(_local(path))
+    return _gfile().exists(path) and not _gfile().isdir(path)
+
+
+def check_output_directory(path: str) -> None:
+    """`FileNotFoundError` unless the directory of the local file `path` exists.
+
+    For the data tools, which do not create directories (a typo in an output
+    path should not make a new tree). Object stores have no directories to
+    check: nothing is checked for paths with a scheme.
+    """
+    if is_local(path):
+        directory = os.path.dirname(os.path.abspath(_local(path)))
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(f"cannot write output {path}: output directory "
+                                    f"{directory} does not exist")
+
+
 def listdir(path: str) -> list[str]:
-    return sorted(os.listdir(_local(path)) if is_local(path) else _gfile().listdir(path))
+    """The sorted names in a directory (object stores' "name/" for a directory is "name")."""
+    if is_local(path):
+        return sorted(os.listdir(_local(path)))
+    return sorted(name.rstrip("/") for name in _gfile().listdir(path))
 
 
 def makedirs(path: str) -> None:
@@ -92,11 +126,59 @@ def remove(path: str) -> None:
         _gfile().remove(path)
 
 
-def open_file(path: str, mode: str = "r", encoding: str = "utf-8"):
-    """`open` for local paths, `tf.io.gfile.GFile` for the others (text or binary)."""
+def open_file(path: str, mode: str = "r", encoding: str = "utf-8", newline: str | None = None):
+    """`open` for local paths; for the others a `tf.io.gfile.GFile` behind Python's
+    own buffering and text decoding, so that `encoding` (e.g. "utf-8-sig") and
+    `newline` mean what they mean to `open` (GFile's own line reading drops the
+    "\\r" of "\\r\\n"). Modes "r", "rb", "w", "wb", "a", "ab"."""
+    text = {} if "b" in mode else {"encoding": encoding, "newline": newline}
     if is_local(path):
-        return open(_local(path), mode, **({} if "b" in mode else {"encoding": encoding}))
-    return _gfile().GFile(path, mode)
+        return open(_local(path), mode, **text)
+    raw = _GFileStream(path, mode.replace("b", "").replace("t", "") + "b")
+    buffered = (_pyio.BufferedReader(raw, 1 << 20) if raw.readable()
+                else _pyio.BufferedWriter(raw, 1 << 20))
+    return buffered if "b" in mode else _pyio.TextIOWrapper(buffered, **text)
+
+
+class _GFileStream(_pyio.RawIOBase):
+    """A `tf.io.gfile.GFile` (binary) as a raw Python stream."""
+
+    def __init__(self, path: str, mode: str):
+        super().__init__()
+        self.name, self._mode = path, mode
+        self._file = _gfile().GFile(path, mode)
+
+    def readable(self) -> bool:
+        return "r" in self._mode
+
+    def writable(self) -> bool:
+        return "r" not in self._mode
+
+    def seekable(self) -> bool:
+        return "r" in self._mode
+
+    def readinto(self, buffer) -> int:
+        data = self._file.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def write(self, data) -> int:
+        self._file.write(bytes(data))
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._file.seek(offset, whence)
+        return self._file.tell()
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._file.close()  # a written file is only complete once closed
+            finally:
+                super().close()
 
 
 def read_text(path: str) -> str:
@@ -154,10 +236,34 @@ def temporary_name(path: str) -> str:
     return os.path.join(directory, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
 
 
-def _translate_disk_full(error: OSError, path: str):
+def reraise_disk_full(error: BaseException, path: str):
+    """Raises `DiskFullError` for an out-of-space `OSError`, else `error` itself."""
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         raise DiskFullError(path) from None
     raise error
+
+
+def open_new(path: str, mode: str = "wb", encoding: str = "utf-8"):
+    """Creates `path` (which must not exist) for writing: locally with O_EXCL and
+    O_NOFOLLOW (never through a symlink planted at the name) and the user's
+    umask. For the temporary names of `temporary_name`; callers rename them."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"open_new creates a new file: mode 'w' or 'wb', not {mode!r}")
+    if not is_local(path):
+        return open_file(path, mode, encoding)
+    fd = os.open(_local(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
+        os, "O_NOFOLLOW", 0), 0o666 & ~_umask())
+    return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding}))
+
+
+def sync(file) -> None:
+    """Flushes `file`, and fsyncs it when it is a local file."""
+    file.flush()
+    try:
+        fd = file.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a local file: closing it completes it
+    os.fsync(fd)
 
 
 @contextlib.contextmanager
@@ -175,28 +281,16 @@ def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterat
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_output writes a new file: mode 'w' or 'wb', not {mode!r}")
     path = os.fspath(path)
-    directory = os.path.dirname(path) or "."
-    makedirs(directory)
+    makedirs(os.path.dirname(path) or ".")
     tmp = temporary_name(path)
     try:
-        if is_local(path):
-            fd = os.open(_local(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
-                os, "O_NOFOLLOW", 0), 0o666 & ~_umask())
-            with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as f:
-                yield f
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(_local(tmp), _local(path))
-        else:
-            with _gfile().GFile(tmp, mode) as f:
-                yield f
-            _gfile().rename(tmp, path, overwrite=True)
-    except OSError as e:
+        with open_new(tmp, mode, encoding) as f:
+            yield f
+            sync(f)
+        rename(tmp, path, overwrite=True)
+    except BaseException as e:
         remove(tmp)
-        _translate_disk_full(e, path)
-    except BaseException:
-        remove(tmp)
-        raise
+        reraise_disk_full(e, path)
 
 
 def atomic_write(path: str, data: str | bytes) -> None:
@@ -217,12 +311,11 @@ def make_temporary_dir(parent: str, prefix: str) -> str:
     """A new hidden directory inside `parent` (with the user's umask) to stage
     several files in before `publish_together` / a directory rename."""
     makedirs(parent)
-    if is_local(parent):
-        path = os.path.join(_local(parent), f".{prefix}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-        os.mkdir(path)  # mode 0o777 & ~umask, unlike tempfile.mkdtemp's 0700
-        return path
-    path = join(parent, f".{prefix}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    _gfile().makedirs(path)
+    path = temporary_name(join(parent, prefix))
+    if is_local(path):
+        os.mkdir(_local(path))  # mode 0o777 & ~umask, unlike tempfile.mkdtemp's 0700
+    else:
+        _gfile().makedirs(path)
     return path
 
 
@@ -250,14 +343,17 @@ def publish_together(staged: dict, manifest_path: str | None = None,
     Args:
         staged: final path → the temporary path holding its content (written
             completely, e.g. with `temporary_name`).
-        manifest_path: written last (atomically), listing the final files, so
-            a reader given it can refuse an incomplete set (`read_manifest`).
+        manifest_path: written last (atomically), listing the final files'
+            names under "files", so a reader given it can refuse an incomplete
+            set.
         manifest: extra entries for the manifest.
 
     A crash before the manifest is written leaves no manifest, so the set reads
     as incomplete; temporaries left by a killed writer are hidden names that
     `remove_stale_temporaries` clears.
     """
+    if manifest_path:
+        remove(manifest_path)  # a previous set's manifest must not vouch for a half-new set
     for final, tmp in staged.items():
         rename(tmp, final, overwrite=True)
     if manifest_path:
@@ -303,6 +399,30 @@ SIDECAR_SUFFIXES = (".json", ".incomplete")
 _SHARDS = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)$")
 
 
+def glob(pattern: str) -> list[str]:
+    """The sorted paths matching one glob (`glob.glob`, or `tf.io.gfile.glob`);
+    a literal path gives itself when it exists."""
+    if is_local(pattern):
+        return sorted(_glob.glob(_local(pattern)))
+    return sorted(_gfile().glob(pattern))
+
+
+def has_magic(pattern: str) -> bool:
+    """Whether `pattern` holds glob characters (`*`, `?`, `[`)."""
+    return _glob.has_magic(os.fspath(pattern))
+
+
+def walk_files(directory: str) -> list[str]:
+    """Every file under `directory`, recursively, sorted; hidden directories
+    are not entered (hidden files are listed: the caller decides)."""
+    walk = os.walk(_local(directory)) if is_local(directory) else _gfile().walk(directory)
+    files = []
+    for root, dirs, names in walk:
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(join(root, n) for n in names)
+    return sorted(files)
+
+
 def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:
     """Comma-separated globs (or a list of them) → the sorted files they name.
 
@@ -311,10 +431,16 @@ def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:
     hidden names (temporaries) and sidecars (`*.json`, `*.incomplete`) are
     skipped. Raises `UserError` naming `--flag` when nothing is given or a
     pattern matches no file.
+
+    Example:
+    >>> expand_paths("/no/such/dir/*.tfrecord", "input_file")
+    Traceback (most recent call last):
+    ...
+    official_bert.errors.UserError: --input_file: no file matches '/no/such/dir/*.tfrecord'
     """
     if isinstance(patterns, str):
         patterns = patterns.split(",")
-    patterns = [p.strip() for p in patterns if p and p.strip()]
+    patterns = [os.fspath(p).strip() for p in patterns if p and os.fspath(p).strip()]
     if not patterns:
         raise UserError(f"--{flag} is empty: give files or globs, comma-separated")
     files: list[str] = []
@@ -327,14 +453,14 @@ def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:
             if missing:
                 raise BadFileError(missing[0], f"does not exist ({len(missing)} of the {count} "
                                    f"shards of --{flag}={pattern} are missing)")
-        elif is_local(pattern):
-            matches = sorted(_glob.glob(_local(pattern)))
         else:
-            matches = sorted(_gfile().glob(pattern))
+            matches = glob(pattern)
         matches = [m for m in matches if not isdir(m)
                    and not os.path.basename(m).startswith(".")
                    and not m.endswith(SIDECAR_SUFFIXES)]
         if not matches:
+            if not has_magic(pattern) and not exists(pattern):
+                raise UserError(f"--{flag}: {pattern} does not exist")
             raise UserError(f"--{flag}: no file matches {pattern!r}")
         files.extend(m for m in matches if m not in files)
     return files
@@ -414,6 +540,7 @@ class RunLock:
 
     def release(self) -> None:
         if self._fd is not None:
+            os.ftruncate(self._fd, 0)  # no owner any more; the directory's bytes as before
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

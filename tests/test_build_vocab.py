@@ -12,6 +12,7 @@ import pytest
 
 from data_prep import build_vocab as bv
 from data_prep import prepare_corpus
+from official_bert.errors import UserError
 from official_bert.text import tokenization
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -74,7 +75,7 @@ def test_padding_when_the_corpus_is_small(tmp_path):
 def test_errors(tmp_path, corpus):
     with pytest.raises(ValueError, match="leaves no room"):
         bv.build_vocab([str(corpus)], str(tmp_path / "v.txt"), vocab_size=999)
-    with pytest.raises(FileNotFoundError, match="matches no files"):
+    with pytest.raises(UserError, match="--input_file: no file matches"):
         bv.build_vocab([str(tmp_path / "none*.txt")], str(tmp_path / "v.txt"))
     with pytest.raises(ValueError, match=r"lacks special token\(s\) \[MASK\]"):
         bv.check_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
@@ -89,4 +90,4 @@ def test_cli_error(tmp_path):
         [sys.executable, "-m", "data_prep.build_vocab", f"--input_file={tmp_path}/x*.txt",
          f"--output_file={tmp_path}/v.txt"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith("error: input ")
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --input_file: no file")

@@ -27,6 +27,7 @@ from data_prep import create_pretraining_data as cpd
 from data_prep import pretraining_instances as pi
 from data_prep import prepare_corpus, tfrecord_io
 from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
+from official_bert.errors import UserError
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -483,9 +484,9 @@ def test_bad_inputs(tmp_path, corpus, vocab):
     one.write_text("One sentence.\nAnother one.\n", encoding="utf-8")
     with pytest.raises(ValueError, match="only 1 document"):
         gen(tmp_path, one, vocab)
-    with pytest.raises(FileNotFoundError, match="matches no files"):
+    with pytest.raises(UserError, match="--input_file: no file matches"):
         gen(tmp_path, tmp_path / "nothing*.txt", vocab)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(UserError, match="--input_file: .*missing.txt does not exist"):
         gen(tmp_path, tmp_path / "missing.txt", vocab)
     with pytest.raises(FileNotFoundError, match="cannot write output .*does not exist"):
         gen(tmp_path, corpus, vocab, name="no/such/dir/out.tfrecord")
@@ -539,7 +540,7 @@ def test_cli_with_googles_flags(tmp_path, corpus, vocab):
     bad = subprocess.run(cmd[:3] + [f"--input_file={tmp_path}/none*.txt"] + cmd[4:],
                          cwd=REPO, capture_output=True, text=True, env=env)
     assert bad.returncode == 1
-    assert bad.stderr.strip().splitlines()[-1].startswith("error: --input_file pattern")
+    assert bad.stderr.strip().splitlines()[-1].startswith("error: --input_file: no file matches")
 
 
 @pytest.mark.slow

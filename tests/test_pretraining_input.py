@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from data_prep import prepare_corpus
 from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
+from official_bert.errors import UserError
 from official_bert.training import input_pipeline
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -283,7 +284,7 @@ def test_training_repeats_and_gzip_is_detected(tmp_path, files):
 
 
 def test_errors(tmp_path, files):
-    with pytest.raises(FileNotFoundError, match="no pre-training files match"):
+    with pytest.raises(UserError, match="--input_file: no file matches"):
         input_pipeline.pretraining_dataset(str(tmp_path / "none-*.tfrecord"), 64, 12, 8)
     with pytest.raises(ValueError, match="'input_ids' has 64 values, but seq_length=128"):
         input_pipeline.pretraining_dataset(files["static"], 128, 12, 8)

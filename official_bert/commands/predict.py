@@ -20,12 +20,11 @@ Examples:
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from absl import flags
 
-from official_bert import app
+from official_bert import app, io
 
 app.quiet_tensorflow()
 
@@ -78,9 +77,9 @@ def main(argv):
     if FLAGS.input_file == "-":
         examples = glue.read_text_lines(sys.stdin, predictor.pair, "standard input")
     else:
-        if not os.path.exists(FLAGS.input_file):
+        if not io.exists(FLAGS.input_file):
             raise FileNotFoundError(f"--input_file {FLAGS.input_file} does not exist")
-        with open(FLAGS.input_file, encoding="utf-8") as f:
+        with io.open_file(FLAGS.input_file, encoding="utf-8") as f:
             examples = glue.read_text_lines(f, predictor.pair, FLAGS.input_file)
     if FLAGS.output_format == "tsv" and FLAGS.header:
         texts = ["text_a", "text_b"] if predictor.pair else ["text"]

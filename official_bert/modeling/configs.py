@@ -14,6 +14,8 @@ import json
 import os
 from typing import Any, Mapping
 
+from official_bert import io
+
 # Activations the encoder implements (see `layers.get_activation`). Google's
 # TF1 code names its tanh-approximated GELU "gelu"; Hugging Face uses "gelu"
 # for the exact erf form and "gelu_new"/"gelu_pytorch_tanh" for the tanh form.
@@ -153,14 +155,14 @@ class BertConfig:
     def from_json_file(cls, path: str | os.PathLike) -> "BertConfig":
         """Reads `bert_config.json` (Google) or `config.json` (Hugging Face)."""
         path = os.fspath(path)
-        if not os.path.exists(path):
+        if not io.exists(path):
             raise ConfigError(
                 f"BERT config file {path} does not exist; pass "
                 "--bert_config_file, or put bert_config.json / config.json "
                 "beside the checkpoint"
             )
         try:
-            with open(path, encoding="utf-8") as f:
+            with io.open_file(path, encoding="utf-8") as f:
                 values = json.load(f)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"BERT config file {path} is not valid JSON: {e}")
@@ -197,17 +199,6 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, path: str | os.PathLike) -> None:
-        """Writes Google's form atomically (temp file, then rename)."""
-        write_text_atomic(path, self.to_json_string())
+        """Writes Google's form atomically (`official_bert.io.atomic_write`)."""
+        io.atomic_write(path, self.to_json_string())
 
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Writes `text` to `path` so that readers never see a partial file."""
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -9,7 +9,6 @@ above the versions already there, so a new export is the one served).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 
@@ -74,13 +73,14 @@ def track_captured_variables(module) -> None:
 def latest_version_dir(path: str) -> str | None:
     """`path` itself when it is a SavedModel, else its highest integer version
     subdirectory that is one; None when there is neither."""
-    if os.path.exists(os.path.join(path, "saved_model.pb")):
+    if io.exists(io.join(path, "saved_model.pb")):
         return path
-    if not os.path.isdir(path):
+    if not io.isdir(path):
         return None
-    versions = sorted((int(n) for n in os.listdir(path) if re.fullmatch(r"\d+", n)), reverse=True)
+    versions = sorted((int(n) for n in io.listdir(path) if re.fullmatch(r"\d+", n)),
+                      reverse=True)
     for version in versions:
-        candidate = os.path.join(path, str(version))
-        if os.path.exists(os.path.join(candidate, "saved_model.pb")):
+        candidate = io.join(path, str(version))
+        if io.exists(io.join(candidate, "saved_model.pb")):
             return candidate
     return None

@@ -32,10 +32,10 @@ TensorFlow and tensorflow-text (`import tensorflow_text` before
 from __future__ import annotations
 
 import json
-import os
 
 import tensorflow as tf
 
+from official_bert import io
 from official_bert.serving.base import latest_version_dir, save_versioned
 from official_bert.text import text_layers, tokenization
 
@@ -151,7 +151,7 @@ class ClassifierPredictor:
         saved_model = latest_version_dir(path)
         if saved_model is not None:
             self._load_saved_model(saved_model)
-        elif os.path.exists(os.path.join(path, "classifier_config.json")):
+        elif io.exists(io.join(path, "classifier_config.json")):
             self._load_run(path)
         else:
             raise ValueError(f"{path} is neither a SavedModel (saved_model.pb, or "
@@ -183,12 +183,11 @@ class ClassifierPredictor:
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs
         from official_bert.modeling.heads import BertClassifier
 
-        with open(os.path.join(path, "classifier_config.json"), encoding="utf-8") as f:
-            config = json.load(f)
+        config = json.loads(io.read_text(io.join(path, "classifier_config.json")))
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
             raise ValueError(f"{path} holds no checkpoint yet: train it first (--do_train)")
-        bert_config = BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
+        bert_config = BertConfig.from_json_file(io.join(path, "bert_config.json"))
         labels = config.get("labels")
         encoder = BertEncoder.from_bert_config(bert_config)
         model = BertClassifier(encoder, 1 if labels is None else len(labels))
@@ -201,7 +200,7 @@ class ClassifierPredictor:
             raise checkpoints.CheckpointError(f"{latest} does not fit the classifier in "
                                               f"{path}: {str(e).splitlines()[0]}") from None
         module = ClassifierServing(
-            model, os.path.join(path, "vocab.txt"), config.get("do_lower_case", True),
+            model, io.join(path, "vocab.txt"), config.get("do_lower_case", True),
             config["max_seq_length"], labels, config["pair"])
         self._serve = module.serve
         self.pair = bool(config["pair"])

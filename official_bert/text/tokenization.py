@@ -35,6 +35,8 @@ from typing import Hashable, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 from absl import logging
 
+from official_bert import io
+
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
 CLS_TOKEN = "[CLS]"
@@ -162,25 +164,17 @@ def load_vocab_list(vocab_file) -> List[str]:
 
     Surrounding whitespace is stripped from each line (as in Google's code);
     the id of a token is its line number, counted from 0. Paths with a scheme
-    (`gs://...`) are read through `tf.io.gfile`.
+    (`gs://...`, `ram://...`) are read through `tf.io.gfile` (`official_bert.io`).
 
     Raises:
         VocabFileNotFoundError: the file does not exist.
         VocabError: the file holds no token.
+        official_bert.errors.BadFileError: the file is not UTF-8 (its line named).
     """
     vocab_file = os.fspath(vocab_file)
-    if "://" in vocab_file:
-        import tensorflow as tf  # only for remote file systems
-
-        if not tf.io.gfile.exists(vocab_file):
-            raise VocabFileNotFoundError(_missing_vocab_message(vocab_file))
-        with tf.io.gfile.GFile(vocab_file, "rb") as reader:
-            text = reader.read().decode("utf-8")
-    else:
-        if not os.path.isfile(vocab_file):
-            raise VocabFileNotFoundError(_missing_vocab_message(vocab_file))
-        with open(vocab_file, encoding="utf-8", newline="") as reader:
-            text = reader.read()
+    if not io.isfile(vocab_file):
+        raise VocabFileNotFoundError(_missing_vocab_message(vocab_file))
+    text = io.read_text(vocab_file)
     # Split on "\n" only: str.splitlines() would also split inside a token
     # holding an exotic line separator (U+2028, \x85, ...) and shift the ids.
     lines = text.split("\n")

@@ -37,44 +37,20 @@ are deterministic.
 
 from __future__ import annotations
 
-import os
 from typing import Iterable, Sequence
 
 import tensorflow as tf
+
+from official_bert import io
 
 STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 DYNAMIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")
 WORD_START_FEATURE = "word_start_mask"
 
-_IGNORED_SUFFIXES = (".json", ".incomplete")
-
-
-def expand_file_patterns(file_patterns: str | Iterable[str]) -> list[str]:
-    """Comma-separated patterns or a list of them → sorted unique files.
-
-    Skips files that are not data: `*.json` (the generator's summary), hidden
-    names and unfinished `*.incomplete` temporaries.
-    """
-    if isinstance(file_patterns, str):
-        file_patterns = file_patterns.split(",")
-    patterns = [p.strip() for p in file_patterns if p and p.strip()]
-    if not patterns:
-        raise ValueError("no pre-training file patterns given")
-    files: list[str] = []
-    for pattern in patterns:
-        matches = sorted(tf.io.gfile.glob(pattern))
-        matches = [m for m in matches if not tf.io.gfile.isdir(m)
-                   and not os.path.basename(m).startswith(".")
-                   and not m.endswith(_IGNORED_SUFFIXES)]
-        if not matches:
-            raise FileNotFoundError(f"no pre-training files match {pattern!r}")
-        files.extend(m for m in matches if m not in files)
-    return files
-
 
 def _compression(path: str) -> str:
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with io.open_file(path, "rb") as f:
         return "GZIP" if f.read(2) == b"\x1f\x8b" else ""
 
 
@@ -254,7 +230,9 @@ def pretraining_dataset(
     """A `tf.data.Dataset` of pre-training batches (see the module docstring).
 
     Args:
-      file_patterns: comma-separated globs, or a list of them.
+      file_patterns: comma-separated globs or `prefix@N` shards, or a list of
+        them (`official_bert.io.expand_paths`; no match is a `UserError`
+        naming --input_file).
       seq_length, max_predictions_per_seq: the files' shapes (checked).
       batch_size: the global batch size; with `input_context` each input
         pipeline batches `input_context.get_per_replica_batch_size(batch_size)`.
@@ -273,7 +251,7 @@ def pretraining_dataset(
     """
     if seq_length < 1 or max_predictions_per_seq < 1 or batch_size < 1:
         raise ValueError("seq_length, max_predictions_per_seq and batch_size must be positive")
-    files = expand_file_patterns(file_patterns)
+    files = io.expand_paths(file_patterns, "input_file")
     compressions, kinds, word_start_files = [], [], 0
     for path in files:
         compression, features = inspect_file(path)

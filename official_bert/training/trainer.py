@@ -170,7 +170,11 @@ class Trainer:
         if self.is_chief:
             return self.config.output_dir
         # Every worker must take part in saving (it is a collective), but only
-        # the chief's files are kept.
+        # the chief's files are kept. The others write to a private scratch
+        # directory on local disk, whatever file system --output_dir is on: it
+        # must not be shared with the chief (their files would clash), it is
+        # emptied after every save and deleted with the machine, so neither an
+        # atomic write nor a gs:// path is wanted here.
         return tempfile.mkdtemp(prefix="worker-ckpt-")
 
     def save(self):
@@ -456,14 +460,6 @@ class Trainer:
         logging.info("predicted %d examples in %.1f s, %.2f examples/s", examples, elapsed,
                      examples / elapsed)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
-
-
-def write_results(path: str, results: dict) -> None:
-    """Writes `key = value` lines (google-research/bert's eval_results.txt)."""
-    from official_bert.modeling.configs import write_text_atomic
-
-    lines = [f"{key} = {results[key]}" for key in sorted(results)]
-    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def _fmt(value):

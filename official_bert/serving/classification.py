@@ -22,10 +22,10 @@ TensorFlow and tensorflow-text (`import tensorflow_text` before
 `tf.saved_model.load`, for the WordPiece ops), not this project:
 
     import tensorflow as tf, tensorflow_text
-    serve = tf.saved_model.load("export/1").signatures["serving_default"]
+    serve = tf.saved_model.load("export/1764000000").signatures["serving_default"]
     serve(text_a=tf.constant(["a charming journey"]))["probabilities"]
 
-    saved_model_cli run --dir export/1 --tag_set serve --signature_def serving_default \\
+    saved_model_cli run --dir export/1764000000 --tag_set serve --signature_def serving_default \\
         --input_exprs 'text_a=["a charming journey"]'
 """
 

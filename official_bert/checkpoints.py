@@ -243,6 +243,15 @@ def _tf_checkpoint_prefix(path):
     return None
 
 
+def _reader(prefix):
+    """The reader of the checkpoint at `prefix`. Not `tf.train.load_checkpoint`:
+    it takes a path that `tf.io.gfile.isdir` calls a directory for one, and
+    TensorFlow's `ram://` calls every prefix of a stored name one."""
+    import tensorflow as tf
+
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
 def _guess_lower_case(path, kind):
     tokenizer_config = _find_beside(path, ["tokenizer_config.json"])
     if tokenizer_config:
@@ -296,7 +305,7 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
     import tensorflow as tf
 
     try:
-        names = dict(tf.train.list_variables(prefix))
+        names = _reader(prefix).get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError) as e:
         raise CheckpointError(f"Cannot read checkpoint {prefix}: {e}") from None
     if any(name.startswith("bert/") for name in names):
@@ -366,7 +375,7 @@ def _read_google_tf1(path, prefix, names, config):
         # reproduce the network the checkpoint was trained as.
         logging.info("Google TF1 checkpoint: hidden_act 'gelu' → 'gelu_tanh'")
         config = dataclasses.replace(config, hidden_act="gelu_tanh")
-    reader = tf.train.load_checkpoint(prefix)
+    reader = _reader(prefix)
     # Optimizer slots (adam_m/adam_v) and the global step are not weights.
     skip = re.compile(r"(/adam_[mv]$|^global_step$|^_CHECKPOINTABLE)")
     weights = {
@@ -399,14 +408,55 @@ def _read_official_bert(path, prefix, config):
         raise CheckpointError(
             f"Checkpoint {prefix} does not fit the encoder config: {e}"
         ) from None
+    weights = get_encoder_weights(encoder)
+    weights.update(_own_head_weights(prefix))
     return BertCheckpoint(
         kind=OFFICIAL_BERT,
         path=path,
         config=config,
-        weights=get_encoder_weights(encoder),
+        weights=weights,
         vocab_file=_find_beside(prefix, ["vocab.txt"]),
         do_lower_case=_guess_lower_case(prefix, OFFICIAL_BERT),
     )
+
+
+# A `Trainer` checkpoint's head variables (`tf.train.Checkpoint(model=...)`
+# attribute paths; Keras 3 tracks a Dense kernel as `_kernel`) → the canonical
+# (Google / Hugging Face) names the heads read, and whether the value is
+# transposed to Google's [out, in] layout. Every single-dense fine-tuning head
+# is `output_*`, as Hugging Face's `classifier.*` of BertForSequence/Token
+# Classification and BertForMultipleChoice; the heads check the shape.
+_OWN_HEADS = {
+    "model/classifier/_kernel": ("output_weights", True),
+    "model/classifier/bias": ("output_bias", False),
+    "model/token_classifier/_kernel": ("output_weights", True),
+    "model/token_classifier/bias": ("output_bias", False),
+    "model/choice_scorer/_kernel": ("output_weights", True),
+    "model/choice_scorer/bias": ("output_bias", False),
+    "model/span_labeler/_kernel": ("cls/squad/output_weights", True),
+    "model/span_labeler/bias": ("cls/squad/output_bias", False),
+    "model/mlm_transform/_kernel": ("cls/predictions/transform/dense/kernel", False),
+    "model/mlm_transform/bias": ("cls/predictions/transform/dense/bias", False),
+    "model/mlm_layer_norm/gamma": ("cls/predictions/transform/LayerNorm/gamma", False),
+    "model/mlm_layer_norm/beta": ("cls/predictions/transform/LayerNorm/beta", False),
+    "model/mlm_output_bias": ("cls/predictions/output_bias", False),
+    "model/next_sentence/_kernel": ("cls/seq_relationship/output_weights", True),
+    "model/next_sentence/bias": ("cls/seq_relationship/output_bias", False),
+}
+
+
+def _own_head_weights(prefix) -> dict:
+    """The task head(s) of one of this project's training checkpoints, under
+    canonical names and layouts ({} for a checkpoint of the encoder alone)."""
+    reader = _reader(prefix)
+    keys = set(reader.get_variable_to_shape_map())
+    weights = {}
+    for attribute, (name, transpose) in _OWN_HEADS.items():
+        key = attribute + "/.ATTRIBUTES/VARIABLE_VALUE"
+        if key in keys:
+            value = reader.get_tensor(key)
+            weights[name] = np.ascontiguousarray(value.T) if transpose else value
+    return weights
 
 
 def load_encoder(path, config: BertConfig | None = None, dtype=None):

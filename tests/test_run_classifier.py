@@ -270,3 +270,22 @@ def test_dynamic_padding_keeps_the_metrics(trained, tmp_path):
                  "--train_batch_size=4", "--num_train_epochs=2", "--jit_compile",
                  f"--output_dir={tmp_path / 'train'}")
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
+    # google-research/bert restores every variable whose name matches, heads included:
+    # a fine-tuned run given as --init_checkpoint evaluates as the run itself did.
+    common = ["--task_name=sst-2", f"--data_dir={trained['data']}", "--do_eval",
+              "--max_seq_length=16", "--eval_batch_size=2"]
+    result = run("run_classifier.py", *common, f"--init_checkpoint={trained['out']}",
+                 f"--output_dir={tmp_path / 'again'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "and the task head" in result.stderr
+    own = read_results(trained["out"] / "eval_results.txt")
+    again = read_results(tmp_path / "again" / "eval_results.txt")
+    assert (again["eval_accuracy"], again["eval_loss"]) == (own["eval_accuracy"], own["eval_loss"])
+    # The pre-trained encoder alone has no classifier head: evaluating it is refused.
+    refused = run("run_classifier.py", *common, f"--init_checkpoint={trained['ckpt']}",
+                  f"--output_dir={tmp_path / 'random'}")
+    assert refused.returncode == 1
+    assert "holds no trained" in refused.stderr and "random head" in refused.stderr

@@ -160,3 +160,14 @@ def test_feature_based(trained, tmp_path):
     import numpy as np
     flat = np.load(out / "feature_cache" / next(n for n in cached if n.endswith(".features.npy")))
     assert flat.shape == (16, 32)  # 16 words, 2 layers × H=16 concatenated
+
+
+def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
+    result = run("run_ner.py", "--do_eval", f"--eval_file={trained['train']}",
+                 f"--init_checkpoint={trained['out']}", "--max_seq_length=8",
+                 f"--output_dir={tmp_path / 'again'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    own = read_results(trained["out"] / "eval_results.txt")
+    again = read_results(tmp_path / "again" / "eval_results.txt")
+    for key in ("entity_f1", "token_accuracy", "eval_loss"):
+        assert again[key] == own[key], key

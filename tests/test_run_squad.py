@@ -247,3 +247,17 @@ def test_split_by_article_command(tmp_path):
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines()[-1] == (
         f"error: {source} has 3 articles; cannot put 3 in the training part")
+
+
+def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(tiny_checkpoint, tmp_path):
+    data = squad_file(tmp_path / "tiny.json")
+    out = tmp_path / "out"
+    run_cli("--do_train", "--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+            f"--train_file={data}", f"--predict_file={data}", f"--output_dir={out}",
+            "--train_batch_size=4", *COMMON)
+    again = tmp_path / "again"
+    proc = run_cli("--do_predict", f"--init_checkpoint={out}", f"--predict_file={data}",
+                   f"--output_dir={again}", *COMMON)
+    assert "and the task head" in proc.stderr
+    for name in ("predictions.json", "nbest_predictions.json", "eval_results.json"):
+        assert (again / name).read_text() == (out / name).read_text(), name

@@ -79,3 +79,13 @@ def test_missing_ending_is_a_one_line_error(trained):
     assert result.returncode == 1
     assert "bad.csv line 4: ending2 is empty" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
+    result = run("run_swag.py", "--do_eval", f"--eval_file={trained['data']}",
+                 f"--init_checkpoint={trained['out']}", "--max_seq_length=16",
+                 f"--output_dir={tmp_path / 'again'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    read = lambda p: dict(line.split(" = ") for line in p.read_text().splitlines())  # noqa: E731
+    own, again = read(trained["out"] / "eval_results.txt"), read(tmp_path / "again" / "eval_results.txt")
+    assert (again["eval_accuracy"], again["eval_loss"]) == (own["eval_accuracy"], own["eval_loss"])

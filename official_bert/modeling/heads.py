@@ -64,6 +64,19 @@ def _revive_config(config):
     return config
 
 
+def _load_dense_head(dense, weights, kernel_name, bias_name, hidden) -> bool:
+    """Assigns a checkpoint's [out, H] `kernel_name` (transposed) and `bias_name`
+    to `dense` when present with its shape; returns whether it did."""
+    kernel = weights.get(kernel_name)
+    if kernel is None or tuple(kernel.shape) != (dense.units, hidden):
+        return False
+    if not dense.built:
+        dense.build((None, hidden))
+    dense.kernel.assign(kernel.T)
+    dense.bias.assign(weights.get(bias_name, np.zeros([dense.units], np.float32)))
+    return True
+
+
 # === Classification ===
 
 
@@ -128,25 +141,16 @@ class BertClassifier(keras.Model):
         return cls(**_revive_config(config))
 
     def load_head_weights(self, checkpoint) -> bool:
-        """Loads `output_weights` [num_classes, H] / `output_bias` from a
-        `BertCheckpoint` when present with this head's shape.
+        """Loads `output_weights` [num_classes, H] / `output_bias` (Google's
+        run_classifier, Hugging Face `classifier.*`, a run of this project)
+        when present with this head's shape.
 
         Returns False (nothing loaded) when the checkpoint has no classifier
         head, or one for another number of classes (e.g. an MNLI model reused
         for RTE: the encoder is kept, the head starts fresh).
         """
-        weights = checkpoint.head_weights("output_")
-        if "output_weights" not in weights:
-            return False
-        hidden = self.encoder.config.hidden_size
-        kernel = weights["output_weights"]
-        if tuple(kernel.shape) != (self.num_classes, hidden):
-            return False
-        if not self.classifier.built:
-            self.classifier.build((None, hidden))
-        self.classifier.kernel.assign(kernel.T)
-        self.classifier.bias.assign(weights.get("output_bias", tf.zeros([self.num_classes])))
-        return True
+        return _load_dense_head(self.classifier, checkpoint.weights, "output_weights",
+                                "output_bias", self.encoder.config.hidden_size)
 
 
 # === Multiple choice ===
@@ -195,6 +199,12 @@ class BertMultipleChoice(keras.Model):
     def from_config(cls, config):
         return cls(**_revive_config(config))
 
+    def load_head_weights(self, checkpoint) -> bool:
+        """Loads `output_weights` [1, H] / `output_bias` (Hugging Face
+        `BertForMultipleChoice`'s `classifier.*`, a run of this project) when present."""
+        return _load_dense_head(self.choice_scorer, checkpoint.weights, "output_weights",
+                                "output_bias", self.encoder.config.hidden_size)
+
 
 # === Token classification ===
 
@@ -241,6 +251,13 @@ class BertTokenClassifier(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**_revive_config(config))
+
+    def load_head_weights(self, checkpoint) -> bool:
+        """Loads `output_weights` [num_labels, H] / `output_bias` (Hugging Face
+        `BertForTokenClassification`'s `classifier.*`, a run of this project)
+        when present with this head's shape."""
+        return _load_dense_head(self.token_classifier, checkpoint.weights, "output_weights",
+                                "output_bias", self.encoder.config.hidden_size)
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -346,20 +363,11 @@ class BertSpanLabeler(keras.Model):
         return cls(**_revive_config(config))
 
     def load_head_weights(self, checkpoint) -> bool:
-        """Loads `cls/squad/*` (HF `qa_outputs`) from a `BertCheckpoint` when present."""
-        weights = checkpoint.head_weights("cls/squad/")
-        if "cls/squad/output_weights" not in weights:
-            return False
-        hidden = self.encoder.config.hidden_size
-        kernel = weights["cls/squad/output_weights"]
-        if kernel.shape != (2, hidden):
-            raise ValueError(f"cls/squad/output_weights has shape {kernel.shape}; "
-                             f"expected (2, {hidden})")
-        if not self.span_labeler.built:
-            self.span_labeler.build((None, None, hidden))
-        self.span_labeler.kernel.assign(kernel.T)
-        self.span_labeler.bias.assign(weights.get("cls/squad/output_bias", tf.zeros([2])))
-        return True
+        """Loads `cls/squad/*` (Google's run_squad, HF `qa_outputs`, a run of
+        this project) when present with this head's shape."""
+        return _load_dense_head(self.span_labeler, checkpoint.weights,
+                                "cls/squad/output_weights", "cls/squad/output_bias",
+                                self.encoder.config.hidden_size)
 
 
 # === Pre-training ===
@@ -505,10 +513,9 @@ class BertPretrainer(keras.Model):
         """Loads `cls/predictions/*` and `cls/seq_relationship/*` when present.
 
         Args:
-            checkpoint: a `checkpoints.BertCheckpoint` (Google TF1, or Hugging
-                Face `BertForPreTraining` / `BertForMaskedLM`), the path of one
-                of this project's pre-training checkpoints (directory or
-                prefix), or a dict of canonical name → array.
+            checkpoint: a `checkpoints.BertCheckpoint` (Google TF1, Hugging
+                Face `BertForPreTraining` / `BertForMaskedLM`, or one of this
+                project's pre-training runs), or a dict of canonical name → array.
 
         Returns:
             The heads loaded: a sublist of ["masked_lm", "next_sentence"]
@@ -517,10 +524,7 @@ class BertPretrainer(keras.Model):
         Raises:
             ValueError: a head is only partly present or has the wrong shape.
         """
-        if isinstance(checkpoint, str):
-            weights = pretraining_head_weights(checkpoint)
-        else:
-            weights = getattr(checkpoint, "weights", checkpoint)
+        weights = getattr(checkpoint, "weights", checkpoint)
         variables = self.head_variables()
         hidden = self.encoder.config.hidden_size
         loaded = []
@@ -548,42 +552,3 @@ class BertPretrainer(keras.Model):
                 variables[name].assign(value.astype(variables[name].dtype))
             loaded.append(head)
         return loaded
-
-
-# Attribute paths of the heads in a `tf.train.Checkpoint(model=BertPretrainer)`
-# (what `training.Trainer` writes) → Google's names.
-_OBJECT_HEAD_KEYS = {
-    "model/mlm_transform/kernel": "cls/predictions/transform/dense/kernel",
-    "model/mlm_transform/bias": "cls/predictions/transform/dense/bias",
-    "model/mlm_layer_norm/gamma": "cls/predictions/transform/LayerNorm/gamma",
-    "model/mlm_layer_norm/beta": "cls/predictions/transform/LayerNorm/beta",
-    "model/mlm_output_bias": "cls/predictions/output_bias",
-    "model/next_sentence/kernel": "cls/seq_relationship/output_weights",
-    "model/next_sentence/bias": "cls/seq_relationship/output_bias",
-}
-
-
-def pretraining_head_weights(path: str) -> dict:
-    """The pre-training heads of one of this project's checkpoints (a
-    `run_pretraining.py` output directory or a checkpoint prefix), under
-    Google's names and layouts; {} when it holds no `BertPretrainer` heads
-    (e.g. a fine-tuning run)."""
-    if tf.io.gfile.isdir(path):
-        path = tf.train.latest_checkpoint(path) or path
-    try:
-        reader = tf.train.load_checkpoint(path)
-    except (tf.errors.OpError, ValueError):
-        return {}
-    keys = set(reader.get_variable_to_shape_map())
-    suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
-    weights = {}
-    for attribute, name in _OBJECT_HEAD_KEYS.items():
-        # Keras 3 tracks a Dense kernel as `_kernel`.
-        for key in (attribute + suffix, attribute.replace("/kernel", "/_kernel") + suffix):
-            if key in keys:
-                weights[name] = reader.get_tensor(key)
-                break
-    if "cls/seq_relationship/output_weights" in weights:
-        weights["cls/seq_relationship/output_weights"] = np.ascontiguousarray(
-            weights["cls/seq_relationship/output_weights"].T)
-    return weights

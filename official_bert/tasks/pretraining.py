@@ -99,8 +99,7 @@ class PretrainingTask(base.Task):
         from official_bert import checkpoints
 
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
-        source = checkpoint.path if checkpoint.kind == checkpoints.OFFICIAL_BERT else checkpoint
-        self.head_restored = model.load_head_weights(source)
+        self.head_restored = model.load_head_weights(checkpoint)
         logging.info("Initialized the encoder%s from %s (%s checkpoint)",
                      " and the " + " and ".join(self.head_restored) + " head(s)"
                      if self.head_restored else "", checkpoint.path, checkpoint.kind)

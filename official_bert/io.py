@@ -77,17 +77,58 @@ def join(*parts: str) -> str:
 
 
 def exists(path: str) -> bool:
-    return os.path.exists(_local(path)) if is_local(path) else _gfile().exists(path)
+    if is_local(path):
+        return os.path.exists(_local(path))
+    return _remote_kind(path) is not None
 
 
 def isdir(path: str) -> bool:
-    return os.path.isdir(_local(path)) if is_local(path) else _gfile().isdir(path)
+    if is_local(path):
+        return os.path.isdir(_local(path))
+    return _remote_kind(path) == "dir"
 
 
 def isfile(path: str) -> bool:
     if is_local(path):
         return os.path.isfile(_local(path))
-    return _gfile().exists(path) and not _gfile().isdir(path)
+    return _remote_kind(path) == "file"
+
+
+def _remote_kind(path: str) -> str | None:
+    """"file", "dir" or None for a `tf.io.gfile` path.
+
+    TensorFlow's `ram://` file system (2.21) calls any prefix of a stored name
+    a directory (with `ram://d/x.json` stored, `ram://d/x` "exists" and is a
+    directory, and `tf.io.gfile.copy` onto it writes `ram://d/x/x.json`). Here
+    a `ram://` directory must hold a name below it, or be an empty one made by
+    `makedirs` (which its parent lists).
+    """
+    stat = _stat(path)
+    if stat is None:
+        return None
+    if not stat.is_directory:
+        return "file"
+    if not is_process_local(path):
+        return "dir"
+    path = os.fspath(path).rstrip("/")
+    pattern = path
+    for _ in range(8):  # its glob sees stored names only, not the directories between
+        pattern += "/*"
+        if _gfile().glob(pattern):
+            return "dir"
+    parent, name = path.rsplit("/", 1)
+    if parent.endswith(":/"):
+        parent += "/"  # ram://name: its parent is ram://
+    return "dir" if name in listdir(parent) else None  # made by makedirs, empty
+
+
+def _stat(path: str):
+    import tensorflow as tf
+
+    try:
+        return tf.io.gfile.stat(path)
+    except tf.errors.NotFoundError:
+        return None
 
 
 def check_output_directory(path: str) -> None:
@@ -322,18 +363,30 @@ def make_temporary_dir(parent: str, prefix: str) -> str:
 def remove_tree(path: str) -> None:
     if is_local(path):
         shutil.rmtree(_local(path), ignore_errors=True)
-    elif _gfile().exists(path):
+    elif exists(path):
         _gfile().rmtree(path)
 
 
 def rename(source: str, destination: str, overwrite: bool = False) -> None:
-    """Renames a file or directory (refusing to replace one unless `overwrite`)."""
+    """Renames a file or directory (refusing to replace one unless `overwrite`).
+
+    A directory on a file system with a scheme is moved file by file (object
+    stores have no directories to rename; TensorFlow's `ram://` renames single
+    names only), then the source is removed.
+    """
+    if not overwrite and exists(destination):
+        raise FileExistsError(destination)
     if is_local(source):
-        if not overwrite and os.path.exists(_local(destination)):
-            raise FileExistsError(destination)
         os.replace(_local(source), _local(destination))
+    elif isdir(source):
+        source = os.fspath(source).rstrip("/")
+        for path in _files_below(source):
+            target = os.fspath(destination).rstrip("/") + path[len(source):]
+            _gfile().makedirs(os.path.dirname(target))
+            _gfile().rename(path, target, overwrite=True)
+        remove_tree(source)
     else:
-        _gfile().rename(source, destination, overwrite=overwrite)
+        _gfile().rename(source, destination, overwrite=True)
 
 
 def publish_together(staged: dict, manifest_path: str | None = None,
@@ -415,12 +468,28 @@ def has_magic(pattern: str) -> bool:
 def walk_files(directory: str) -> list[str]:
     """Every file under `directory`, recursively, sorted; hidden directories
     are not entered (hidden files are listed: the caller decides)."""
-    walk = os.walk(_local(directory)) if is_local(directory) else _gfile().walk(directory)
-    files = []
-    for root, dirs, names in walk:
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        files.extend(join(root, n) for n in names)
-    return sorted(files)
+    if is_local(directory):
+        files = []
+        for root, dirs, names in os.walk(_local(directory)):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            files.extend(os.path.join(root, n) for n in names)
+        return sorted(files)
+    top = os.fspath(directory).rstrip("/")
+    return sorted(p for p in _files_below(top)
+                  if not any(d.startswith(".") for d in p[len(top) + 1:].split("/")[:-1]))
+
+
+def _files_below(directory: str) -> list[str]:
+    """Every file below a directory with a scheme (for `ram://`, 8 levels deep:
+    its listdir leaves out the directories that only hold files)."""
+    if not is_process_local(directory):
+        return [join(root, name) for root, _, names in _gfile().walk(directory)
+                for name in names]
+    files, pattern = [], directory
+    for _ in range(8):
+        pattern += "/*"
+        files += [p for p in _gfile().glob(pattern) if isfile(p)]
+    return files
 
 
 def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:

@@ -49,10 +49,11 @@ def test_reads_huggingface_config_and_ignores_extra_keys(tmp_path):
 
 
 def test_writes_google_form_and_reads_it_back(tmp_path):
-    config = BertConfig(**GOOGLE_BASE)
+    # Google's BERT computes the tanh GELU, which its bert_config.json calls "gelu".
+    config = BertConfig(**dict(GOOGLE_BASE, hidden_act="gelu_tanh"))
     path = tmp_path / "out.json"
     config.to_json_file(path)
-    assert json.loads(path.read_text()) == GOOGLE_BASE  # exactly Google's keys
+    assert json.loads(path.read_text()) == GOOGLE_BASE  # exactly Google's keys and names
     assert BertConfig.from_json_file(path) == config
     eps = BertConfig(**GOOGLE_BASE, layer_norm_eps=1e-6)
     assert eps.to_dict()["layer_norm_eps"] == 1e-6
@@ -86,3 +87,58 @@ def test_missing_vocab_size_and_bad_files(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
         BertConfig.from_json_file(bad)
+
+
+# google-research/bert's modeling.get_activation and gelu, copied (numpy in place of TF1).
+def _google_get_activation(activation_string):
+    import numpy as np
+
+    def gelu(x):
+        cdf = 0.5 * (1.0 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * np.power(x, 3))))
+        return x * cdf
+
+    act = activation_string.lower()
+    if act == "linear":
+        return None
+    if act == "relu":
+        return lambda x: np.maximum(x, 0)
+    if act == "gelu":
+        return gelu
+    if act == "tanh":
+        return np.tanh
+    raise ValueError("Unsupported activation: %s" % act)
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_tanh", "gelu_new", "relu", "tanh"])
+def test_a_written_bert_config_means_to_google_what_it_means_here(tmp_path, hidden_act):
+    import numpy as np
+
+    from official_bert.modeling import layers
+
+    config = BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=16, hidden_act=hidden_act)
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(path)
+    written = json.loads(path.read_text())["hidden_act"]
+    x = np.linspace(-4, 4, 81).astype(np.float32)
+    ours = np.asarray(layers.get_activation(hidden_act)(x))
+    try:
+        google = _google_get_activation(written)
+    except ValueError as e:
+        # google refuses what it cannot compute, in words (the exact GELU).
+        assert hidden_act == "gelu" and "Unsupported activation: gelu_exact" in str(e)
+    else:
+        np.testing.assert_allclose(google(x), ours, atol=1e-6)
+    # Read back, the file is the same network.
+    back = BertConfig.from_json_file(path).hidden_act
+    np.testing.assert_allclose(np.asarray(layers.get_activation(back)(x)), ours, atol=1e-6)
+
+
+def test_gelu_means_what_each_format_says(tmp_path):
+    google, hf = tmp_path / "bert_config.json", tmp_path / "config.json"
+    google.write_text(json.dumps(GOOGLE_BASE))
+    hf.write_text(json.dumps(dict(GOOGLE_BASE, model_type="bert")))
+    assert BertConfig.from_json_file(google).hidden_act == "gelu_tanh"  # google's modeling.gelu
+    assert BertConfig.from_json_file(hf).hidden_act == "gelu"  # HF's exact erf GELU
+    assert BertConfig.from_json_file(hf).to_hf_dict()["hidden_act"] == "gelu"
+    assert BertConfig.from_json_file(google).to_hf_dict()["hidden_act"] == "gelu_new"

@@ -16,9 +16,18 @@ from typing import Any, Mapping
 
 from official_bert import io
 
-# Activations the encoder implements (see `layers.get_activation`). Google's
-# TF1 code names its tanh-approximated GELU "gelu"; Hugging Face uses "gelu"
-# for the exact erf form and "gelu_new"/"gelu_pytorch_tanh" for the tanh form.
+# Activations the encoder implements (see `layers.get_activation`), under the
+# names a `BertConfig` holds (Hugging Face's). The two file formats name GELU
+# differently, so the file decides what "gelu" means:
+#
+#   network                  BertConfig   Google bert_config.json    HF config.json
+#   exact GELU, x·Φ(x)       "gelu"       "gelu_exact" (written;     "gelu"
+#                                         google's code refuses it)
+#   tanh approximation       "gelu_tanh"  "gelu" (as google's        "gelu_new" (and
+#                                         modeling.py computes it)   gelu_pytorch_tanh)
+#
+# so a bert_config.json this project writes means to google-research/bert's
+# `get_activation` what it means here, or is refused by it, never misread.
 ACTIVATIONS = (
     "gelu",  # exact: x * Phi(x), Phi the normal CDF (erf form)
     "gelu_tanh",  # tanh approximation, as google-research/bert computes it
@@ -30,6 +39,10 @@ ACTIVATIONS = (
     "swish",
     "tanh",
 )
+
+
+TANH_GELUS = ("gelu_tanh", "gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+GOOGLE_EXACT_GELU = "gelu_exact"
 
 
 class ConfigError(ValueError):
@@ -131,14 +144,20 @@ class BertConfig:
     # --- reading ------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "BertConfig":
+    def from_dict(cls, values: Mapping[str, Any], google_names: bool = False) -> "BertConfig":
         """Builds a config from Google's or Hugging Face's dictionary.
 
         Keys that do not shape the encoder (`architectures`, `model_type`,
         `pad_token_id`, ...) are ignored. A missing `vocab_size` or a
         `position_embedding_type` other than "absolute" is an error.
+        `google_names`: `hidden_act` as google-research/bert names it ("gelu"
+        is the tanh approximation; see `ACTIVATIONS`).
         """
         values = dict(values)
+        if google_names and values.get("hidden_act") == "gelu":
+            values["hidden_act"] = "gelu_tanh"
+        if values.get("hidden_act") == GOOGLE_EXACT_GELU:
+            values["hidden_act"] = "gelu"
         if "vocab_size" not in values:
             raise ConfigError("BERT config is missing the key 'vocab_size'")
         position_type = values.get("position_embedding_type", "absolute")
@@ -153,7 +172,11 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> "BertConfig":
-        """Reads `bert_config.json` (Google) or `config.json` (Hugging Face)."""
+        """Reads `bert_config.json` (Google) or `config.json` (Hugging Face).
+
+        A file named `config.json`, or one with Hugging Face's `model_type`
+        key, names activations as Hugging Face does; any other as Google's
+        `bert_config.json` does (see `ACTIVATIONS`)."""
         path = os.fspath(path)
         if not io.exists(path):
             raise ConfigError(
@@ -168,8 +191,9 @@ class BertConfig:
             raise ConfigError(f"BERT config file {path} is not valid JSON: {e}")
         if not isinstance(values, dict):
             raise ConfigError(f"BERT config file {path} must hold a JSON object")
+        google_names = os.path.basename(path) != "config.json" and "model_type" not in values
         try:
-            return cls.from_dict(values)
+            return cls.from_dict(values, google_names=google_names)
         except ConfigError as e:
             raise ConfigError(f"{path}: {e}") from None
         except TypeError as e:  # e.g. a string where a number belongs
@@ -178,15 +202,22 @@ class BertConfig:
     # --- writing ------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Google's `bert_config.json` keys (+ `layer_norm_eps` if not 1e-12)."""
+        """Google's `bert_config.json` keys and names (+ `layer_norm_eps` if
+        not 1e-12): the tanh GELU is "gelu", the exact one "gelu_exact"."""
         values = dataclasses.asdict(self)
         if values["layer_norm_eps"] == 1e-12:
             del values["layer_norm_eps"]
+        if self.hidden_act == "gelu":
+            values["hidden_act"] = GOOGLE_EXACT_GELU
+        elif self.hidden_act in TANH_GELUS:
+            values["hidden_act"] = "gelu"
         return values
 
     def to_hf_dict(self) -> dict[str, Any]:
         """Hugging Face's `config.json` for a `BertModel`."""
         values = dataclasses.asdict(self)
+        if self.hidden_act == "gelu_tanh":
+            values["hidden_act"] = "gelu_new"
         values.update(
             architectures=["BertModel"],
             model_type="bert",

@@ -159,7 +159,8 @@ _NATIVE_NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\)"
     r"|^[IWE]\d{4} [\d:. ]+ +\d+ (port|cudart_stub|cuda_platform|cuda_dnn|cuda_blas|cuda_fft|"
     r"cpu_feature_guard|service|dump_mlir_util|device_compiler)\.(cc|h):\d+\]"
-    r"|^To enable the following instructions: .* rebuild TensorFlow")
+    r"|^To enable the following instructions: .* rebuild TensorFlow"
+    r"|oneDNN supports DT_INT64 only on platforms with AVX-512")
 
 
 def _drop_native_noise() -> None:

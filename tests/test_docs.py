@@ -163,3 +163,20 @@ def test_flag_reference_is_current():
     current = (REPO_ROOT / "docs" / "flags.md").read_text(encoding="utf-8")
     assert current == result.stdout, (
         "docs/flags.md is out of date: python -m official_bert.cli flags-reference > docs/flags.md")
+
+
+@pytest.mark.slow
+def test_guide_reviews_example_shows_what_it_predicts(tmp_path):
+    """The guide's own-data example, run exactly as written (no tiny-mode flags),
+    labels the unseen reviews as the guide shows."""
+    minilm = minilm_model_dir()
+    if minilm is None:
+        pytest.skip("the real checkpoint is not installed")
+    guide = (REPO_ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    [body] = [m.group("body") for m in _BLOCK.finditer(guide) if "reviews_export" in m.group("body")]
+    script = f"set -euo pipefail\nexport MINILM={minilm} RUNS={tmp_path}\n" + _strip_provided(body)
+    result = subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, text=True, capture_output=True,
+                            timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    labels = [line.split("\t")[0] for line in result.stdout.strip().splitlines()[1:]]
+    assert labels == ["positive", "negative", "positive", "negative"], result.stdout

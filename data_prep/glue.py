@@ -21,6 +21,15 @@ google-research/bert's `csv.reader(..., quotechar=None)`):
     rte    train/dev/test.tsv                         sentence1     sentence2     label: entailment, not_entailment
     wnli   train/dev/test.tsv                         sentence1     sentence2     label: 0, 1
 
+XNLI (`--task_name=xnli`, google-research/bert's XnliProcessor; not GLUE):
+`multinli/multinli.train.<lang>.tsv` (columns 1-3: premise, hypothesis,
+label, "contradictory" read as "contradiction") for training; `xnli.dev.tsv`
+and `xnli.test.tsv` (columns 7 and 8 the texts, column 2 the label) filtered
+to the rows whose column 1 is the language. Labels contradiction,
+entailment, neutral. The language is Chinese as in google's code
+(`xnli`), or any XNLI language as `xnli-<lang>` (xnli-de, xnli-en, ...).
+`bert download xnli` writes this layout.
+
 Your own data (`custom_task`): a `.tsv`, `.csv` (with a header row) or
 `.jsonl` file (one JSON object per line), text and label columns named by the
 caller; the labels listed by the caller or taken from the training data
@@ -76,6 +85,10 @@ class Columns:
     text_b: Optional[Column] = None
     label: Optional[Column] = None
     header: bool = True
+    # Only the rows whose column `keep[0]` holds `keep[1]` (XNLI's language).
+    keep: Optional[Tuple[Column, str]] = None
+    # (raw label, label) pairs read as the label (XNLI-MT's "contradictory").
+    label_map: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +117,7 @@ class TaskSpec:
     test_files: Tuple[Tuple[str, str], ...] = (("", "test.tsv"),)
     metric_kind: str = "multiclass"
     file_format: Optional[str] = None  # None: from the file name's extension
+    dev_columns: Optional[Columns] = None  # the dev files' columns when not `columns` (XNLI)
 
     @property
     def is_regression(self) -> bool:
@@ -146,17 +160,45 @@ GLUE_TASKS = {
 }
 ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "mnli-m": "mnli"}
 CUSTOM = "custom"
+XNLI = "xnli"
+# XNLI's 15 languages (google's XnliProcessor hard-codes "zh").
+XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur",
+                  "vi", "zh")
 FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
 def known_task_names() -> List[str]:
-    return sorted(GLUE_TASKS) + [CUSTOM]
+    return sorted(GLUE_TASKS) + [XNLI, f"{XNLI}-<lang>", CUSTOM]
+
+
+def xnli_task(language: str = "zh") -> TaskSpec:
+    """google-research/bert's XnliProcessor for `language` (its default: zh).
+
+    Training reads `multinli/multinli.train.<language>.tsv` (header skipped;
+    premise, hypothesis, label; "contradictory" is "contradiction"); dev and
+    test read `xnli.dev.tsv` / `xnli.test.tsv`, only the rows of `language`
+    (column 1), texts in columns 7 and 8, the label in column 2.
+    """
+    labels = ("contradiction", "entailment", "neutral")
+    by_language = dict(header=True, keep=(0, language))
+    return TaskSpec(
+        XNLI if language == "zh" else f"{XNLI}-{language}", labels,
+        Columns(0, 1, 2, header=True, label_map=(("contradictory", "contradiction"),)),
+        dev_columns=Columns(6, 7, 1, **by_language),
+        test_columns=Columns(6, 7, None, **by_language),
+        train_file=f"multinli/multinli.train.{language}.tsv",
+        dev_files=(("", "xnli.dev.tsv"),), test_files=(("", "xnli.test.tsv"),),
+        metric_kind="multiclass")
 
 
 def get_task(name: str) -> TaskSpec:
     """The GLUE task called `name` (case-insensitive; sst2/stsb accepted)."""
     key = (name or "").strip().lower()
     key = ALIASES.get(key, key)
+    if key == XNLI or key.startswith(XNLI + "-"):
+        language = key[len(XNLI) + 1:] or "zh"
+        if language in XNLI_LANGUAGES:
+            return xnli_task(language)
     if key not in GLUE_TASKS:
         raise ValueError(f"--task_name={name!r} is unknown; known tasks: "
                          f"{', '.join(known_task_names())} (custom reads your own "
@@ -343,12 +385,55 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
 
 def read_split(task: TaskSpec, path: str, split: str) -> List[InputExample]:
     """Reads `path` as the task's `split` ("train", "dev" or "test")."""
+    columns = task.columns if split == "train" else (task.dev_columns or task.columns)
     if split == "test":
-        columns = task.test_columns or dataclasses.replace(task.columns, label=None)
+        columns = task.test_columns or dataclasses.replace(columns, label=None)
+    if columns.keep is not None or columns.label_map:
+        return _read_selected(task, path, columns, split)
+    if split == "test":
         return read_examples(path, columns, task.labels, task.is_regression,
                              require_label=False, fmt=task.file_format, split=split)
-    return read_examples(path, task.columns, task.labels, task.is_regression,
+    return read_examples(path, columns, task.labels, task.is_regression,
                          require_label=True, fmt=task.file_format, split=split)
+
+
+def _read_selected(task: TaskSpec, path: str, columns: Columns,
+                   split: str) -> List[InputExample]:
+    """`read_examples` with `columns.keep` (only the rows holding a value) and
+    `columns.label_map` (labels renamed before they are checked)."""
+    from official_bert.errors import BadFileError
+
+    require_label = split != "test"
+    fmt = task.file_format or file_format(path, "tsv")
+    plain = dataclasses.replace(columns, keep=None, label_map=())
+    examples = read_examples(path, plain, None, task.is_regression,
+                             require_label=require_label, fmt=fmt, split=split)
+    if columns.keep is not None:
+        column, value = columns.keep
+        lines, index, first = set(), column if isinstance(column, int) else None, True
+        for number, row in _rows(path, fmt):
+            if first and columns.header:  # the header row, which may name the column
+                first, header = False, [name.strip() for name in row]
+                if index is None:
+                    if column not in header:
+                        raise BadFileError(path, f"has no column {column!r} in its header",
+                                           line=number)
+                    index = header.index(column)
+                continue
+            if index < len(row) and row[index].strip() == value:
+                lines.add(number)
+        examples = [e for e in examples if e.line in lines]
+        if not examples:
+            raise BadFileError(path, f"holds no example whose {_describe(column)} is "
+                               f"{value!r}", fix="is it the right file, or the right "
+                               "--task_name (xnli-<language>)?")
+    renamed = dict(columns.label_map)
+    examples = [dataclasses.replace(e, guid=f"{split}-{i}",
+                                    label=renamed.get(e.label, e.label))
+                for i, e in enumerate(examples)]
+    if require_label and task.labels is not None:
+        check_labels(examples, task.labels, path)
+    return examples
 
 
 def labels_from_examples(examples: Sequence[InputExample]) -> List[str]:

@@ -35,7 +35,9 @@ hidden files are not documents and are skipped. For each file:
 
 Documents of a single sentence are kept (create_pretraining_data.py skips them
 for next-sentence prediction) and listed in the stats as `one_sentence_documents`.
-The stats are written next to the output as `<output_file>.stats.json`.
+The stats are written next to the output as `official_bert.io.sidecar_path(output_file,
+"stats")` (`.corpus_txt.stats.json` for `corpus.txt`: hidden, so that no pattern
+for the text matches it).
 
 Usage:
   python -m data_prep.prepare_corpus \
@@ -54,6 +56,7 @@ import unicodedata
 from typing import Iterable, Sequence
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError
 
 # --------------------------------------------------------------------------
 # Input files
@@ -85,9 +88,9 @@ def expand_inputs(patterns: Iterable[str]) -> tuple[list[str], list[str]]:
         elif io.exists(pattern):
             matches = [pattern]
         else:
-            raise FileNotFoundError(f"input {pattern!r} does not exist")
+            raise UserError(f"--input {pattern} does not exist")
         if not matches:
-            raise FileNotFoundError(f"input {pattern!r} matches no files")
+            raise UserError(f"--input {pattern!r} matches no files")
         for path in matches:
             if path in seen:
                 continue
@@ -103,9 +106,9 @@ def decode_text(raw: bytes, path: str, fallback_encoding: str | None) -> tuple[s
     except UnicodeDecodeError as e:
         if not fallback_encoding:
             line = raw.count(b"\n", 0, e.start) + 1
-            raise ValueError(
-                f"{path}:{line}: not valid UTF-8 ({e.reason} at byte {e.start}); "
-                "set --fallback_encoding (e.g. cp1252) to decode such files"
+            raise BadFileError(
+                path, f"is not UTF-8 ({e.reason} at byte {e.start})", line=line,
+                fix="set --fallback_encoding (e.g. cp1252) to decode such files"
             ) from None
     try:
         return raw.decode(fallback_encoding), fallback_encoding
@@ -376,13 +379,24 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
                    options: CorpusOptions = CorpusOptions()) -> dict:
     """Writes `output_file` (one sentence per line, blank line between documents).
 
-    Returns the stats, also written to `<output_file>.stats.json`. The output
+    Returns the stats, also written to `io.sidecar_path(output_file, "stats")`. The output
     is written under a temporary name and renamed when complete.
     """
     files, skipped = expand_inputs(input_patterns)
+    io.refuse_output_over_input({"--output_file": output_file},
+                                [("input", path) for path in files])
+    if io.isdir(output_file):
+        raise UserError(f"--output_file {output_file} is a directory; name a file in it")
+    output_dir = os.path.dirname(os.path.abspath(output_file))
+    for pattern in input_patterns:
+        pattern = pattern.strip()
+        if pattern and io.is_local(pattern) and io.isdir(pattern) and (
+                output_dir + os.sep).startswith(os.path.abspath(pattern).rstrip(os.sep) + os.sep):
+            raise UserError(f"--output_file {output_file} is inside --input {pattern}: a rerun "
+                            "would read the corpus as one more document; write it elsewhere")
     if not files:
-        raise ValueError(f"no document files in {', '.join(input_patterns)} "
-                         f"(skipped: {', '.join(skipped) or 'none'})")
+        raise UserError(f"--input {', '.join(input_patterns)} holds no document files "
+                        f"(skipped: {', '.join(skipped) or 'none'})")
     stats = {
         "input_files": len(files),
         "documents": 0,
@@ -425,8 +439,10 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
     with io.atomic_output(output_file) as f:
         write(f)
         if stats["documents"] == 0:  # raising drops the output
-            raise ValueError(f"no text in {len(files)} input file(s): all documents are empty")
-    io.atomic_write(output_file + ".stats.json", json.dumps(stats, indent=2))
+            raise UserError(f"--input: no text in {len(files)} input file(s): all documents "
+                            "are empty")
+    io.atomic_write(io.sidecar_path(output_file, "stats"), json.dumps(stats, indent=2))
+    io.remove(io.legacy_sidecar_path(output_file, "stats"))  # an older version's
     return stats
 
 
@@ -468,7 +484,7 @@ def main(argv):
         f"{len(stats['one_sentence_documents'])} one-sentence documents, "
         f"{len(stats['empty_documents_skipped'])} empty documents skipped, "
         f"{len(stats['decoded_with_fallback_encoding'])} decoded as non-UTF-8 "
-        f"(stats: {FLAGS.output_file}.stats.json)",
+        f"(stats: {io.sidecar_path(FLAGS.output_file, 'stats')})",
         file=sys.stderr,
     )
 

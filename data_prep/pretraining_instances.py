@@ -60,6 +60,7 @@ import struct
 from typing import Iterator, Sequence
 
 from data_prep import tfrecord_io
+from official_bert.errors import BadFileError, UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -88,20 +89,20 @@ class PretrainingDataConfig:
 
     def validate(self) -> None:
         if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length={self.max_seq_length} must be at least 5 "
-                             "([CLS] A [SEP] B [SEP])")
+            raise UserError(f"--max_seq_length={self.max_seq_length} must be at least 5 "
+                            "([CLS] A [SEP] B [SEP])")
         if not 0.0 < self.masked_lm_prob < 1.0:
-            raise ValueError(f"masked_lm_prob={self.masked_lm_prob} must be in (0, 1)")
+            raise UserError(f"--masked_lm_prob={self.masked_lm_prob} must be in (0, 1)")
         if self.max_predictions_per_seq < 1:
-            raise ValueError("max_predictions_per_seq must be at least 1")
+            raise UserError("--max_predictions_per_seq must be at least 1")
         if not 0.0 <= self.short_seq_prob <= 1.0:
-            raise ValueError(f"short_seq_prob={self.short_seq_prob} must be in [0, 1]")
+            raise UserError(f"--short_seq_prob={self.short_seq_prob} must be in [0, 1]")
         if self.dupe_factor < 1:
-            raise ValueError("dupe_factor must be at least 1")
+            raise UserError("--dupe_factor must be at least 1")
         for name in ("random_next_pool_size", "random_next_spans_per_document",
                      "lookahead_documents", "shuffle_buffer_size"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise UserError(f"--{name} must be at least 1")
 
 
 class VocabInfo:
@@ -110,8 +111,10 @@ class VocabInfo:
     def __init__(self, vocab: dict, name: str = "the vocabulary"):
         missing = [t for t in SPECIAL_TOKENS if t not in vocab]
         if missing:
-            raise ValueError(f"{name} lacks special token(s) {', '.join(missing)}; "
-                             "BERT needs [PAD] [UNK] [CLS] [SEP] [MASK]")
+            raise BadFileError(name, f"lacks the special token(s) {', '.join(missing)}",
+                               fix="BERT needs [PAD] [UNK] [CLS] [SEP] [MASK]: use the "
+                                   "checkpoint's vocab.txt, or build one with `bert "
+                                   "build-vocab` (it adds them)")
         self.size = max(vocab.values()) + 1
         self.pad_id = vocab["[PAD]"]
         self.unk_id = vocab["[UNK]"]
@@ -127,7 +130,8 @@ class VocabInfo:
                 self.random_ids.append(i)
         self.random_ids.sort()
         if not self.random_ids:
-            raise ValueError(f"{name} has no ordinary tokens")
+            raise BadFileError(name, "has no ordinary tokens (only [bracketed] special "
+                               "ones)", fix="use a WordPiece vocabulary")
 
 
 class RandomNextPool:

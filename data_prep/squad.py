@@ -20,9 +20,10 @@ The pipeline is google-research/bert's `run_squad.py`, step for step:
   windows of start[CLS] + end[CLS]) against the best non-null span.
 
 Bad input: malformed JSON or a wrong structure raises `SquadFormatError` naming
-the place in the file (`data[3].paragraphs[0].qas[2].answers[0].answer_start`);
-answers that do not match their offsets and empty contexts are skipped,
-counted in `ReadStats` and logged.
+the place in the file (`data[3].paragraphs[0].qas[2].answers[0].answer_start`),
+and so does a question id used twice (predictions are keyed by id: both places
+are named); answers that do not match their offsets and empty contexts are
+skipped, counted in `ReadStats` and logged.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from typing import Dict, List, Optional
 from absl import logging
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError, not_utf8
 from official_bert.text import tokenization
 
 
-class SquadFormatError(ValueError):
+class SquadFormatError(BadFileError):
     """The SQuAD file is not valid JSON or does not have SQuAD's structure."""
 
 
@@ -109,50 +111,55 @@ def _expect(value, kind, where, path):
     if not isinstance(value, kind):
         names = {list: "a list", dict: "an object", str: "a string", int: "an integer"}
         want = names.get(kind, getattr(kind, "__name__", str(kind)))
-        raise SquadFormatError(
-            f"{path}: {where} must be {want}, got {type(value).__name__}")
+        got = {list: "a list", dict: "an object", str: "a string", int: "an integer",
+               float: "a number", bool: "a boolean", type(None): "null"}.get(
+            type(value), type(value).__name__)
+        raise SquadFormatError(path, f"has {got} at {where}, where {want} belongs")
     return value
 
 
 def _field(obj, key, kind, where, path):
     if key not in obj:
-        raise SquadFormatError(f"{path}: {where} has no {key!r} field")
-    return _expect(obj[key], kind, f"{where}.{key}", path)
+        raise SquadFormatError(path, f"has no {key!r} field in {where}")
+    return _expect(obj[key], kind, key if where == "the top level" else f"{where}.{key}", path)
 
 
 def load_squad_json(input_file) -> list:
     """Reads a SQuAD file and returns its `data` list (structure checked)."""
     if not io.exists(input_file):
-        raise FileNotFoundError(f"SQuAD file {input_file} does not exist")
+        raise SquadFormatError(input_file, "does not exist", fix="check the file name")
+    if io.isdir(input_file):
+        raise SquadFormatError(input_file, "is a directory, not a SQuAD JSON file")
     try:
-        with io.open_file(input_file, encoding="utf-8") as f:
+        with io.open_file(input_file, encoding="utf-8-sig") as f:
             dataset = json.load(f)
     except json.JSONDecodeError as e:
-        raise SquadFormatError(
-            f"{input_file}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}"
-        ) from None
+        raise SquadFormatError(input_file, f"is not valid JSON ({e.msg} at column {e.colno})",
+                               line=e.lineno) from None
     except UnicodeDecodeError as e:
-        raise SquadFormatError(f"{input_file}: not UTF-8 ({e.reason} at byte {e.start})") from None
+        raise not_utf8(input_file, e) from None
     _expect(dataset, dict, "the top level", input_file)
     return _field(dataset, "data", list, "the top level", input_file)
 
 
 def split_doc_tokens(context: str):
-    """google's white-space split: (doc_tokens, char_to_word_offset, word_spans)."""
-    doc_tokens, char_to_word_offset, word_spans = [], [], []
+    """google's white-space split: (doc_tokens, char_to_word_offset, word_spans).
+
+    Linear in the context's length (google's builds each word by appending a
+    character at a time, quadratic in the length of a word)."""
+    char_to_word_offset, word_spans = [], []
     prev_is_whitespace = True
     for i, c in enumerate(context):
         if is_whitespace(c):
             prev_is_whitespace = True
         else:
             if prev_is_whitespace:
-                doc_tokens.append(c)
                 word_spans.append([i, i + 1])
             else:
-                doc_tokens[-1] += c
                 word_spans[-1][1] = i + 1
             prev_is_whitespace = False
-        char_to_word_offset.append(len(doc_tokens) - 1)
+        char_to_word_offset.append(len(word_spans) - 1)
+    doc_tokens = [context[start:end] for start, end in word_spans]
     return doc_tokens, char_to_word_offset, [tuple(s) for s in word_spans]
 
 
@@ -168,6 +175,7 @@ def read_squad_examples(input_file, is_training: bool,
     stats = stats if stats is not None else ReadStats()
     data = load_squad_json(input_file)
     examples = []
+    seen_ids = {}  # qas_id → where it was first seen
     for a, article in enumerate(data):
         where = f"data[{a}]"
         _expect(article, dict, where, input_file)
@@ -189,22 +197,30 @@ def read_squad_examples(input_file, is_training: bool,
                 _expect(qa, dict, qwhere, input_file)
                 stats.questions += 1
                 qas_id = qa.get("id")
-                if not isinstance(qas_id, (str, int)):
-                    raise SquadFormatError(f"{input_file}: {qwhere} has no string 'id' field")
+                if not isinstance(qas_id, (str, int)) or isinstance(qas_id, bool):
+                    raise SquadFormatError(input_file, f"has no string 'id' field in {qwhere}")
                 qas_id = str(qas_id)
+                if qas_id in seen_ids:
+                    raise SquadFormatError(
+                        input_file, f"uses the question id {qas_id!r} twice: at "
+                        f"{seen_ids[qas_id]} and at {qwhere}",
+                        fix="give every question its own id (predictions are keyed by id, "
+                            "so one would overwrite the other)")
+                seen_ids[qas_id] = qwhere
                 question_text = _field(qa, "question", str, qwhere, input_file)
                 is_impossible = bool(qa.get("is_impossible", False))
                 start_position = end_position = orig_answer_text = None
                 if is_training:
                     if is_impossible and not version_2_with_negative:
                         raise SquadFormatError(
-                            f"{input_file}: {qwhere} is_impossible is true; pass "
-                            "--version_2_with_negative to train on SQuAD 2.0 data")
+                            input_file, f"has is_impossible true at {qwhere}",
+                            fix="pass --version_2_with_negative to train on SQuAD 2.0 data")
                     answers = _field(qa, "answers", list, qwhere, input_file)
                     if not is_impossible and not answers:
                         raise SquadFormatError(
-                            f"{input_file}: {qwhere}.answers is empty; a training question "
-                            "needs an answer (or is_impossible with --version_2_with_negative)")
+                            input_file, f"has no answers at {qwhere}.answers",
+                            fix="a training question needs an answer (or is_impossible with "
+                                "--version_2_with_negative)")
                     if not is_impossible:
                         answer = _expect(answers[0], dict, f"{qwhere}.answers[0]", input_file)
                         awhere = f"{qwhere}.answers[0]"
@@ -251,7 +267,7 @@ def read_squad_examples(input_file, is_training: bool,
                         "and %d of empty contexts (of %d)", input_file, stats.answer_mismatch,
                         stats.empty_context, stats.questions)
     if not examples:
-        raise SquadFormatError(f"{input_file}: no usable questions "
+        raise SquadFormatError(input_file, f"holds no usable question "
                                f"({stats.questions} read, {stats.answer_mismatch} answer "
                                f"mismatches, {stats.empty_context} in empty contexts)")
     return examples
@@ -278,6 +294,29 @@ def doc_spans_for(num_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> 
             break
         start_offset += min(length, doc_stride)
     return doc_spans
+
+
+def max_context_spans(doc_spans, num_tokens: int) -> List[Optional[int]]:
+    """For every token position, the index of its "max context" span
+    (`check_is_max_context` for all positions at once).
+
+    Each span scores only its own positions, so the work is the total length
+    of the spans (the context's length times the overlap), where calling
+    `check_is_max_context` for every position of every span costs positions
+    x spans: quadratic in the context's length (a 100k-character context took
+    minutes). Ties go to the earlier span, as there.
+    """
+    best_score: List[Optional[float]] = [None] * num_tokens
+    best: List[Optional[int]] = [None] * num_tokens
+    for span_index, doc_span in enumerate(doc_spans):
+        end = doc_span.start + doc_span.length - 1
+        bonus = 0.01 * doc_span.length
+        for position in range(doc_span.start, end + 1):
+            score = min(position - doc_span.start, end - position) + bonus
+            if best_score[position] is None or score > best_score[position]:
+                best_score[position] = score
+                best[position] = span_index
+    return best
 
 
 def check_is_max_context(doc_spans, cur_span_index, position) -> bool:
@@ -358,10 +397,10 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length: int, doc_s
                                  stats: FeatureStats | None = None) -> List[InputFeatures]:
     """Windows every example; returns the `InputFeatures` in order."""
     if max_seq_length <= max_query_length + 3:
-        raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than "
-                         f"max_query_length ({max_query_length}) + 3")
+        raise UserError(f"--max_seq_length ({max_seq_length}) must be greater than "
+                        f"--max_query_length ({max_query_length}) + 3")
     if doc_stride <= 0:
-        raise ValueError(f"doc_stride must be positive, got {doc_stride}")
+        raise UserError(f"--doc_stride must be positive, got {doc_stride}")
     stats = stats if stats is not None else FeatureStats()
     cls_id, sep_id = tokenizer.vocab[tokenization.CLS_TOKEN], tokenizer.vocab[tokenization.SEP_TOKEN]
     features = []
@@ -392,6 +431,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length: int, doc_s
         # The -3 accounts for [CLS], [SEP] and [SEP]
         max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
         doc_spans = doc_spans_for(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
+        max_context = max_context_spans(doc_spans, len(all_doc_tokens))
 
         for doc_span_index, doc_span in enumerate(doc_spans):
             tokens = [tokenization.CLS_TOKEN, *query_tokens, tokenization.SEP_TOKEN]
@@ -400,8 +440,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length: int, doc_s
             for i in range(doc_span.length):
                 split_token_index = doc_span.start + i
                 token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
-                token_is_max_context[len(tokens)] = check_is_max_context(
-                    doc_spans, doc_span_index, split_token_index)
+                token_is_max_context[len(tokens)] = (
+                    max_context[split_token_index] == doc_span_index)
                 tokens.append(all_doc_tokens[split_token_index])
                 segment_ids.append(1)
             tokens.append(tokenization.SEP_TOKEN)
@@ -761,12 +801,17 @@ def write_prediction_files(predictions: Dict[str, SquadPrediction], output_dir,
 def split_by_article(input_file, train_file, dev_file, num_train_articles: int) -> tuple:
     """Writes the first `num_train_articles` articles of a SQuAD file to
     `train_file` and the rest to `dev_file`; returns the question counts."""
+    io.refuse_output_over_input({"--train_output": train_file, "--dev_output": dev_file},
+                                {"input_file": input_file})
+    if io.same_path(train_file, dev_file):
+        raise UserError(f"--train_output and --dev_output are one file ({train_file})")
     data = load_squad_json(input_file)  # checks the file first: errors name the place
     with io.open_file(input_file, encoding="utf-8") as f:
         version = json.load(f).get("version", "")
     if not 0 < num_train_articles < len(data):
-        raise ValueError(f"{input_file} has {len(data)} articles; cannot put "
-                         f"{num_train_articles} in the training part")
+        raise UserError(f"--num_train_articles={num_train_articles}: {input_file} has "
+                        f"{len(data)} articles; the training part needs at least 1 and the dev "
+                        "part too")
     counts = []
     for path, part in ((train_file, data[:num_train_articles]),
                        (dev_file, data[num_train_articles:])):

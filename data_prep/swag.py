@@ -21,13 +21,14 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from official_bert import io
+from official_bert.errors import BadFileError, not_utf8
 from official_bert.text import tokenization
 
 REQUIRED = ("sent1", "sent2")
 _ENDING = re.compile(r"^ending(\d+)$")
 
 
-class SwagFormatError(ValueError):
+class SwagFormatError(BadFileError):
     """A SWAG CSV file is malformed; the message names the file and line."""
 
 
@@ -43,31 +44,42 @@ class SwagExample:
 def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
     """Reads SWAG's CSV; `require_label=False` for a prediction file."""
     if not io.exists(path):
-        raise FileNotFoundError(f"SWAG file {path} does not exist")
-    with io.open_file(path, encoding="utf-8", newline="") as f:
+        raise SwagFormatError(path, "does not exist", fix="check the file name")
+    if io.isdir(path):
+        raise SwagFormatError(path, "is a directory, not a SWAG CSV file")
+    try:
+        return _read_swag(path, require_label)
+    except UnicodeDecodeError as e:
+        raise not_utf8(path, e) from None
+
+
+def _read_swag(path: str, require_label: bool) -> List[SwagExample]:
+    with io.open_file(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
         try:
             header = next(reader)
         except StopIteration:
-            raise SwagFormatError(f"{path} is empty") from None
-        except UnicodeDecodeError as e:
-            raise SwagFormatError(f"{path} is not UTF-8 ({e.reason})") from None
+            raise SwagFormatError(path, "is empty") from None
+        except csv.Error as e:
+            raise SwagFormatError(path, f"is not valid CSV ({e})", line=1) from None
         header = [h.strip() for h in header]
         columns = {name: i for i, name in enumerate(header)}
         missing = [c for c in REQUIRED if c not in columns]
         if missing:
             raise SwagFormatError(
-                f"{path}: the header has no {', '.join(missing)} column; expected SWAG's "
-                "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0..endingN,label")
+                path, f"has a header without the {', '.join(missing)} column", line=1,
+                fix="expected SWAG's video-id,fold-ind,startphrase,sent1,sent2,gold-source,"
+                    "ending0..endingN,label")
         endings = sorted(int(m.group(1)) for m in map(_ENDING.match, header) if m)
         if len(endings) < 2 or endings != list(range(len(endings))):
             raise SwagFormatError(
-                f"{path}: the header needs ending0, ending1, ... (at least two, numbered "
-                f"from 0 without gaps), found {['ending%d' % k for k in endings]}")
+                path, f"has the endings {['ending%d' % k for k in endings]} in its header",
+                line=1, fix="the header needs ending0, ending1, ... (at least two, numbered "
+                            "from 0 without gaps)")
         ending_columns = [columns[f"ending{k}"] for k in endings]
         label_column = columns.get("label")
         if require_label and label_column is None:
-            raise SwagFormatError(f"{path}: the header has no label column")
+            raise SwagFormatError(path, "has no label column in its header", line=1)
         id_column = columns.get("video-id")
         examples = []
         try:
@@ -77,12 +89,12 @@ def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
                     continue
                 if len(row) < len(header):
                     raise SwagFormatError(
-                        f"{path} line {line}: {len(row)} columns, the header has "
-                        f"{len(header)} (a missing ending?)")
+                        path, f"has {len(row)} columns, the header has {len(header)}",
+                        line=line, fix="a missing ending?")
                 choice_texts = [row[c].strip() for c in ending_columns]
                 for k, text in enumerate(choice_texts):
                     if not text:
-                        raise SwagFormatError(f"{path} line {line}: ending{k} is empty")
+                        raise SwagFormatError(path, f"has an empty ending{k}", line=line)
                 label = None
                 raw_label = row[label_column].strip() if label_column is not None else ""
                 if raw_label:
@@ -90,22 +102,22 @@ def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
                         label = int(raw_label)
                     except ValueError:
                         raise SwagFormatError(
-                            f"{path} line {line}: label {raw_label!r} is not an integer") from None
+                            path, f"has the label {raw_label!r}, not an integer",
+                            line=line) from None
                     if not 0 <= label < len(choice_texts):
                         raise SwagFormatError(
-                            f"{path} line {line}: label {label} is not a choice "
-                            f"(0..{len(choice_texts) - 1})")
+                            path, f"has the label {label}, which is not a choice "
+                            f"(0..{len(choice_texts) - 1})", line=line)
                 elif require_label:
-                    raise SwagFormatError(f"{path} line {line}: the label is empty")
+                    raise SwagFormatError(path, "has an empty label", line=line)
                 example_id = row[id_column] if id_column is not None else str(len(examples))
                 examples.append(SwagExample(example_id, row[columns["sent1"]],
                                             row[columns["sent2"]], choice_texts, label))
         except csv.Error as e:
-            raise SwagFormatError(f"{path} line {reader.line_num}: {e}") from None
-        except UnicodeDecodeError as e:
-            raise SwagFormatError(f"{path} is not UTF-8 ({e.reason})") from None
+            raise SwagFormatError(path, f"is not valid CSV ({e})",
+                                  line=reader.line_num) from None
     if not examples:
-        raise SwagFormatError(f"{path} holds no examples")
+        raise SwagFormatError(path, "holds no examples")
     return examples
 
 
@@ -132,7 +144,8 @@ def convert_examples(examples: Sequence[SwagExample], tokenizer, max_seq_length:
     [examples] (0 where unknown), example_index [examples]."""
     num_choices = {len(e.endings) for e in examples}
     if len(num_choices) != 1:
-        raise SwagFormatError(f"examples have different numbers of choices: {sorted(num_choices)}")
+        raise SwagFormatError(None, f"the examples have different numbers of choices: "
+                              f"{sorted(num_choices)}")
     ids, mask, types = [], [], []
     for example in examples:
         packed = pack_example(example, tokenizer, max_seq_length)

@@ -61,7 +61,9 @@ def _disk_full_path(error: BaseException) -> str | None:
     if is_disk_full(error):
         return str(error.filename or "")
     if _is_tensorflow_error(error) and _DISK_FULL_TEXT.search(str(error)):
-        found = re.search(r"(/[^\s:'\"]+|[a-z]+://[^\s:'\"]+)", str(error))
+        text = re.sub(r"\{\{function_node [^}]*\}\}", " ", str(error))
+        text = re.sub(r"\[Op:[^\]]*\]", " ", text)
+        found = re.search(r"(?<![\w/])(/[^\s:;,'\"]+|[a-z]+://[^\s:;,'\"]+)", text)
         return found.group(1) if found else ""
     return None
 
@@ -84,7 +86,8 @@ def one_line_error(error: BaseException) -> str:
     if disk_path is not None:
         from official_bert.errors import DiskFullError
 
-        detail = next((line for line in lines if _DISK_FULL_TEXT.search(line)), "")
+        found = _DISK_FULL_TEXT.search(str(error))
+        detail = found.group(0) if found else ""
         if isinstance(error, OSError):
             detail = error.strerror or detail
         return f"error: {DiskFullError(disk_path or 'a file', detail[:200] or None)}"

@@ -29,6 +29,7 @@ import numpy as np
 from absl import logging
 
 from official_bert import io
+from official_bert.errors import BadFileError
 from official_bert.modeling.configs import BertConfig, ConfigError
 
 HUGGINGFACE = "huggingface"
@@ -39,8 +40,10 @@ OFFICIAL_BERT = "official_bert"
 _HF_IGNORED = re.compile(r"(^|\.)(position_ids|num_batches_tracked)$")
 
 
-class CheckpointError(ValueError):
-    """A checkpoint is missing, of an unknown kind, or does not fit the model."""
+class CheckpointError(BadFileError):
+    """A checkpoint is missing, damaged, of an unknown kind, or does not fit the model."""
+
+    subject = "the checkpoint"
 
 
 @dataclasses.dataclass
@@ -197,10 +200,8 @@ def assign_encoder_weights(encoder, weights: dict) -> None:
         if mismatched:
             lines.append("shape mismatch: " + "; ".join(mismatched))
         raise CheckpointError(
-            "Checkpoint does not fit the encoder config ("
-            + " | ".join(lines)
-            + "). Check that --bert_config_file matches the checkpoint."
-        )
+            None, "does not fit the encoder config (" + " | ".join(lines) + ")",
+            fix="check that --bert_config_file matches the checkpoint")
     for name, variable in variables.items():
         variable.assign(np.asarray(weights[name], dtype=variable.dtype))
 
@@ -218,12 +219,123 @@ def _find_beside(path, names):
     return None
 
 
-def _tf_checkpoint_prefix(path):
-    """Resolves a TF checkpoint directory or prefix to a prefix, or None."""
+# === Checkpoints of a run directory, and damaged ones ===
+
+
+def run_checkpoints(directory) -> list:
+    """The checkpoint prefixes the `checkpoint` state file of `directory`
+    lists, oldest first ([] without one)."""
     import tensorflow as tf
 
+    state_file = io.join(directory, "checkpoint")
+    if not io.exists(state_file):
+        return []
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+        if state is None:  # TensorFlow logs a parse error and returns None
+            raise ValueError("not a CheckpointState text proto, or no model_checkpoint_path")
+    except (tf.errors.OpError, ValueError) as e:  # text_format.ParseError is a ValueError
+        # (Treating it as "no checkpoint" would start the run over and overwrite
+        # the checkpoints it has.)
+        indexes = sorted(io.glob(io.join(glob_escape(str(directory)), "*.index")),
+                         key=lambda p: (len(p), p))
+        newest = os.path.basename(indexes[-1])[:-len(".index")] if indexes else None
+        raise CheckpointError(
+            state_file, f"is not a readable checkpoint state file ({_first_line(e)})",
+            fix=(f"write it again as the one line  model_checkpoint_path: \"{newest}\"  to "
+                 f"resume from {newest}" if newest else "delete it to start the run over")
+        ) from None
+    paths = list(state.all_model_checkpoint_paths)
+    if state.model_checkpoint_path and (not paths or paths[-1] != state.model_checkpoint_path):
+        paths.append(state.model_checkpoint_path)
+    return [p if os.path.isabs(p) or "://" in p else io.join(directory, p) for p in paths]
+
+
+def latest_checkpoint(directory) -> str | None:
+    """The newest checkpoint of a run directory whose files are there.
+
+    `tf.train.latest_checkpoint` gives up (None) when the newest one's files
+    are gone; this takes the one before, so that deleting a damaged checkpoint
+    (as `damaged_checkpoint_error` says) resumes from the previous one.
+    """
+    for prefix in reversed(run_checkpoints(directory)):
+        if io.exists(prefix + ".index"):
+            return prefix
+    return None
+
+
+def checkpoint_files(prefix) -> list:
+    """The files of the TensorFlow checkpoint `prefix` (.index, .data-*)."""
+    return [prefix + ".index"] + io.glob(glob_escape(prefix) + ".data-*")
+
+
+def glob_escape(path: str) -> str:
+    import glob as _glob
+
+    return _glob.escape(path)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(getattr(error, "message", None) or error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]
+
+
+def checkpoint_damage(prefix) -> tuple | None:
+    """(file, what is wrong) when the checkpoint `prefix` cannot be read back
+    whole (its index, then every tensor: a truncated or corrupt file), else None."""
+    import tensorflow as tf
+
+    index = prefix + ".index"
+    if not io.exists(index):
+        return index, "is missing"
+    try:
+        reader = _reader(prefix)
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        return index, f"is damaged: truncated or corrupt ({_first_line(e)})"
+    data_files = io.glob(glob_escape(prefix) + ".data-*")
+    try:
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        where = data_files[0] if len(data_files) == 1 else prefix + ".data-*"
+        return where, f"is damaged: truncated or corrupt ({_first_line(e)})"
+    return None
+
+
+def damaged_checkpoint_error(prefix, error: BaseException | None = None,
+                             resuming: bool = False):
+    """A `CheckpointError` naming the damaged file of checkpoint `prefix` and
+    whether an earlier checkpoint beside it is intact: when `resuming` a run
+    in its directory, how to resume from that one; else (an
+    --init_checkpoint) how to use it instead. None when the checkpoint reads
+    back whole (then `error` was something else)."""
+    damage = checkpoint_damage(prefix)
+    if damage is None:
+        return None
+    path, problem = damage
+    directory = os.path.dirname(prefix)
+    listed = [p for p in run_checkpoints(directory) if p != prefix]
+    files = ", ".join(os.path.basename(f) for f in checkpoint_files(prefix))
+    earlier = next((p for p in reversed(listed)
+                    if io.exists(p + ".index") and checkpoint_damage(p) is None), None)
+    if resuming and earlier:
+        fix = (f"the previous checkpoint {os.path.basename(earlier)} in {directory} is intact: "
+               f"delete {files} there and run the same command to resume from it")
+    elif resuming:
+        fix = (f"no earlier checkpoint in {directory} is intact: delete {files} to start the "
+               "run over, or restore the files from a copy")
+    elif earlier:
+        fix = (f"copy or download the checkpoint again, or pass the intact earlier one: "
+               f"--init_checkpoint={earlier}")
+    else:
+        fix = "copy or download the checkpoint again"
+    return CheckpointError(path, problem, fix=fix)
+
+
+def _tf_checkpoint_prefix(path):
+    """Resolves a TF checkpoint directory or prefix to a prefix, or None."""
     if io.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
+        latest = latest_checkpoint(path)
         if latest:
             return latest
         indexes = io.glob(io.join(path, "*.index"))
@@ -231,10 +343,9 @@ def _tf_checkpoint_prefix(path):
             return indexes[0][: -len(".index")]
         if len(indexes) > 1:
             raise CheckpointError(
-                f"{path} holds several checkpoints "
-                f"({', '.join(os.path.basename(i) for i in indexes)}); "
-                "pass the prefix of the one to load"
-            )
+                path, f"holds several checkpoints "
+                f"({', '.join(os.path.basename(i) for i in indexes)})",
+                fix="pass the prefix of the one to load")
         return None
     if io.exists(path + ".index"):
         return path
@@ -290,24 +401,23 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
     path = os.fspath(path)
     if not io.exists(path) and not io.exists(path + ".index"):
         raise CheckpointError(
-            f"Checkpoint {path} does not exist; pass a Hugging Face directory "
+            path, "does not exist", fix="pass a Hugging Face directory "
             "(config.json + model.safetensors), a Google checkpoint "
-            "(bert_model.ckpt) or an official_bert checkpoint directory"
-        )
+            "(bert_model.ckpt) or an official_bert checkpoint directory")
     if io.isdir(path) and io.exists(io.join(path, "model.safetensors")):
         return _read_huggingface(path, config)
     prefix = _tf_checkpoint_prefix(path)
     if prefix is None:
         raise CheckpointError(
-            f"{path} holds no checkpoint: expected model.safetensors (Hugging "
-            "Face) or a TensorFlow checkpoint (*.index and *.data-* files)"
-        )
+            path, "holds no checkpoint", fix="expected model.safetensors (Hugging "
+            "Face) or a TensorFlow checkpoint (*.index and *.data-* files)")
     import tensorflow as tf
 
     try:
         names = _reader(prefix).get_variable_to_shape_map()
-    except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"Cannot read checkpoint {prefix}: {e}") from None
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        raise (damaged_checkpoint_error(prefix, e)
+               or CheckpointError(prefix, f"cannot be read ({_first_line(e)})")) from None
     if any(name.startswith("bert/") for name in names):
         return _read_google_tf1(path, prefix, names, config)
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in names and any(
@@ -315,9 +425,8 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
     ):
         return _read_official_bert(path, prefix, config)
     raise CheckpointError(
-        f"{prefix} is a TensorFlow checkpoint but neither Google's BERT "
-        "(no 'bert/...' variables) nor an official_bert one (no 'encoder')"
-    )
+        prefix, "is a TensorFlow checkpoint but neither Google's BERT "
+        "(no 'bert/...' variables) nor an official_bert one (no 'encoder')")
 
 
 def _config_beside(path, config, names):
@@ -326,9 +435,7 @@ def _config_beside(path, config, names):
     config_file = _find_beside(path, names)
     if config_file is None:
         raise CheckpointError(
-            f"No {' or '.join(names)} found beside {path}; pass "
-            "--bert_config_file"
-        )
+            path, f"has no {' or '.join(names)} beside it", fix="pass --bert_config_file")
     return BertConfig.from_json_file(config_file)
 
 
@@ -337,11 +444,18 @@ def _read_huggingface(path, config):
 
     config = _config_beside(path, config, ["config.json", "bert_config.json"])
     weights_file = io.join(path, "model.safetensors")
-    if io.is_local(weights_file):
-        tensors = safetensors_numpy.load_file(weights_file)  # memory-mapped
-    else:
-        with io.open_file(weights_file, "rb") as f:
-            tensors = safetensors_numpy.load(f.read())
+    try:
+        if io.is_local(weights_file):
+            tensors = safetensors_numpy.load_file(weights_file)  # memory-mapped
+        else:
+            with io.open_file(weights_file, "rb") as f:
+                tensors = safetensors_numpy.load(f.read())
+    except Exception as e:  # noqa: BLE001 - safetensors_rust.SafetensorError is no ValueError
+        if not (type(e).__name__ == "SafetensorError" or isinstance(e, (ValueError, OSError))):
+            raise
+        raise CheckpointError(weights_file, f"is not a readable safetensors file, truncated "
+                              f"or corrupt ({_first_line(e)})",
+                              fix="download or copy it again") from None
     weights, unknown = {}, []
     for name, value in tensors.items():
         if _HF_IGNORED.search(name) or _HF_TIED.search(name):
@@ -353,9 +467,7 @@ def _read_huggingface(path, config):
         weights[canonical] = np.ascontiguousarray(value.T if transpose else value)
     if unknown:
         raise CheckpointError(
-            f"{path}/model.safetensors has tensors that are not BERT's: "
-            f"{', '.join(sorted(unknown))}"
-        )
+            weights_file, f"has tensors that are not BERT's: {', '.join(sorted(unknown))}")
     return BertCheckpoint(
         kind=HUGGINGFACE,
         path=path,
@@ -378,9 +490,13 @@ def _read_google_tf1(path, prefix, names, config):
     reader = _reader(prefix)
     # Optimizer slots (adam_m/adam_v) and the global step are not weights.
     skip = re.compile(r"(/adam_[mv]$|^global_step$|^_CHECKPOINTABLE)")
-    weights = {
-        name: reader.get_tensor(name) for name in names if not skip.search(name)
-    }
+    try:
+        weights = {
+            name: reader.get_tensor(name) for name in names if not skip.search(name)
+        }
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        raise (damaged_checkpoint_error(prefix, e)
+               or CheckpointError(prefix, f"cannot be read ({_first_line(e)})")) from None
     return BertCheckpoint(
         kind=GOOGLE_TF1,
         path=path,
@@ -404,10 +520,10 @@ def _read_official_bert(path, prefix, config):
         status = tf.train.Checkpoint(encoder=encoder).read(prefix)
         status.expect_partial()
         status.assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.OpError) as e:
-        raise CheckpointError(
-            f"Checkpoint {prefix} does not fit the encoder config: {e}"
-        ) from None
+    except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
+        raise (damaged_checkpoint_error(prefix, e) or CheckpointError(
+            prefix, f"does not fit the encoder config ({_first_line(e)})",
+            fix="check that --bert_config_file is the checkpoint's")) from None
     weights = get_encoder_weights(encoder)
     weights.update(_own_head_weights(prefix))
     return BertCheckpoint(
@@ -482,9 +598,8 @@ def load_encoder(path, config: BertConfig | None = None, dtype=None):
     )
     if extra:
         raise CheckpointError(
-            f"Checkpoint {path} has encoder variables the config does not "
-            f"expect: {', '.join(extra)}. Check num_hidden_layers in the config."
-        )
+            path, f"has encoder variables the config does not expect: {', '.join(extra)}",
+            fix="check num_hidden_layers in the config")
     return encoder, checkpoint
 
 

@@ -110,7 +110,8 @@ def define_distribution_flags() -> None:
     g = dict(module_name=DISTRIBUTION_FLAGS)
     flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGIES,
                       "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).", **g)
-    flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = CPU).", **g)
+    flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = CPU). More than TensorFlow sees is "
+                         "refused, never silently run on the CPU.", **g)
     flags.DEFINE_string("tpu", None, "TPU name or address for --distribution_strategy=tpu.", **g)
     flags.DEFINE_integer("num_cpu_devices", 0,
                          "Split the CPU into this many logical devices (to try "

@@ -6,8 +6,12 @@ Every file the project writes goes through here, so that:
   in the destination's directory (`.<name>.tmp-<pid>-<random>`), is flushed and
   fsynced, and is renamed over the destination in one step;
 * a set of files (the shards of one output) is published as a unit:
-  every member is written under its temporary name first, then all are renamed,
-  and a manifest naming them is written last (`publish_together`);
+  every member is written under its temporary name first, a manifest marked
+  incomplete is written, then all are renamed, and the manifest is rewritten
+  complete last (`publish_together`); readers refuse a set whose manifest is
+  incomplete or names a file that is gone (`check_published_sets`, called by
+  `expand_paths`). Sidecar files (manifests, stats) have hidden names that no
+  data pattern matches (`sidecar_path`);
 * files get the user's umask (not `mkstemp`'s 0600), and a temporary file is
   created with O_EXCL, so it never follows a symlink someone left in its place;
 * a full disk is reported as such (`errors.DiskFullError`), with the partial
@@ -132,7 +136,7 @@ def _stat(path: str):
 
 
 def check_output_directory(path: str) -> None:
-    """`FileNotFoundError` unless the directory of the local file `path` exists.
+    """`UserError` unless the directory of the local file `path` exists.
 
     For the data tools, which do not create directories (a typo in an output
     path should not make a new tree). Object stores have no directories to
@@ -141,8 +145,8 @@ def check_output_directory(path: str) -> None:
     if is_local(path):
         directory = os.path.dirname(os.path.abspath(_local(path)))
         if not os.path.isdir(directory):
-            raise FileNotFoundError(f"cannot write output {path}: output directory "
-                                    f"{directory} does not exist")
+            raise UserError(f"cannot write output {path}: output directory "
+                            f"{directory} does not exist; create it first")
 
 
 def listdir(path: str) -> list[str]:
@@ -153,8 +157,14 @@ def listdir(path: str) -> list[str]:
 
 
 def makedirs(path: str) -> None:
+    """Makes a directory and its parents; `UserError` when the path (or a
+    parent) is a file: the paths come from the user's flags."""
     if is_local(path):
-        os.makedirs(_local(path), exist_ok=True)  # mode 0o777 & ~umask
+        try:
+            os.makedirs(_local(path), exist_ok=True)  # mode 0o777 & ~umask
+        except (FileExistsError, NotADirectoryError):
+            raise UserError(f"cannot make the directory {path}: it (or a directory above it) "
+                            "is a file; choose another path") from None
     else:
         _gfile().makedirs(path)
 
@@ -280,7 +290,7 @@ def temporary_name(path: str) -> str:
 def reraise_disk_full(error: BaseException, path: str):
     """Raises `DiskFullError` for an out-of-space `OSError`, else `error` itself."""
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        raise DiskFullError(path) from None
+        raise DiskFullError(path, error.strerror) from None
     raise error
 
 
@@ -396,23 +406,134 @@ def publish_together(staged: dict, manifest_path: str | None = None,
     Args:
         staged: final path → the temporary path holding its content (written
             completely, e.g. with `temporary_name`).
-        manifest_path: written last (atomically), listing the final files'
-            names under "files", so a reader given it can refuse an incomplete
-            set.
+        manifest_path: the set's manifest (a `sidecar_path`), listing the final
+            files under "files" (paths relative to its directory), their
+            "sizes" in bytes, and whether the set is "complete".
         manifest: extra entries for the manifest.
 
-    A crash before the manifest is written leaves no manifest, so the set reads
-    as incomplete; temporaries left by a killed writer are hidden names that
-    `remove_stale_temporaries` clears.
+    Order: the manifest is written first with "complete": false (replacing
+    any previous set's, which must not vouch for a half-new set), then every
+    file is renamed into place, then the manifest is rewritten with
+    "complete": true. A crash in between leaves a manifest that says the set
+    is incomplete, and `check_published_sets` refuses it; temporaries left by
+    a killed writer are hidden names that `remove_stale_temporaries` clears.
     """
+    entries = None
     if manifest_path:
-        remove(manifest_path)  # a previous set's manifest must not vouch for a half-new set
+        folder = os.path.dirname(os.fspath(manifest_path))
+        entries = dict(manifest or {})
+        entries["files"] = sorted(_relative(f, folder) for f in staged)
+        entries["sizes"] = {_relative(f, folder): size(tmp) for f, tmp in staged.items()}
+        entries["complete"] = False
+        atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")
     for final, tmp in staged.items():
         rename(tmp, final, overwrite=True)
     if manifest_path:
-        entries = dict(manifest or {})
-        entries["files"] = sorted(os.path.basename(f) for f in staged)
+        entries["complete"] = True
         atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")
+
+
+def size(path: str) -> int:
+    """The size of a file in bytes."""
+    if is_local(path):
+        return os.path.getsize(_local(path))
+    return _gfile().stat(path).length
+
+
+def _relative(path: str, folder: str) -> str:
+    path = os.fspath(path)
+    if os.path.dirname(path) == folder:
+        return os.path.basename(path)
+    if is_local(path) and is_local(folder):
+        return os.path.relpath(_local(path), _local(folder) or ".")
+    return path  # another file system: the full path
+
+
+# === Sidecar files and the manifests of sets ===
+
+MANIFEST_SUFFIX = ".summary.json"
+
+
+def sidecar_path(path: str, kind: str = "summary") -> str:
+    """Where a tool keeps what it says about its output `path` (a summary,
+    stats, a manifest): `.<name with dots as underscores>.<kind>.json` beside it.
+
+    Hidden, and without the output's name or extension as they are spelled,
+    so that no pattern for the data (`out.tfrecord*`, `*.tfrecord*`, `out-*`)
+    matches it, with Python's glob or TensorFlow's (whose `*` also matches a
+    leading dot), and readers that know nothing of sidecars never open one.
+
+    Example:
+    >>> sidecar_path("/data/wiki-128.tfrecord")
+    '/data/.wiki-128_tfrecord.summary.json'
+    """
+    directory, name = os.path.split(os.fspath(path))
+    return os.path.join(directory, f".{name.replace('.', '_')}.{kind}.json")
+
+
+def legacy_sidecar_path(path: str, kind: str = "summary") -> str:
+    """The name earlier versions used (`<output>.<kind>.json`), still read."""
+    return f"{os.fspath(path)}.{kind}.json"
+
+
+def _manifests_in(directory: str) -> list[str]:
+    pattern = join(directory, "." + "*" + MANIFEST_SUFFIX)
+    found = [p for p in glob(pattern) if os.path.basename(p).startswith(".")]
+    return found + glob(join(directory, "*" + MANIFEST_SUFFIX))
+
+
+def check_published_sets(files: Iterable[str], flag: str) -> None:
+    """`BadFileError` when a file belongs to a set (`publish_together`) that
+    is incomplete: its manifest says the writer did not finish, a file the
+    manifest lists is gone, or one has another size than the manifest
+    recorded (truncated by a copy: a TFRecord cut at a record boundary reads
+    as a valid, shorter file). Files no manifest lists (other tools' data)
+    pass.
+
+    Every manifest in the files' directories is read (cheap: a few small JSON
+    files); a subset of a complete set (e.g. one shard held out for
+    evaluation) passes.
+    """
+    by_dir: dict[str, set] = {}
+    for path in files:
+        path = os.fspath(path)
+        by_dir.setdefault(os.path.dirname(path), set()).add(os.path.basename(path))
+    for directory, names in by_dir.items():
+        for manifest_path in _manifests_in(directory):
+            try:
+                manifest = json.loads(read_text(manifest_path))
+            except (OSError, ValueError):
+                continue  # not a manifest this project wrote
+            listed = manifest.get("files") if isinstance(manifest, dict) else None
+            if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+                continue
+            if not names & set(listed):
+                continue
+            ours = sorted(names & set(listed))
+            if manifest.get("complete") is False:
+                raise BadFileError(
+                    join(directory, ours[0]),
+                    f"is one of the {len(listed)} files of an unfinished output (the command "
+                    f"that wrote them was stopped before it finished: {manifest_path} says "
+                    "so)", fix="run that command again; it replaces the whole set")
+            missing = [n for n in listed if not exists(join(directory, n))]
+            if missing:
+                raise BadFileError(
+                    join(directory, ours[0]),
+                    f"is one of the {len(listed)} files of one output ({manifest_path}), but "
+                    f"{len(missing)} of them are gone (e.g. {join(directory, missing[0])})",
+                    fix=f"restore them, or make the whole set again; --{flag} must not read "
+                        "part of a set by accident")
+            sizes = manifest.get("sizes")
+            for name in ours if isinstance(sizes, dict) else ():
+                want = sizes.get(name)
+                got = size(join(directory, name))
+                if isinstance(want, int) and got != want:
+                    raise BadFileError(
+                        join(directory, name),
+                        f"is {got} bytes, but {manifest_path} recorded {want} when it was "
+                        "written: it was truncated or changed since",
+                        fix="copy it again, or make the set again")
 
 
 def remove_stale_temporaries(directory: str) -> list[str]:
@@ -447,7 +568,8 @@ def _process_alive(pid: int) -> bool:
 
 # === Path patterns ===
 
-# What `expand_paths` never returns: sidecar files that share a data prefix.
+# What `expand_paths` never returns: sidecar files that share a data prefix
+# (`sidecar_path` names are hidden, so they are skipped as hidden names).
 SIDECAR_SUFFIXES = (".json", ".incomplete")
 _SHARDS = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)$")
 
@@ -492,14 +614,16 @@ def _files_below(directory: str) -> list[str]:
     return files
 
 
-def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:
+def expand_paths(patterns: str | Iterable[str], flag: str, check_sets: bool = True,
+                 ) -> list[str]:
     """Comma-separated globs (or a list of them) → the sorted files they name.
 
     Also takes the sharded form `prefix@N` (files `prefix-00000-of-0000N` ...,
     as tensorflow/models names shards; every one must exist). Directories,
-    hidden names (temporaries) and sidecars (`*.json`, `*.incomplete`) are
-    skipped. Raises `UserError` naming `--flag` when nothing is given or a
-    pattern matches no file.
+    hidden names (temporaries, sidecars) and legacy sidecars (`*.json`,
+    `*.incomplete`) are skipped. Raises `UserError` naming `--flag` when
+    nothing is given or a pattern matches no file, and (`check_sets`)
+    `BadFileError` for a file of an unfinished set (`check_published_sets`).
 
     Example:
     >>> expand_paths("/no/such/dir/*.tfrecord", "input_file")
@@ -532,6 +656,8 @@ def expand_paths(patterns: str | Iterable[str], flag: str) -> list[str]:
                 raise UserError(f"--{flag}: {pattern} does not exist")
             raise UserError(f"--{flag}: no file matches {pattern!r}")
         files.extend(m for m in matches if m not in files)
+    if check_sets:
+        check_published_sets(files, flag)
     return files
 
 

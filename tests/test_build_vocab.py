@@ -81,7 +81,7 @@ def test_errors(tmp_path, corpus):
         bv.check_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
     with pytest.raises(ValueError, match="repeats"):
         bv.check_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "a"])
-    with pytest.raises(FileNotFoundError, match="output directory"):
+    with pytest.raises(UserError, match="output directory"):
         bv.write_vocab(["a"], str(tmp_path / "no" / "v.txt"))
 
 

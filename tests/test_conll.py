@@ -67,18 +67,18 @@ def test_words_only_file(tmp_path):
 
 def test_wrong_column_count_names_file_and_line(tmp_path):
     path = write(tmp_path, "bad.conll", "John NNP I-NP I-PER\nSmith NNP I-PER\n")
-    with pytest.raises(conll.ConllFormatError, match=r"bad.conll line 2: expected 4 columns"):
+    with pytest.raises(conll.ConllFormatError, match=r"bad.conll line 2 has 3 columns .*, expected 4"):
         conll.read_conll(path)
     path = write(tmp_path, "badtag.conll", "John\tX-PER\n")
-    with pytest.raises(conll.ConllFormatError, match=r"badtag.conll line 1: tag 'X-PER'"):
+    with pytest.raises(conll.ConllFormatError, match=r"badtag.conll line 1 has the tag 'X-PER'"):
         conll.read_conll(path)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(conll.ConllFormatError, match="missing.conll does not exist"):
         conll.read_conll(str(tmp_path / "missing.conll"))
 
 
 def test_unknown_tag_at_prediction(tmp_path):
     data = conll.read_conll(write(tmp_path, "dev.conll", "John\tB-person\nIBM\tB-corp\n"))
-    with pytest.raises(conll.ConllFormatError, match=r"dev.conll line 2: tag 'B-corp'"):
+    with pytest.raises(conll.ConllFormatError, match=r"dev.conll line 2 has the tag 'B-corp'"):
         conll.check_tags(data, ["O", "B-person", "I-person"])
 
 

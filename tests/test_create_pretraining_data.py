@@ -281,7 +281,7 @@ def test_fast_tokenizer_matches_full_tokenizer(vocab):
 def test_vocab_without_special_tokens_is_rejected(tmp_path, corpus):
     bad = tmp_path / "vocab.txt"
     bad.write_text("[PAD]\n[UNK]\n[CLS]\nhello\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"lacks special token\(s\) \[SEP\], \[MASK\]"):
+    with pytest.raises(ValueError, match=r"vocab.txt lacks the special token\(s\) \[SEP\], \[MASK\]"):
         gen(tmp_path, corpus, bad)
 
 
@@ -316,7 +316,8 @@ def test_static_files_parse_with_googles_spec_and_layout(static_data):
     labels = np.take_along_axis(originals, pos, 1)[real]
     assert not np.isin(labels, [PAD, CLS, SEP, MASK]).any()
     assert (labels == data["masked_lm_ids"][real]).all()
-    assert os.path.exists(out[0] + ".summary.json")
+    # The summary is a hidden sidecar that no pattern for the data matches.
+    assert os.path.exists(os.path.join(os.path.dirname(out[0]), ".out_tfrecord.summary.json"))
 
 
 def test_static_masking_and_nsp_statistics(static_data):
@@ -455,7 +456,9 @@ def test_output_shards_and_gzip(tmp_path, corpus, vocab):
             assert counts == per_worker
         else:  # round-robin within each worker: each file within one per worker
             assert max(counts) - min(counts) <= 2
-    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no temporaries left
+    # No temporaries left: only the (hidden) summaries.
+    assert sorted(p for p in os.listdir(tmp_path) if p.startswith(".")) == [
+        ".s0_tfrecord.summary.json", ".t0_tfrecord.summary.json"]
 
 
 def test_bad_utf8_is_an_error_naming_file_and_line_or_a_counted_skip(tmp_path, corpus, vocab):
@@ -465,7 +468,7 @@ def test_bad_utf8_is_an_error_naming_file_and_line_or_a_counted_skip(tmp_path, c
     bad.write_bytes(b"\n".join(text))
     previous = tmp_path / "out.tfrecord"
     previous.write_bytes(b"previous complete output")
-    with pytest.raises(ValueError, match=re.escape(f"{bad}:8: not valid UTF-8")):
+    with pytest.raises(ValueError, match=re.escape(f"{bad} line 8 is not UTF-8")):
         gen(tmp_path, bad, vocab)
     # atomic: the old file is untouched, no temporaries are left
     assert previous.read_bytes() == b"previous complete output"
@@ -478,7 +481,7 @@ def test_bad_utf8_is_an_error_naming_file_and_line_or_a_counted_skip(tmp_path, c
 def test_bad_inputs(tmp_path, corpus, vocab):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n  \n", encoding="utf-8")
-    with pytest.raises(ValueError, match="empty input: no documents"):
+    with pytest.raises(ValueError, match="empty.txt holds no documents"):
         gen(tmp_path, empty, vocab)
     one = tmp_path / "one.txt"
     one.write_text("One sentence.\nAnother one.\n", encoding="utf-8")
@@ -488,12 +491,12 @@ def test_bad_inputs(tmp_path, corpus, vocab):
         gen(tmp_path, tmp_path / "nothing*.txt", vocab)
     with pytest.raises(UserError, match="--input_file: .*missing.txt does not exist"):
         gen(tmp_path, tmp_path / "missing.txt", vocab)
-    with pytest.raises(FileNotFoundError, match="cannot write output .*does not exist"):
+    with pytest.raises(UserError, match="cannot write output .*does not exist"):
         gen(tmp_path, corpus, vocab, name="no/such/dir/out.tfrecord")
     (tmp_path / "adir").mkdir()
-    with pytest.raises(IsADirectoryError, match="it is a directory"):
+    with pytest.raises(UserError, match="adir is a directory"):
         gen(tmp_path, corpus, vocab, name="adir")
-    with pytest.raises(FileNotFoundError, match="vocab_file .* does not exist"):
+    with pytest.raises(UserError, match="novocab.txt does not exist"):
         gen(tmp_path, corpus, tmp_path / "novocab.txt")
     with pytest.raises(ValueError, match="max_seq_length=4 must be at least 5"):
         gen(tmp_path, corpus, vocab, max_seq_length=4)
@@ -532,7 +535,7 @@ def test_cli_with_googles_flags(tmp_path, corpus, vocab):
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "next sentence random" in result.stderr and "summary written to" in result.stderr
-    summary = json.loads((tmp_path / "cli.tfrecord.summary.json").read_text())
+    summary = json.loads((tmp_path / ".cli_tfrecord.summary.json").read_text())
     assert summary["config"]["max_seq_length"] == 64 and summary["instances"] > 0
     assert abs(summary["next_sentence_random_fraction"] - 0.5) < 0.01
     data = read_records([out], google_feature_spec(64, 10))

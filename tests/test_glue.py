@@ -116,7 +116,7 @@ def test_short_row_names_file_line_and_column(tmp_path):
 
 def test_header_without_the_column(tmp_path):
     path = write(tmp_path / "train.tsv", ["index\tsentence\tlabel", "0\tA .\t1"])
-    with pytest.raises(glue.GlueFormatError, match=r"train.tsv line 1: the header has no "
+    with pytest.raises(glue.GlueFormatError, match=r"train.tsv line 1 has a header without "
                                                    r"text_a column 'sentence1'"):
         glue.read_split(glue.get_task("rte"), path, "train")
 
@@ -125,13 +125,13 @@ def test_unknown_label(tmp_path):
     path = write(tmp_path / "train.tsv", ["sentence\tlabel", "good\t1", "bad\tpositive"])
     with pytest.raises(glue.GlueFormatError) as error:
         glue.read_split(glue.get_task("sst-2"), path, "train")
-    assert "train.tsv line 3: unknown label 'positive'; the labels are 0, 1" in str(error.value)
+    assert "train.tsv line 3 has the unknown label 'positive'; the labels are 0, 1" in str(error.value)
 
 
 def test_score_that_is_not_a_number(tmp_path):
     header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
     path = write(tmp_path / "dev.tsv", [header, "0\tg\tf\ty\t0\tn\tn\tA .\tB .\thigh"])
-    with pytest.raises(glue.GlueFormatError, match="dev.tsv line 2: score 'high' is not a number"):
+    with pytest.raises(glue.GlueFormatError, match="dev.tsv line 2 has the score 'high', not a number"):
         glue.read_split(glue.get_task("sts-b"), path, "dev")
 
 
@@ -142,7 +142,7 @@ def test_empty_split(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nothere.tsv does not exist"):
+    with pytest.raises(glue.GlueFormatError, match="nothere.tsv does not exist"):
         glue.read_split(glue.get_task("sst-2"), str(tmp_path / "nothere.tsv"), "dev")
 
 
@@ -175,10 +175,10 @@ def test_custom_jsonl_pair_and_given_labels(tmp_path):
         ("Who walks?", "The man.", "yes"), ("Is it?", "No.", "no")]
     assert glue.label_ids(examples, task.labels).tolist() == [1, 0]
     path.write_text(json.dumps({"q": "x", "a": "y", "y": "maybe"}) + "\n")
-    with pytest.raises(glue.GlueFormatError, match="dev.jsonl line 1: unknown label 'maybe'"):
+    with pytest.raises(glue.GlueFormatError, match="dev.jsonl line 1 has the unknown label 'maybe'"):
         glue.read_split(task, str(path), "dev")
     path.write_text(json.dumps({"q": "x", "y": "no"}) + "\n")
-    with pytest.raises(glue.GlueFormatError, match="dev.jsonl line 1: no text_b field 'a'"):
+    with pytest.raises(glue.GlueFormatError, match="dev.jsonl line 1 has no text_b field 'a'"):
         glue.read_split(task, str(path), "dev")
 
 
@@ -288,10 +288,10 @@ def test_read_text_lines():
     lines = ["a charming journey\n", "\n", "bleak\r\n"]
     assert glue.read_text_lines(lines, False, "in") == [("a charming journey", None), ("bleak", None)]
     assert glue.read_text_lines(["Who?\tMe.\n"], True, "in") == [("Who?", "Me.")]
-    with pytest.raises(ValueError, match=r"in line 2: 2 tab-separated fields, but this model is "
+    with pytest.raises(ValueError, match=r"in line 2 has 2 tab-separated fields; this model is "
                                          r"single-sentence \(it takes text_a only, no text_b\)"):
         glue.read_text_lines(["one\n", "two\tthree\n"], False, "in")
-    with pytest.raises(ValueError, match="in line 1: 1 tab-separated field.*pair task"):
+    with pytest.raises(ValueError, match="in line 1 has 1 tab-separated field.*pair task"):
         glue.read_text_lines(["no tab\n"], True, "in")
     with pytest.raises(ValueError, match="holds no text"):
         glue.read_text_lines(["\n", "  \n"], False, "in")

@@ -67,7 +67,7 @@ def test_a_full_disk_is_reported_and_nothing_is_left(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(io.os, "fsync", full)
-    with pytest.raises(DiskFullError, match=r"the disk is full \(writing .*vocab.txt\)"):
+    with pytest.raises(DiskFullError, match=r"the disk is full \(writing .*vocab.txt: "):
         io.atomic_write(path, "new\n")
     assert path.read_text() == "old\n" and hidden(tmp_path) == []
 
@@ -133,7 +133,7 @@ def test_atomic_copy(tmp_path):
 
 
 def test_publish_together_renames_every_file_then_writes_the_manifest(tmp_path, monkeypatch):
-    manifest = tmp_path / "data.summary.json"
+    manifest = tmp_path / ".data.summary.json"
     manifest.write_text('{"files": ["stale"]}')
     staged = {}
     for name in ("data-0.tfrecord", "data-1.tfrecord"):
@@ -149,13 +149,35 @@ def test_publish_together_renames_every_file_then_writes_the_manifest(tmp_path, 
                                                           atomic_write(p, d)))
     monkeypatch.setattr(io, "remove", lambda p: (events.append(("remove", str(p))), remove(p)))
     io.publish_together(staged, str(manifest), {"instances": 7})
-    assert events == [("remove", str(manifest)),  # an old manifest never vouches for a new set
+    # The manifest says "incomplete" first (an old one never vouches for a half-new set),
+    # then the files are renamed into place, then it says "complete".
+    assert events == [("write", str(manifest)), ("rename", str(manifest)),  # (its temporary)
                       *[("rename", final) for final in staged],
-                      ("write", str(manifest)), ("rename", str(manifest))]  # (its temporary)
+                      ("write", str(manifest)), ("rename", str(manifest))]
     assert json.loads(manifest.read_text()) == {
-        "files": ["data-0.tfrecord", "data-1.tfrecord"], "instances": 7}
+        "files": ["data-0.tfrecord", "data-1.tfrecord"], "instances": 7, "complete": True}
     assert (tmp_path / "data-1.tfrecord").read_bytes() == b"data-1.tfrecord"
-    assert hidden(tmp_path) == []
+    assert hidden(tmp_path) == [".data.summary.json"]
+
+
+def test_readers_refuse_an_unfinished_or_partly_gone_set(tmp_path):
+    for name in ("data-0.tfrecord", "data-1.tfrecord", "other.tfrecord"):
+        (tmp_path / name).write_bytes(b"x")
+    manifest = tmp_path / ".data-0_tfrecord.summary.json"
+    manifest.write_text(json.dumps({"files": ["data-0.tfrecord", "data-1.tfrecord"],
+                                    "complete": False}))
+    with pytest.raises(BadFileError, match=r"data-0.tfrecord is one of the 2 files of an "
+                                           r"unfinished output"):
+        io.expand_paths(f"{tmp_path}/data-*", "input_file")
+    assert io.expand_paths(f"{tmp_path}/other.tfrecord", "input_file")  # not in the set
+    manifest.write_text(json.dumps({"files": ["data-0.tfrecord", "data-1.tfrecord"],
+                                    "complete": True}))
+    assert len(io.expand_paths(f"{tmp_path}/data-*", "input_file")) == 2
+    assert len(io.expand_paths(f"{tmp_path}/data-1.tfrecord", "input_file")) == 1  # a subset
+    (tmp_path / "data-0.tfrecord").unlink()
+    with pytest.raises(BadFileError, match=r"data-1.tfrecord is one of the 2 files of one "
+                                           r"output .* but 1 of them are gone"):
+        io.expand_paths(f"{tmp_path}/data-*", "input_file")
 
 
 def test_remove_stale_temporaries_removes_a_dead_writers_and_keeps_a_live_ones(tmp_path):
@@ -380,7 +402,7 @@ flags = ["--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2
          "--random_seed=3", "--progress_seconds=0", "--do_whole_word_mask"]
 command(cpd.entry, "--input_file=ram://data/corpus*", "--vocab_file=ram://data/vocab.txt",
         "--output_file=ram://out/a.tfrecord,ram://out/b.tfrecord", "--num_workers=2", *flags)
-summary = json.loads(io.read_text("ram://out/a.tfrecord.summary.json"))
+summary = json.loads(io.read_text("ram://out/.a_tfrecord.summary.json"))
 # The same command on local files (one worker, as ram:// forces): the same bytes.
 from absl import flags as absl_flags
 local = ARGS["local"]
@@ -480,7 +502,7 @@ def test_create_pretraining_data_on_ram(tmp_path):
     out, _ = drive(GENERATE, corpus=str(corpus), vocab=str(vocab), local=str(tmp_path / "local"))
     # The outputs and the summary (written last, naming them) are all there, nothing else:
     # no temporaries, no workers' parts.
-    assert out["files"] == ["a.tfrecord", "a.tfrecord.summary.json", "b.tfrecord"]
+    assert out["files"] == [".a_tfrecord.summary.json", "a.tfrecord", "b.tfrecord"]
     assert out["summary_files"] == ["a.tfrecord", "b.tfrecord"]
     assert out["num_workers"] == 1  # ram:// is seen by this process only
     assert sum(out["records"].values()) == out["instances"] > 0
@@ -504,7 +526,7 @@ def pretraining_data(tmp_path_factory):
                             num_workers=1, progress_seconds=0, log=None)
     (data / "bert_config.json").write_text(json.dumps(dict(
         vocab_size=760, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=64)))
+        intermediate_size=32, max_position_embeddings=64, type_vocab_size=2)))
     return data
 
 

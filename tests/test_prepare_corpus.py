@@ -100,13 +100,14 @@ def test_prepare_corpus_format_stats_and_skips(tmp_path):
     assert stats["not_documents_skipped"] == [str(src / ".hidden.txt"), str(src / "README")]
     assert stats["decoded_with_fallback_encoding"] == {str(src / "b.txt"): "cp1252"}
     assert stats["gutenberg_license_stripped"] == 1
-    assert json.loads((tmp_path / "corpus.txt.stats.json").read_text()) == stats
-    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "corpus.txt.stats.json", "src"]
-    with pytest.raises(ValueError, match=r"b.txt:1: not valid UTF-8"):
+    # The stats are a hidden sidecar: no pattern for the corpus (corpus.txt*) matches it.
+    assert json.loads((tmp_path / ".corpus_txt.stats.json").read_text()) == stats
+    assert sorted(os.listdir(tmp_path)) == [".corpus_txt.stats.json", "corpus.txt", "src"]
+    with pytest.raises(ValueError, match=r"b.txt line 1 is not UTF-8"):
         pc.prepare_corpus([str(src)], str(tmp_path / "strict.txt"),
                           pc.CorpusOptions(fallback_encoding=None))
     assert not (tmp_path / "strict.txt").exists()
-    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "corpus.txt.stats.json", "src"]
+    assert sorted(os.listdir(tmp_path)) == [".corpus_txt.stats.json", "corpus.txt", "src"]
 
 
 def test_bundled_sample_corpus():
@@ -132,7 +133,7 @@ def test_cli(tmp_path):
     bad = subprocess.run(cmd[:3] + [f"--input={tmp_path}/nothing"] + cmd[4:], cwd=REPO,
                          capture_output=True, text=True)
     assert bad.returncode == 1
-    assert bad.stderr.strip().splitlines()[-1].startswith("error: input ")
+    assert bad.stderr.strip().splitlines()[-1].startswith("error: --input ")
 
 
 def test_shared_corpus(tmp_path):

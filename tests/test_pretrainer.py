@@ -239,10 +239,10 @@ def test_incomplete_or_misshaped_heads_are_errors():
     model = _pretrainer()
     heads = _random_heads(0)
     partial = {k: v for k, v in heads.items() if k != "cls/predictions/output_bias"}
-    with pytest.raises(ValueError, match="masked_lm head is incomplete.*output_bias"):
+    with pytest.raises(ValueError, match="incomplete masked_lm head.*output_bias"):
         model.load_head_weights(partial)
     wrong = dict(heads, **{"cls/predictions/output_bias": np.zeros(V + 1, "float32")})
-    with pytest.raises(ValueError, match="output_bias has shape"):
+    with pytest.raises(ValueError, match="output_bias of shape"):
         model.load_head_weights(wrong)
 
 

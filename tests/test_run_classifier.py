@@ -154,7 +154,7 @@ def test_unknown_label_is_a_one_line_error(trained):
     result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={bad}", "--do_eval",
                  f"--output_dir={trained['out']}", "--max_seq_length=16")
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "dev.tsv line 3: unknown label 'negative'; the labels are 0, 1" in result.stderr
+    assert "dev.tsv line 3 has the unknown label 'negative'; the labels are 0, 1" in result.stderr
 
 
 # === The head and the loss (in process) ===

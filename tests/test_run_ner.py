@@ -138,7 +138,7 @@ def test_bad_inputs_are_one_line_errors(trained):
                  f"--init_checkpoint={trained['ckpt']}", f"--output_dir={trained['out']}",
                  "--max_seq_length=8")
     assert result.returncode == 1
-    assert "unknown.conll line 2: tag 'B-ORG'" in result.stderr and "Traceback" not in result.stderr
+    assert "unknown.conll line 2 has the tag 'B-ORG'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_feature_based(trained, tmp_path):

@@ -77,7 +77,7 @@ def test_missing_ending_is_a_one_line_error(trained):
                  f"--init_checkpoint={trained['ckpt']}", f"--output_dir={trained['out']}",
                  "--max_seq_length=16")
     assert result.returncode == 1
-    assert "bad.csv line 4: ending2 is empty" in result.stderr
+    assert "bad.csv line 4 has an empty ending2" in result.stderr
     assert "Traceback" not in result.stderr
 
 

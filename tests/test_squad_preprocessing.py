@@ -151,11 +151,11 @@ def test_read_examples_counts_mismatches_and_empty_contexts(tmp_path):
 @pytest.mark.parametrize("data, where", [
     ({"data": [{"paragraphs": [{"context": "a", "qas": [{"id": "x", "question": "q",
       "answers": [{"text": "a", "answer_start": "0"}]}]}]}]},
-     "data[0].paragraphs[0].qas[0].answers[0].answer_start must be an integer"),
-    ({"data": [{"paragraphs": [{"qas": []}]}]}, "data[0].paragraphs[0] has no 'context'"),
-    ({"data": {"paragraphs": []}}, "the top level.data must be a list"),
+     "a string at data[0].paragraphs[0].qas[0].answers[0].answer_start, where an integer"),
+    ({"data": [{"paragraphs": [{"qas": []}]}]}, "no 'context' field in data[0].paragraphs[0]"),
+    ({"data": {"paragraphs": []}}, "an object at data, where a list belongs"),
     ({"data": [{"title": "t", "paragraphs": [{"context": "a b", "qas": [
-        {"id": "x", "answers": []}]}]}]}, "data[0].paragraphs[0].qas[0] has no 'question'"),
+        {"id": "x", "answers": []}]}]}]}, "no 'question' field in data[0].paragraphs[0].qas[0]"),
 ])
 def test_bad_structure_names_the_path(tmp_path, data, where):
     path = tmp_path / "bad.json"
@@ -167,13 +167,13 @@ def test_bad_structure_names_the_path(tmp_path, data, where):
 def test_malformed_json_and_nothing_usable(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{"data": [\n  {"paragraphs": [}\n]}', encoding="utf-8")
-    with pytest.raises(squad.SquadFormatError, match=r"broken.json: not valid JSON at line 2"):
+    with pytest.raises(squad.SquadFormatError, match=r"broken.json line 2 is not valid JSON"):
         squad.read_squad_examples(str(path), is_training=False)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(squad.SquadFormatError, match="missing.json does not exist"):
         squad.read_squad_examples(str(tmp_path / "missing.json"), is_training=False)
     empty = write_json(tmp_path / "empty.json", [{"paragraphs": [
         {"context": "", "qas": [{"id": "a", "question": "q", "answers": []}]}]}])
-    with pytest.raises(squad.SquadFormatError, match="no usable questions"):
+    with pytest.raises(squad.SquadFormatError, match="no usable question"):
         squad.read_squad_examples(empty, is_training=False)
     v2 = write_json(tmp_path / "v2.json", [{"paragraphs": [{"context": "a b", "qas": [
         {"id": "a", "question": "q", "answers": [], "is_impossible": True}]}]}])

@@ -69,14 +69,14 @@ def test_five_choices_and_real_sample(tmp_path, shared_data):
 
 def test_bad_rows(tmp_path):
     missing = THREE.replace("sat down.,ate food.,runs.,1", "sat down.,,runs.,1")
-    with pytest.raises(swag.SwagFormatError, match=r"line 2: ending1 is empty"):
+    with pytest.raises(swag.SwagFormatError, match=r"line 2 has an empty ending1"):
         swag.read_swag(write(tmp_path, missing))
     short = THREE.replace("sat down.,ate food.,runs.,1", "sat down.,ate food.")
-    with pytest.raises(swag.SwagFormatError, match=r"line 2: 8 columns.*missing ending"):
+    with pytest.raises(swag.SwagFormatError, match=r"line 2 has 8 columns.*missing ending"):
         swag.read_swag(write(tmp_path, short))
-    with pytest.raises(swag.SwagFormatError, match=r"label 3 is not a choice"):
+    with pytest.raises(swag.SwagFormatError, match=r"label 3, which is not a choice"):
         swag.read_swag(write(tmp_path, THREE.replace("runs.,1", "runs.,3")))
-    with pytest.raises(swag.SwagFormatError, match=r"no sent1"):
+    with pytest.raises(swag.SwagFormatError, match=r"without the sent1"):
         swag.read_swag(write(tmp_path, "a,b\n1,2\n"))
     # A prediction file may leave the label out.
     unlabelled = THREE.replace(",label", "").replace(",1\n", "\n").replace(",2\n", "\n")

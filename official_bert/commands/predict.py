@@ -12,6 +12,16 @@ prints one JSON object per line instead.
     directory with versions inside, whose latest is used, or one version);
   * a `run_classifier.py --output_dir` (its latest checkpoint).
 
+Only load a SavedModel you trust: loading and calling one runs whatever
+TensorFlow graph it holds (whose ops can read and write files), so a
+SavedModel is a program, not data.
+
+It works as a filter: each batch is answered as soon as it is complete, or
+as soon as the input pauses (a pipe or a terminal that has sent no more lines
+yet), so `bert predict` can sit in a pipeline and answer line by line. A line
+that is not UTF-8 (or has the wrong number of fields) stops it with an error
+naming the line, after the answers to the lines before it.
+
 Examples:
   echo "a charming and often affecting journey" | bert predict --model=/tmp/sst2_export
   bert predict --model=/tmp/mrpc --input_file=pairs.tsv --output_format=json
@@ -19,18 +29,24 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import select
 import sys
 
 from absl import flags
 
 from official_bert import app, io
+from official_bert.errors import BadFileError, UserError
 
 app.quiet_tensorflow()
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("model", None, "SavedModel (export) directory, or a run_classifier.py --output_dir.")
+flags.DEFINE_string("model", None, "SavedModel (export) directory, or a run_classifier.py "
+                    "--output_dir. Load only SavedModels you trust: a SavedModel runs whatever "
+                    "TensorFlow graph it holds (its ops can read and write files).")
 flags.DEFINE_string("input_file", "-", "Text file, one example per line; '-' = standard input.")
 flags.DEFINE_integer("batch_size", 32, "Examples per model call.")
 flags.DEFINE_enum("output_format", "tsv", ["tsv", "json"], "tsv lines (with a header) or JSON lines.")
@@ -62,37 +78,172 @@ def format_rows(predictor, examples, outputs) -> list:
     return rows
 
 
+# A pause in the input (`_lines`): answer the lines read so far.
+PAUSE = None
+
+
+def _lines(source):
+    """The lines (bytes) of a binary file, with `PAUSE` wherever the next
+    read would wait (a pipe or terminal with nothing more sent yet)."""
+    try:
+        fd = source.fileno()
+        os.fstat(fd)
+    except (AttributeError, OSError, ValueError):
+        yield from source  # not a local stream: read as it comes
+        return
+    buffer, searched = bytearray(), 0
+    while True:
+        start = 0
+        while True:
+            end = buffer.find(b"\n", max(start, searched))
+            if end < 0:
+                break
+            yield bytes(buffer[start:end + 1])
+            start = end + 1
+        del buffer[:start]
+        searched = len(buffer)  # a long line is searched once, not once per read
+        if not select.select([fd], [], [], 0)[0]:
+            yield PAUSE
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        buffer += chunk
+    if buffer:
+        yield bytes(buffer)
+
+
+def _check_saved_model(directory: str) -> None:
+    """`BadFileError` naming the file of a SavedModel that is truncated or
+    corrupt (its saved_model.pb, or its variables' .index / .data)."""
+    from official_bert import checkpoints
+    from official_bert.serving.base import latest_version_dir
+
+    version = latest_version_dir(directory)
+    if version is None:
+        return  # not a SavedModel: ClassifierPredictor says what it expected
+    graph = io.join(version, "saved_model.pb")
+    try:
+        from tensorflow.core.protobuf import saved_model_pb2
+
+        with io.open_file(graph, "rb") as f:
+            saved_model_pb2.SavedModel().ParseFromString(f.read())
+    except Exception as e:  # noqa: BLE001 - google.protobuf.message.DecodeError
+        if type(e).__name__ != "DecodeError":
+            raise
+        raise BadFileError(graph, f"is truncated or corrupt ({e})",
+                           fix="copy or export the SavedModel again") from None
+    variables = io.join(version, "variables", "variables")
+    if not io.exists(variables + ".index"):
+        if io.isdir(io.join(version, "variables")):
+            raise BadFileError(variables + ".index", "is missing",
+                               fix="copy or export the SavedModel again")
+        return
+    damage = checkpoints.checkpoint_damage(variables)
+    if damage is not None:
+        raise BadFileError(damage[0], damage[1], fix="copy or export the SavedModel again")
+
+
+def _load(model: str):
+    """The predictor of --model; a file that will not load is named, in one line."""
+    from official_bert.serving import classification as export
+
+    if not io.exists(model):
+        raise BadFileError(model, "does not exist", fix="check --model")
+    _check_saved_model(model)
+    try:
+        return export.ClassifierPredictor(model)
+    except UserError:
+        raise
+    except Exception as e:  # noqa: BLE001 - what loading a damaged or foreign file raises
+        if not (isinstance(e, (ValueError, OSError, KeyError, IndexError))
+                or type(e).__module__.split(".")[0] in ("tensorflow", "google")):
+            raise
+        text = str(getattr(e, "message", None) or e).strip()
+        text = (text.splitlines() or [type(e).__name__])[0][:300]
+        raise BadFileError(model, f"cannot be loaded as a classifier: {text}",
+                           fix="give a run_classifier.py --export_dir (or --output_dir); a "
+                               "SavedModel truncated by a copy must be copied again") from None
+
+
 def main(argv):
     del argv
     from data_prep import glue
 
     if not FLAGS.model:
-        raise ValueError("--model is required: a SavedModel directory or a run_classifier.py "
-                         "--output_dir")
+        raise UserError("--model is required: a SavedModel directory or a run_classifier.py "
+                        "--output_dir")
     if FLAGS.batch_size < 1:
-        raise ValueError(f"--batch_size={FLAGS.batch_size}; use at least 1")
-    from official_bert.serving import classification as export
-
-    predictor = export.ClassifierPredictor(FLAGS.model)
+        raise UserError(f"--batch_size={FLAGS.batch_size}; use at least 1")
     if FLAGS.input_file == "-":
-        examples = glue.read_text_lines(sys.stdin, predictor.pair, "standard input")
+        source, name = sys.stdin.buffer, "standard input"
     else:
         if not io.exists(FLAGS.input_file):
-            raise FileNotFoundError(f"--input_file {FLAGS.input_file} does not exist")
-        with io.open_file(FLAGS.input_file, encoding="utf-8") as f:
-            examples = glue.read_text_lines(f, predictor.pair, FLAGS.input_file)
+            raise BadFileError(FLAGS.input_file, "does not exist", fix="check --input_file")
+        if io.isdir(FLAGS.input_file):
+            raise BadFileError(FLAGS.input_file, "is a directory", fix="check --input_file")
+        source, name = io.open_file(FLAGS.input_file, "rb"), FLAGS.input_file
+    predictor = _load(FLAGS.model)
     if FLAGS.output_format == "tsv" and FLAGS.header:
         texts = ["text_a", "text_b"] if predictor.pair else ["text"]
         if predictor.regression:
-            print("\t".join(["score", *texts]))
+            print("\t".join(["score", *texts]), flush=True)
         else:
-            print("\t".join(["label", *(f"p({name})" for name in predictor.labels), *texts]))
-    for start in range(0, len(examples), FLAGS.batch_size):
-        batch = examples[start:start + FLAGS.batch_size]
+            print("\t".join(["label", *(f"p({name})" for name in predictor.labels), *texts]),
+                  flush=True)
+
+    def answer(batch):
         texts_b = [b for _, b in batch] if predictor.pair else None
         outputs = predictor.predict([a for a, _ in batch], texts_b)
-        for row in format_rows(predictor, batch, outputs):
-            print(row, flush=True)
+        sys.stdout.write("".join(row + "\n" for row in format_rows(predictor, batch, outputs)))
+        sys.stdout.flush()
+
+    batch, answered = [], 0
+    try:
+        with contextlib.nullcontext() if source is sys.stdin.buffer else source:
+            for number, line in _numbered(_lines(source)):
+                if line is PAUSE:
+                    if batch:
+                        answer(batch)
+                        answered, batch = answered + len(batch), []
+                    continue
+                batch.extend(_one_line(glue, line, number, predictor.pair, name))
+                if len(batch) >= FLAGS.batch_size:
+                    answer(batch)
+                    answered, batch = answered + len(batch), []
+            if batch:
+                answer(batch)
+                answered += len(batch)
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    if not answered:
+        raise BadFileError(name, "holds no text (only blank lines)")
+
+
+def _numbered(lines):
+    """(line number, line) for each line, (None, PAUSE) for each pause."""
+    number = 0
+    for line in lines:
+        if line is PAUSE:
+            yield None, PAUSE
+        else:
+            number += 1
+            yield number, line
+
+
+def _one_line(glue, line: bytes, number: int, pair: bool, name: str):
+    """The example of input line `number` (none for a blank line); errors name the line."""
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]  # a byte-order mark
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadFileError(name, f"is not UTF-8 ({e.reason} at byte {e.start} of the line)",
+                           line=number, fix="convert the text to UTF-8") from None
+    try:
+        return list(glue.iter_text_lines([text], pair, name))
+    except BadFileError as e:  # numbered 1 by iter_text_lines: give the real line
+        raise BadFileError(name, e.problem, line=number, fix=e.fix) from None
 
 
 def entry(argv=None):

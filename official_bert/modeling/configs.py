@@ -15,6 +15,7 @@ import os
 from typing import Any, Mapping
 
 from official_bert import io
+from official_bert.errors import BadFileError, not_utf8
 
 # Activations the encoder implements (see `layers.get_activation`), under the
 # names a `BertConfig` holds (Hugging Face's). The two file formats name GELU
@@ -45,13 +46,33 @@ TANH_GELUS = ("gelu_tanh", "gelu_new", "gelu_pytorch_tanh", "gelu_fast")
 GOOGLE_EXACT_GELU = "gelu_exact"
 
 
-class ConfigError(ValueError):
-    """A configuration value or file is invalid; the message names the key."""
+class ConfigError(BadFileError):
+    """A configuration value or file is invalid; the message names the file and key."""
+
+    subject = "the BERT config"
+
+
+# The keys a config file must have: they shape the weights, so a default
+# could only build a model the checkpoint does not fit (or silently another
+# model). The others are optional, with BERT's values as defaults.
+REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size")
+OPTIONAL_KEYS = {"hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+                 "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02,
+                 "layer_norm_eps": 1e-12}
 
 
 @dataclasses.dataclass
 class BertConfig:
     """Hyper-parameters of a BERT encoder, with Google's key names.
+
+    In a config file (`from_dict`, `from_json_file`) the keys that shape the
+    weights are required (`REQUIRED_KEYS`: vocab_size, hidden_size,
+    num_hidden_layers, num_attention_heads, intermediate_size,
+    max_position_embeddings, type_vocab_size); hidden_act, the two dropout
+    probabilities, initializer_range and layer_norm_eps are optional
+    (`OPTIONAL_KEYS`, BERT's values). In Python every argument but
+    vocab_size has BERT-Base's default.
 
     Args:
         vocab_size: int. Size of the WordPiece vocabulary.
@@ -107,34 +128,33 @@ class BertConfig:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(
-                    f"BertConfig.{key} must be an integer, got {value!r}"
+                    None, f"has {key} = {value!r}, which must be an integer"
                 )
             if value <= 0:
                 raise ConfigError(
-                    f"BertConfig.{key} must be positive, got {value}"
+                    None, f"has {key} = {value}, which must be positive"
                 )
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise ConfigError(
-                    f"BertConfig.{key} must be a probability in [0, 1), "
-                    f"got {value!r}"
+                    None, f"has {key} = {value!r}, which must be a probability in [0, 1)"
                 )
         for key in ("initializer_range", "layer_norm_eps"):
             value = getattr(self, key)
-            if not isinstance(value, (int, float)) or value <= 0:
+            if not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ConfigError(
-                    f"BertConfig.{key} must be a positive number, got {value!r}"
+                    None, f"has {key} = {value!r}, which must be a positive number"
                 )
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
-                f"BertConfig.hidden_size ({self.hidden_size}) must be divisible "
-                f"by num_attention_heads ({self.num_attention_heads})"
+                None, f"has hidden_size {self.hidden_size}, which is not divisible by "
+                f"num_attention_heads ({self.num_attention_heads})"
             )
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(
-                f"BertConfig.hidden_act {self.hidden_act!r} is unknown; "
-                f"use one of {', '.join(ACTIVATIONS)}"
+                None, f"has the unknown hidden_act {self.hidden_act!r}",
+                fix=f"use one of {', '.join(ACTIVATIONS)}"
             )
 
     @property
@@ -148,8 +168,9 @@ class BertConfig:
         """Builds a config from Google's or Hugging Face's dictionary.
 
         Keys that do not shape the encoder (`architectures`, `model_type`,
-        `pad_token_id`, ...) are ignored. A missing `vocab_size` or a
-        `position_embedding_type` other than "absolute" is an error.
+        `pad_token_id`, ...) are ignored. A missing key of `REQUIRED_KEYS` or
+        a `position_embedding_type` other than "absolute" is an error; the
+        `OPTIONAL_KEYS` get BERT's values.
         `google_names`: `hidden_act` as google-research/bert names it ("gelu"
         is the tanh approximation; see `ACTIVATIONS`).
         """
@@ -158,15 +179,16 @@ class BertConfig:
             values["hidden_act"] = "gelu_tanh"
         if values.get("hidden_act") == GOOGLE_EXACT_GELU:
             values["hidden_act"] = "gelu"
-        if "vocab_size" not in values:
-            raise ConfigError("BERT config is missing the key 'vocab_size'")
+        missing = [key for key in REQUIRED_KEYS if key not in values]
+        if missing:
+            raise ConfigError(
+                None, f"has no {', '.join(repr(k) for k in missing)} (a BERT config needs "
+                f"{', '.join(REQUIRED_KEYS)}; only {', '.join(OPTIONAL_KEYS)} have defaults)")
         position_type = values.get("position_embedding_type", "absolute")
         if position_type != "absolute":
             raise ConfigError(
-                f"BERT config key 'position_embedding_type' is "
-                f"{position_type!r}; only 'absolute' (BERT's learned "
-                "positions) is supported"
-            )
+                None, f"has position_embedding_type {position_type!r}; only 'absolute' "
+                "(BERT's learned positions) is supported")
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in names})
 
@@ -180,24 +202,29 @@ class BertConfig:
         path = os.fspath(path)
         if not io.exists(path):
             raise ConfigError(
-                f"BERT config file {path} does not exist; pass "
-                "--bert_config_file, or put bert_config.json / config.json "
-                "beside the checkpoint"
-            )
+                path, "does not exist", fix="pass --bert_config_file, or put "
+                "bert_config.json / config.json beside the checkpoint")
+        if io.isdir(path):
+            raise ConfigError(path, "is a directory, not a bert_config.json",
+                              fix="check --bert_config_file")
         try:
-            with io.open_file(path, encoding="utf-8") as f:
+            with io.open_file(path, encoding="utf-8-sig") as f:
                 values = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"BERT config file {path} is not valid JSON: {e}")
+        except json.JSONDecodeError as e:
+            raise ConfigError(path, f"is not valid JSON ({e.msg} at column {e.colno})",
+                              line=e.lineno) from None
+        except UnicodeDecodeError as e:
+            raise not_utf8(path, e) from None
         if not isinstance(values, dict):
-            raise ConfigError(f"BERT config file {path} must hold a JSON object")
+            raise ConfigError(path, f"holds a JSON {type(values).__name__}, not an object of "
+                              "BERT's keys")
         google_names = os.path.basename(path) != "config.json" and "model_type" not in values
         try:
             return cls.from_dict(values, google_names=google_names)
         except ConfigError as e:
-            raise ConfigError(f"{path}: {e}") from None
+            raise ConfigError(path, e.problem, fix=e.fix) from None
         except TypeError as e:  # e.g. a string where a number belongs
-            raise ConfigError(f"{path}: {e}") from None
+            raise ConfigError(path, f"does not fit BertConfig ({e})") from None
 
     # --- writing ------------------------------------------------------------
 

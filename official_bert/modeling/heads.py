@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from official_bert.errors import BadFileError
 from official_bert.modeling import layers as bert_layers
 from official_bert.modeling.encoder import ENCODER_INPUTS
 
@@ -525,6 +526,7 @@ class BertPretrainer(keras.Model):
             ValueError: a head is only partly present or has the wrong shape.
         """
         weights = getattr(checkpoint, "weights", checkpoint)
+        source = getattr(checkpoint, "path", None) or "the checkpoint"  # named in errors
         variables = self.head_variables()
         hidden = self.encoder.config.hidden_size
         loaded = []
@@ -534,19 +536,21 @@ class BertPretrainer(keras.Model):
                 continue
             if len(present) != len(names):
                 missing = sorted(set(names) - set(present))
-                raise ValueError(f"the {head} head is incomplete in the checkpoint: "
-                                 f"{', '.join(missing)} missing")
+                raise BadFileError(source, f"holds an incomplete {head} head: "
+                                   f"{', '.join(missing)} missing")
             values = {}
             for name in names:
                 value = np.asarray(weights[name])
                 if name == "cls/seq_relationship/output_weights":
                     if value.shape != (2, hidden):
-                        raise ValueError(f"{name} has shape {value.shape}; expected (2, {hidden})")
+                        raise BadFileError(source, f"has {name} of shape {value.shape}; "
+                                           f"expected (2, {hidden})")
                     value = value.T
                 expected = tuple(variables[name].shape)
                 if value.shape != expected:
-                    raise ValueError(f"{name} has shape {value.shape}; the model expects "
-                                     f"{expected} (check the config's vocab_size/hidden_size)")
+                    raise BadFileError(source, f"has {name} of shape {value.shape}; the model "
+                                       f"expects {expected}", fix="check the config's "
+                                       "vocab_size/hidden_size")
                 values[name] = value
             for name, value in values.items():
                 variables[name].assign(value.astype(variables[name].dtype))

@@ -400,7 +400,7 @@ def run(task: Task) -> dict:
         if name not in ("bert_config.json", "vocab.txt"):  # rewritten only when equal
             outputs[f"the run's {name}"] = io.join(config.output_dir, name)
     io.refuse_output_over_input(outputs, inputs)
-    if config.export_dir and io.exists(config.output_dir) and io.same_path(
+    if config.export_dir and io.same_path(
             config.export_dir, config.output_dir):
         raise UserError("--export_dir must not be --output_dir: give the SavedModels a "
                         "directory of their own")

@@ -200,14 +200,20 @@ class PretrainingTask(base.Task):
             try:
                 dataset_fn()  # reads the first record of every file: names, kinds, lengths
             except tf.errors.OpError as e:
-                raise UserError(f"--{flag}: {e.message.splitlines()[0]}") from None
-            except ValueError as e:
-                raise UserError(f"--{flag}: {e}") from None
+                raise UserError(f"--{flag}: {input_pipeline.tf_error_text(e)}") from None
         static = "masked_lm_ids" in input_pipeline.inspect_file(self.train_files[0])[1]
         logging.info("%d train file(s), %d eval file(s); masking: %s", len(self.train_files),
                      len(self.eval_files),
                      "static (from the files)" if static and not self.config.dynamic_masking
                      else "dynamic (at read time)")
+
+    def find_bad_input(self):
+        """The first input file with a truncated or corrupt record (a
+        `BadFileError`), or None: the `Trainer` asks when reading fails."""
+        from official_bert.training import input_pipeline
+
+        files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
+        return input_pipeline.find_bad_file(files)
 
     def run_files(self) -> dict:
         casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")
@@ -251,12 +257,13 @@ class PretrainingTask(base.Task):
 
 
 def _summary_beside(files):
-    """The generator's `<file>.summary.json` beside the first input that has one."""
+    """The generator's summary (`io.sidecar_path`, or an older version's
+    `<file>.summary.json`) of the first input that has one."""
     for path in files:
-        summary = path + ".summary.json"
-        if io.exists(summary):
-            try:
-                return json.loads(io.read_text(summary))
-            except (OSError, ValueError):
-                return None
+        for summary in (io.sidecar_path(path), io.legacy_sidecar_path(path)):
+            if io.exists(summary):
+                try:
+                    return json.loads(io.read_text(summary))
+                except (OSError, ValueError):
+                    return None
     return None

@@ -30,6 +30,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from official_bert.errors import UserError
 from official_bert.text import tokenization
 
 
@@ -440,7 +441,8 @@ class BertPackInputs(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         if seq_length < 3:
-            raise ValueError(f"seq_length={seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+            raise UserError(f"--max_seq_length={seq_length} (the packed length) leaves no room "
+                            "for [CLS] A [SEP] B [SEP]")
         self.seq_length = int(seq_length)
         self.start_of_sequence_id = int(start_of_sequence_id)
         self.end_of_segment_id = int(end_of_segment_id)

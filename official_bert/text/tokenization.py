@@ -36,6 +36,7 @@ from typing import Hashable, Iterable, List, Optional, Sequence, Tuple, TypeVar
 from absl import logging
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -51,12 +52,15 @@ MAX_INPUT_CHARS_PER_WORD = 100
 T = TypeVar("T")
 
 
-class VocabError(ValueError):
+class VocabError(BadFileError):
     """The vocabulary file is missing, empty or lacks a required token."""
 
 
 class VocabFileNotFoundError(VocabError, FileNotFoundError):
     """The vocabulary file does not exist (catchable as either base class)."""
+
+    def __init__(self, path, problem: str | None = None, **kwargs):
+        VocabError.__init__(self, path, problem, **kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -173,7 +177,8 @@ def load_vocab_list(vocab_file) -> List[str]:
     """
     vocab_file = os.fspath(vocab_file)
     if not io.isfile(vocab_file):
-        raise VocabFileNotFoundError(_missing_vocab_message(vocab_file))
+        raise VocabFileNotFoundError(vocab_file, "does not exist" if not io.exists(vocab_file)
+                                     else "is not a file", fix=_missing_vocab_fix())
     text = io.read_text(vocab_file)
     # Split on "\n" only: str.splitlines() would also split inside a token
     # holding an exotic line separator (U+2028, \x85, ...) and shift the ids.
@@ -181,7 +186,8 @@ def load_vocab_list(vocab_file) -> List[str]:
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last line
     if not lines:
-        raise VocabError(f"The vocabulary file {vocab_file} holds no token.")
+        raise VocabError(vocab_file, "holds no token (it is empty)",
+                         fix="use the vocab.txt the checkpoint was trained with")
     return [line.strip() for line in lines]
 
 
@@ -202,13 +208,9 @@ def vocab_from_list(tokens: Iterable[str]) -> "collections.OrderedDict[str, int]
     return vocab
 
 
-def _missing_vocab_message(path: str) -> str:
-    return (
-        f"Vocabulary file not found: {path}. Pass the vocab.txt that ships with "
-        "the checkpoint (one WordPiece token per line, e.g. "
-        "uncased_L-12_H-768_A-12/vocab.txt), or build one with "
-        "data_prep/build_vocab.py."
-    )
+def _missing_vocab_fix() -> str:
+    return ("pass the vocab.txt that ships with the checkpoint (one WordPiece token per line, "
+            "e.g. uncased_L-12_H-768_A-12/vocab.txt), or build one with `bert build-vocab`")
 
 
 def convert_by_vocab(vocab, items: Iterable) -> list:
@@ -273,7 +275,7 @@ def validate_case_matches_checkpoint(do_lower_case: bool, init_checkpoint) -> No
         actual_flag, case_name, opposite_flag = "True", "cased", "False"
     else:
         return
-    raise ValueError(
+    raise UserError(
         f"You passed in `do_lower_case={actual_flag}` with "
         f"`init_checkpoint={path}`. However, `{model_name}` seems to be a "
         f"{case_name} model, so you should pass in "
@@ -508,10 +510,9 @@ class FullTokenizer:
         self.vocab = load_vocab(vocab_file)
         if UNK_TOKEN not in self.vocab:
             raise VocabError(
-                f"The vocabulary {vocab_file} has no {UNK_TOKEN} token, which "
-                "WordPiece emits for unknown words; add it (BERT's vocabularies "
-                f"hold {', '.join(SPECIAL_TOKENS)} near the top)."
-            )
+                vocab_file, f"has no {UNK_TOKEN} token, which WordPiece emits for unknown "
+                "words", fix=f"add it (BERT's vocabularies hold {', '.join(SPECIAL_TOKENS)} "
+                "near the top)")
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
         self.do_lower_case = do_lower_case
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
@@ -607,13 +608,15 @@ def pack_tokens(
     tokens_a = list(tokens_a)
     if tokens_b is None:
         if max_seq_length < 2:
-            raise ValueError(f"max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]")
+            raise UserError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] and "
+                            "[SEP]")
         tokens_a = tokens_a[: max_seq_length - 2]
         tokens_b = []
         items = [cls, *tokens_a, sep]
     else:
         if max_seq_length < 3:
-            raise ValueError(f"max_seq_length={max_seq_length} leaves no room for [CLS] A [SEP] B [SEP]")
+            raise UserError(f"--max_seq_length={max_seq_length} leaves no room for [CLS] A "
+                            "[SEP] B [SEP]")
         tokens_b = list(tokens_b)
         truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
         items = [cls, *tokens_a, sep, *tokens_b, sep]

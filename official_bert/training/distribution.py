@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import tensorflow as tf
 from absl import logging
+
+from official_bert.errors import UserError
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -22,10 +26,27 @@ def split_cpu(num_devices: int) -> None:
             cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices
         )
     except RuntimeError as e:
-        raise ValueError(
-            f"cannot split the CPU into {num_devices} devices after TensorFlow "
-            f"has started: {e}"
+        raise UserError(
+            f"--num_cpu_devices={num_devices}: cannot split the CPU after TensorFlow "
+            f"has started ({e})"
         ) from None
+
+
+def check_gpus(num_gpus: int) -> None:
+    """`UserError` when `--num_gpus` asks for more GPUs than TensorFlow sees.
+
+    Never a silent fall back to the CPU (a run meant for 8 GPUs would crawl
+    on one CPU for days): `--num_gpus=0` is how to ask for the CPU.
+    """
+    if num_gpus <= 0:
+        return
+    found = len(tf.config.list_physical_devices("GPU"))
+    if found < num_gpus:
+        raise UserError(
+            f"--num_gpus={num_gpus}, but TensorFlow sees {found} GPU(s) on this machine"
+            f"{' (CUDA_VISIBLE_DEVICES is set)' if 'CUDA_VISIBLE_DEVICES' in os.environ else ''}"
+            f"; pass --num_gpus={found} ({'the CPU' if not found else 'all of them'}), or check "
+            "the GPU driver and CUDA installation")
 
 
 def get_strategy(
@@ -45,12 +66,13 @@ def get_strategy(
             (to test `mirrored` on a CPU-only machine).
     """
     if name not in STRATEGIES:
-        raise ValueError(
+        raise UserError(
             f"--distribution_strategy {name!r} is unknown; use one of "
             f"{', '.join(STRATEGIES)}"
         )
     if num_cpu_devices:
         split_cpu(num_cpu_devices)
+    check_gpus(num_gpus)
     if name == "one_device":
         device = "/gpu:0" if num_gpus > 0 else "/cpu:0"
         return tf.distribute.OneDeviceStrategy(device)

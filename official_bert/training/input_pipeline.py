@@ -39,9 +39,12 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import re
+
 import tensorflow as tf
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError
 
 STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -54,17 +57,56 @@ def _compression(path: str) -> str:
         return "GZIP" if f.read(2) == b"\x1f\x8b" else ""
 
 
+def tf_error_text(error: BaseException) -> str:
+    """TensorFlow's message without its op and function-node decorations."""
+    text = str(getattr(error, "message", None) or error).strip()
+    text = text.splitlines()[0] if text else type(error).__name__
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\].*$", "", text)
+    return text.replace("' failed with", " failed with").strip()[:200]
+
+
+def scan_records(path: str) -> tuple[int, str | None]:
+    """(records read, what is wrong or None): reads the whole file, as
+    training would, to find a truncated or corrupt record."""
+    count = 0
+    try:
+        for _ in tf.data.TFRecordDataset(path, compression_type=_compression(path),
+                                         buffer_size=1 << 20):
+            count += 1
+    except tf.errors.OpError as e:
+        return count, tf_error_text(e)
+    return count, None
+
+
+def find_bad_file(files) -> BadFileError | None:
+    """The first of `files` with a truncated or corrupt record, as a
+    `BadFileError` naming it and the record, or None. For the error path
+    (a `DataLossError` while training): every file is read to the end."""
+    for path in files:
+        count, problem = scan_records(path)
+        if problem is not None:
+            return BadFileError(path, f"is truncated or corrupt: {problem}", record=count)
+    return None
+
+
 def inspect_file(path: str) -> tuple[str, dict[str, tuple[str, int]]]:
     """(compression, {feature: (kind, length)}) from the first record of `path`."""
     compression = _compression(path)
     try:
         records = list(tf.data.TFRecordDataset(path, compression_type=compression).take(1))
     except tf.errors.OpError as e:
-        raise ValueError(f"{path} is not a readable TFRecord file ({e.message.splitlines()[0]})"
-                         ) from None
+        raise BadFileError(path, f"is not a readable TFRecord file ({tf_error_text(e)})",
+                           record=0) from None
     if not records:
-        raise ValueError(f"{path} holds no records")
-    example = tf.train.Example.FromString(records[0].numpy())
+        raise BadFileError(path, "holds no records")
+    try:
+        example = tf.train.Example.FromString(records[0].numpy())
+    except Exception as e:  # noqa: BLE001 - google.protobuf.message.DecodeError
+        if type(e).__name__ != "DecodeError":
+            raise
+        raise BadFileError(path, f"holds records that are not tf.train.Example protos ({e})",
+                           record=0, fix="pass TFRecords of pre-training examples") from None
     features = {}
     for name, feature in example.features.feature.items():
         kind = feature.WhichOneof("kind")
@@ -81,22 +123,26 @@ def _check_features(path, features, seq_length, max_predictions_per_seq) -> bool
     for name in required:
         if name not in features:
             kind = "static (masked)" if static else "dynamic (unmasked)"
-            raise ValueError(f"{path}: feature {name!r} is missing (a {kind} pre-training "
-                             f"file needs {', '.join(required)})")
+            raise BadFileError(path, f"has no feature {name!r} (a {kind} pre-training "
+                               f"file needs {', '.join(required)})", record=0)
         kind, length = features[name]
         want_kind = "float" if name == "masked_lm_weights" else "int64"
         want_length = (1 if name == "next_sentence_labels" else
                        max_predictions_per_seq if name.startswith("masked_lm_") else seq_length)
         if kind != want_kind:
-            raise ValueError(f"{path}: feature {name!r} is {kind}, expected {want_kind}")
+            raise BadFileError(path, f"has the feature {name!r} as {kind}, expected {want_kind}",
+                               record=0)
         if length != want_length:
             what = ("max_predictions_per_seq" if name.startswith("masked_lm_") else
                     "seq_length" if want_length != 1 else "1 value")
-            raise ValueError(f"{path}: feature {name!r} has {length} values, but "
-                             f"{what}={want_length} was asked for")
+            raise BadFileError(path, f"has {length} values in the feature {name!r}, but "
+                               f"{what}={want_length} was asked for", record=0,
+                               fix=f"pass the --{'max_' if what == 'seq_length' else ''}"
+                                   f"{what} the file was made with"
+                               if want_length != 1 else None)
     if WORD_START_FEATURE in features and features[WORD_START_FEATURE][1] != seq_length:
-        raise ValueError(f"{path}: feature {WORD_START_FEATURE!r} has "
-                         f"{features[WORD_START_FEATURE][1]} values, expected {seq_length}")
+        raise BadFileError(path, f"has {features[WORD_START_FEATURE][1]} values in the feature "
+                           f"{WORD_START_FEATURE!r}, expected {seq_length}", record=0)
     return static
 
 
@@ -107,7 +153,8 @@ def _vocab_ids(vocab_file: str):
     vocab = tokenization.load_vocab(vocab_file)
     for token in ("[MASK]", "[CLS]", "[SEP]"):
         if token not in vocab:
-            raise ValueError(f"vocab_file {vocab_file} lacks {token}")
+            raise BadFileError(vocab_file, f"lacks the special token {token}, which dynamic "
+                               "masking needs", fix="use the vocabulary the data was made with")
     ordinary = [i for t, i in vocab.items()
                 if not (len(t) > 2 and t.startswith("[") and t.endswith("]"))]
     return (max(vocab.values()) + 1, vocab["[MASK]"], vocab["[CLS]"], vocab["[SEP]"],
@@ -250,7 +297,8 @@ def pretraining_dataset(
       seed: makes file order, shuffling and masks deterministic.
     """
     if seq_length < 1 or max_predictions_per_seq < 1 or batch_size < 1:
-        raise ValueError("seq_length, max_predictions_per_seq and batch_size must be positive")
+        raise UserError("--max_seq_length, --max_predictions_per_seq and the batch size must "
+                        "be positive")
     files = io.expand_paths(file_patterns, "input_file")
     compressions, kinds, word_start_files = [], [], 0
     for path in files:
@@ -261,21 +309,22 @@ def pretraining_dataset(
     if len(set(kinds)) > 1:
         static = [f for f, s in zip(files, kinds) if s][:1]
         dynamic = [f for f, s in zip(files, kinds) if not s][:1]
-        raise ValueError(f"the files mix static (masked, e.g. {static[0]}) and dynamic "
-                         f"(unmasked, e.g. {dynamic[0]}) pre-training data")
+        raise BadFileError(dynamic[0], f"holds dynamic (unmasked) pre-training data, but "
+                           f"{static[0]} static (masked) data", fix="give files of one kind")
     files_static = kinds[0]
     if dynamic_masking is None:
         dynamic_masking = not files_static
     if not dynamic_masking and not files_static:
-        raise ValueError(f"{files[0]} holds unmasked (dynamic) pre-training data; it needs "
-                         "dynamic_masking=True (or None)")
+        raise BadFileError(files[0], "holds unmasked (dynamic) pre-training data",
+                           fix="it needs dynamic masking (--dynamic_masking)")
     word_starts = False
     if dynamic_masking:
         has_word_starts = not files_static and word_start_files == len(files)
         if whole_word_masking and not has_word_starts:
-            raise ValueError(f"whole-word masking needs the feature {WORD_START_FEATURE!r} "
-                             "(create_pretraining_data.py --dynamic_masking "
-                             "--do_whole_word_mask); the files lack it")
+            raise BadFileError(files[0], f"lacks the feature {WORD_START_FEATURE!r} that "
+                               "whole-word masking needs", fix="make the files with "
+                               "create_pretraining_data.py --dynamic_masking "
+                               "--do_whole_word_mask")
         word_starts = has_word_starts if whole_word_masking is None else bool(whole_word_masking)
         if vocab_file:
             vocab_size, mask_token_id, cls_token_id, sep_token_id, vocab_random = \
@@ -284,13 +333,14 @@ def pretraining_dataset(
                 random_token_ids = vocab_random
         if random_token_ids is None:
             if not vocab_size:
-                raise ValueError("dynamic masking needs vocab_file or vocab_size "
-                                 "(for the 10% random replacement tokens)")
+                raise UserError("dynamic masking needs --vocab_file (for the 10% random "
+                                "replacement tokens)")
             excluded = {0, cls_token_id, sep_token_id, mask_token_id, 100, *range(1, 100)}
             random_token_ids = [i for i in range(vocab_size) if i not in excluded]
         random_token_ids = list(random_token_ids)
         if not random_token_ids:
-            raise ValueError("no token ids to draw random replacements from")
+            raise UserError("the vocabulary has no ordinary token to draw random "
+                            "replacements from")
 
     per_replica_batch = batch_size
     num_pipelines, pipeline_id = 1, 0

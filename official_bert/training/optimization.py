@@ -20,6 +20,8 @@ import dataclasses
 import keras
 from keras import ops
 
+from official_bert.errors import UserError
+
 # Substrings of variable names that get no weight decay: LayerNorm's gamma and
 # beta, and every bias (the MLM output bias included).
 NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
@@ -58,22 +60,22 @@ class OptimizerConfig:
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"optimizer {self.optimizer!r} is unknown; use one of "
+            raise UserError(
+                f"--optimizer={self.optimizer!r} is unknown; use one of "
                 f"{', '.join(OPTIMIZERS)}"
             )
-        if self.learning_rate <= 0:
-            raise ValueError(
-                f"learning_rate must be positive, got {self.learning_rate}"
+        if not 0 < self.learning_rate < float("inf"):
+            raise UserError(
+                f"--learning_rate must be positive, got {self.learning_rate}"
             )
         if self.num_train_steps <= 0:
-            raise ValueError(
-                f"num_train_steps must be positive, got {self.num_train_steps}"
+            raise UserError(
+                f"--num_train_steps must be positive, got {self.num_train_steps}"
             )
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
-            raise ValueError(
-                f"num_warmup_steps ({self.num_warmup_steps}) must be between 0 "
-                f"and num_train_steps ({self.num_train_steps})"
+            raise UserError(
+                f"--num_warmup_steps ({self.num_warmup_steps}) must be between 0 "
+                f"and the training steps ({self.num_train_steps})"
             )
 
 

@@ -155,9 +155,20 @@ class Trainer:
             max_to_keep=config.keep_checkpoint_max, checkpoint_name="ckpt",
         )
         self.resumed_from = None
-        latest = tf.train.latest_checkpoint(config.output_dir)
+        from official_bert import checkpoints
+
+        # The newest checkpoint whose files are there (after a damaged one was
+        # deleted, the one before it).
+        latest = checkpoints.latest_checkpoint(config.output_dir)
         if latest:
-            self.checkpoint.restore(latest).expect_partial()
+            try:
+                self.checkpoint.restore(latest).expect_partial()
+            except (tf.errors.OpError, ValueError, IndexError) as e:
+                # A truncated .index / .data file: name it, and the one to resume from.
+                damaged = checkpoints.damaged_checkpoint_error(latest, e, resuming=True)
+                if damaged is None:
+                    raise
+                raise damaged from None
             self.resumed_from = latest
             logging.info("Resumed from %s at step %d", latest, int(self.global_step.numpy()))
         elif init_fn is not None:
@@ -178,7 +189,18 @@ class Trainer:
         return tempfile.mkdtemp(prefix="worker-ckpt-")
 
     def save(self):
-        path = self.manager.save(checkpoint_number=int(self.global_step.numpy()))
+        step = int(self.global_step.numpy())
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except BaseException:
+            # TensorFlow stages a checkpoint in `ckpt-N_temp/` and leaves it when a
+            # write fails (a full disk): remove it, so only complete checkpoints remain.
+            for temp in tf.io.gfile.glob(os.path.join(self._write_dir, f"ckpt-{step}_temp*")):
+                try:
+                    tf.io.gfile.rmtree(temp)
+                except tf.errors.OpError:
+                    pass
+            raise
         if not self.is_chief:
             shutil.rmtree(self._write_dir, ignore_errors=True)
             os.makedirs(self._write_dir, exist_ok=True)
@@ -315,6 +337,24 @@ class Trainer:
         loss, _ = self._train_loop(iterator, tf.constant(num_steps))
         return float(loss)
 
+    def _data_loss(self, error):
+        """The error to raise for a truncated or corrupt input record: the
+        task's `find_bad_input()` names the file (a `BadFileError`); this adds
+        what the run kept. Without such a method, `error` itself."""
+        find = getattr(self.task, "find_bad_input", None)
+        bad = find() if find is not None else None
+        if bad is None:
+            return error
+        from official_bert.errors import BadFileError
+
+        latest = self.manager.latest_checkpoint if self.is_chief else None
+        fix = ("fix or replace the file (or leave it out) and run the same command again"
+               if latest is None else
+               f"the run's checkpoints up to {os.path.basename(latest)} are kept in "
+               f"{self.config.output_dir}: fix or replace the file (or leave it out) and run "
+               "the same command to resume")
+        return BadFileError(bad.path, bad.problem, record=bad.record, fix=fix)
+
     def current_learning_rate(self):
         optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
         return float(optimizer.learning_rate)
@@ -354,7 +394,10 @@ class Trainer:
                 step + config.steps_per_loop,
             )
             num_steps = boundary - step
-            loss, metrics = self._train_loop(iterator, tf.constant(num_steps))
+            try:
+                loss, metrics = self._train_loop(iterator, tf.constant(num_steps))
+            except tf.errors.DataLossError as e:
+                raise self._data_loss(e) from None
             step = int(self.global_step.numpy())
             window_steps += num_steps
             window_loss += float(loss)
@@ -362,9 +405,12 @@ class Trainer:
             window_metrics = metrics if window_metrics is None else tf.nest.map_structure(
                 lambda a, b: a + b, window_metrics, metrics)
             if not np.isfinite(float(loss)):
-                raise FloatingPointError(
-                    f"loss is {float(loss)} at step {step}; lower the learning "
-                    "rate or use --dtype=float32")
+                from official_bert.errors import UserError
+
+                raise UserError(
+                    f"the loss is {float(loss)} at step {step}: training diverged; lower "
+                    "--learning_rate or use --dtype=float32 (checkpoints saved before are "
+                    "kept, and the same command resumes from the latest)")
             if step % config.log_steps == 0 or step == config.num_train_steps:
                 elapsed = max(time.time() - window_start, 1e-9)
                 results = {"loss": window_loss / window_steps}
@@ -411,9 +457,14 @@ class Trainer:
             return reduce(loss), tf.nest.map_structure(reduce, metrics)
 
         total_loss, total_metrics, batches = 0.0, None, 0
-        for features in self._distribute(dataset_fn):
-            if steps is not None and batches >= steps:
+        batches_iterator = iter(self._distribute(dataset_fn))
+        while steps is None or batches < steps:
+            try:
+                features = next(batches_iterator)
+            except StopIteration:
                 break
+            except tf.errors.DataLossError as e:
+                raise self._data_loss(e) from None
             loss, metrics = eval_step(features)
             metrics = tf.nest.map_structure(float, metrics)
             total_loss += float(loss)

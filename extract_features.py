@@ -27,6 +27,7 @@ flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean"],
 cli_flags.define_model_flags(max_seq_length=128)
 
 
+# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
     del argv
     from official_bert.tasks import features

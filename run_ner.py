@@ -41,6 +41,7 @@ flags.DEFINE_integer("feature_batch_size", 32, "Windows per encoder pass when ca
 cli_flags.define_run_flags(max_seq_length=128, train_batch_size=32)
 
 
+# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
     del argv
     from official_bert.tasks import base, ner

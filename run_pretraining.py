@@ -45,6 +45,7 @@ cli_flags.define_run_flags(max_seq_length=128, modes=("train", "eval"), train_ba
                            num_train_epochs=None, log_steps=100, seed=12345)
 
 
+# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
     del argv
     from official_bert.tasks import base, pretraining

@@ -37,6 +37,7 @@ cli_flags.define_run_flags(max_seq_length=384, modes=("train", "predict"), train
                            predict_batch_size=8)
 
 
+# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
     del argv
     from official_bert.tasks import base, squad

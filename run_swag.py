@@ -25,6 +25,7 @@ flags.DEFINE_string("predict_file", None, "SWAG CSV to predict (label column opt
 cli_flags.define_run_flags(max_seq_length=128, train_batch_size=16)
 
 
+# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
     del argv
     from official_bert.tasks import base, multiple_choice

@@ -83,9 +83,9 @@ class MultiLabelTask(base.Task):
     # Inputs: read and checked before anything is written.
 
     def check_flags(self):
-        for mode in ("train", "eval", "predict"):
-            if getattr(self.run, f"do_{mode}") and not getattr(self.config, f"{mode}_file"):
-                raise UserError(f"--{mode}_file is required with --do_{mode}")
+        config = self.config
+        self.require_files(train=config.train_file, eval=config.eval_file,
+                           predict=config.predict_file)
 
     def input_paths(self):
         return {f"{m}_file": getattr(self.config, f"{m}_file") for m in ("train", "eval",

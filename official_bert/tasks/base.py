@@ -368,6 +368,31 @@ class Task:
     def output_path(self, name: str) -> str:
         return io.join(self.run.output_dir, name)
 
+    def require_files(self, **paths) -> None:
+        """`UserError` when a mode is on without its file, e.g.
+        `require_files(train=config.train_file, eval=config.eval_file)`."""
+        for mode, path in paths.items():
+            if getattr(self.run, f"do_{mode}") and not path:
+                raise UserError(f"--{mode}_file is required with --do_{mode}")
+
+    def predict_logits(self, trainer, arrays: dict, batch_size: int):
+        """The model's float outputs on in-memory features (a dict of arrays
+        with `example_index`), in the arrays' order, every example exactly once.
+        For outputs without a sequence axis: batches may be cut to their
+        longest sequence (--dynamic_padding)."""
+        import numpy as np
+
+        from official_bert.training import input_pipeline
+
+        def output_fn(model, features):
+            return {"logits": model(features, training=False),
+                    "example_index": features["example_index"]}
+
+        out = trainer.predict(input_pipeline.numpy_dataset(
+            arrays, batch_size, False, 0, self.run.padding_multiple()), output_fn)
+        order = np.argsort(out["example_index"], kind="stable")
+        return out["logits"][order].astype(np.float64)
+
 
 # === The run flow ===
 

@@ -288,21 +288,6 @@ class ClassificationTask(base.Task):
         return input_pipeline.numpy_dataset(arrays, self.run.train_batch_size, True,
                                             self.run.seed, self.run.padding_multiple())
 
-    def _logits(self, trainer, arrays, batch_size):
-        """Logits [examples, outputs] in file order; every example exactly once."""
-        import numpy as np
-
-        from official_bert.training import input_pipeline
-
-        def output_fn(model, features):
-            return {"logits": model(features, training=False),
-                    "example_index": features["example_index"]}
-
-        out = trainer.predict(input_pipeline.numpy_dataset(
-            arrays, batch_size, False, 0, self.run.padding_multiple()), output_fn)
-        order = np.argsort(out["example_index"], kind="stable")
-        return out["logits"][order].astype(np.float64)
-
     # --- evaluation, prediction, export ---------------------------------------------
 
     def evaluate(self, trainer) -> dict:
@@ -312,7 +297,7 @@ class ClassificationTask(base.Task):
         for suffix, path, examples in self.eval_sets:
             name = "dev" + (f"_{suffix}" if suffix else "")
             arrays = self._features(examples, name)
-            logits = self._logits(trainer, arrays, self.run.eval_batch_size)
+            logits = self.predict_logits(trainer, arrays, self.run.eval_batch_size)
             split_results = metrics.evaluate_logits(self.spec.metric_kind, logits,
                                                     arrays["label"])
             prefix = f"eval_{suffix}_" if suffix else "eval_"
@@ -326,7 +311,7 @@ class ClassificationTask(base.Task):
 
         for suffix, path, examples in self.predict_sets:
             arrays = self._features(examples, "test" + (f"_{suffix}" if suffix else ""))
-            logits = self._logits(trainer, arrays, self.run.predict_batch_size)
+            logits = self.predict_logits(trainer, arrays, self.run.predict_batch_size)
             rows = logits[:, :1] if self.is_regression else metrics.softmax(logits)
             out = self.output_path(f"test_results{'_' + suffix if suffix else ''}.tsv")
             io.atomic_write(out, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"

@@ -19,7 +19,6 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert import io
-from official_bert.errors import UserError
 from official_bert.modeling.heads import BertMultipleChoice
 from official_bert.tasks import base
 
@@ -72,10 +71,9 @@ class MultipleChoiceTask(base.Task):
     # --- inputs and data -------------------------------------------------------------
 
     def check_flags(self):
-        for mode, path in (("train", self.config.train_file), ("eval", self.config.eval_file),
-                           ("predict", self.config.predict_file)):
-            if getattr(self.run, f"do_{mode}") and not path:
-                raise UserError(f"--{mode}_file is required with --do_{mode}")
+        config = self.config
+        self.require_files(train=config.train_file, eval=config.eval_file,
+                           predict=config.predict_file)
 
     def input_paths(self) -> dict:
         config = self.config
@@ -116,15 +114,7 @@ class MultipleChoiceTask(base.Task):
 
     def _log_probabilities(self, trainer, arrays, batch_size):
         """Log-probabilities [examples, choices] in file order."""
-        from official_bert.training import input_pipeline
-
-        def output_fn(model, features):
-            return {"logits": model(features, training=False),
-                    "example_index": features["example_index"]}
-
-        out = trainer.predict(input_pipeline.numpy_dataset(
-            arrays, batch_size, False, 0, self.run.padding_multiple()), output_fn)
-        logits = out["logits"][np.argsort(out["example_index"], kind="stable")]
+        logits = self.predict_logits(trainer, arrays, batch_size)
         return tf.nn.log_softmax(logits, axis=-1).numpy()
 
     # --- evaluation, prediction, export ---------------------------------------------

@@ -137,10 +137,8 @@ class NerTask(base.Task):
 
     def check_flags(self):
         config = self.config
-        for mode, path in (("train", config.train_file), ("eval", config.eval_file),
-                           ("predict", config.predict_file)):
-            if getattr(self.run, f"do_{mode}") and not path:
-                raise UserError(f"--{mode}_file is required with --do_{mode}")
+        self.require_files(train=config.train_file, eval=config.eval_file,
+                           predict=config.predict_file)
         if config.window_stride is not None and config.window_stride <= 0:
             raise UserError(f"--window_stride must be positive, got {config.window_stride}")
 

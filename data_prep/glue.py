@@ -56,12 +56,13 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from official_bert import io
+from official_bert.errors import BadFileError, UserError, not_utf8
 from official_bert.text import tokenization
 
 Column = Union[str, int]  # a header name, or a 0-based index in a file without header
 
 
-class GlueFormatError(ValueError):
+class GlueFormatError(BadFileError):
     """A data file does not have the expected layout (names file, line, value)."""
 
 
@@ -200,9 +201,9 @@ def get_task(name: str) -> TaskSpec:
         if language in XNLI_LANGUAGES:
             return xnli_task(language)
     if key not in GLUE_TASKS:
-        raise ValueError(f"--task_name={name!r} is unknown; known tasks: "
-                         f"{', '.join(known_task_names())} (custom reads your own "
-                         "CSV/TSV/JSON lines with --text_a_column/--label_column)")
+        raise UserError(f"--task_name={name!r} is unknown; known tasks: "
+                        f"{', '.join(known_task_names())} (custom reads your own "
+                        "CSV/TSV/JSON lines with --text_a_column/--label_column)")
     return GLUE_TASKS[key]
 
 
@@ -219,9 +220,9 @@ def custom_task(text_a_column: str, text_b_column: Optional[str] = None,
         regression: a float score and one output (MSE), as STS-B.
     """
     if not text_a_column:
-        raise ValueError("custom tasks need --text_a_column (the header name of the text column)")
+        raise UserError("custom tasks need --text_a_column (the header name of the text column)")
     if regression and labels:
-        raise ValueError("--labels and --regression exclude each other")
+        raise UserError("--labels and --regression exclude each other")
     kind = "regression" if regression else "multiclass"
     spec = TaskSpec(CUSTOM, None, Columns(text_a_column, text_b_column or None, label_column),
                     test_columns=Columns(text_a_column, text_b_column or None, None),
@@ -253,13 +254,23 @@ def file_format(path: str, default: Optional[str] = None) -> str:
         return FORMATS[extension]
     if default:
         return default
-    raise ValueError(f"{path}: cannot tell the format from the extension; use .tsv, .csv or .jsonl")
+    raise BadFileError(path, "has an extension that names no format", fix="use .tsv, .csv or "
+                       ".jsonl")
 
 
 def _rows(path: str, fmt: str):
     """(line number, list of fields or dict) for every non-blank row."""
     if not io.exists(path):
-        raise FileNotFoundError(f"{path} does not exist")
+        raise GlueFormatError(path, "does not exist", fix="check the file name (or --data_dir)")
+    if io.isdir(path):
+        raise GlueFormatError(path, "is a directory, not a data file")
+    try:
+        yield from _decoded_rows(path, fmt)
+    except UnicodeDecodeError as e:
+        raise not_utf8(path, e) from None
+
+
+def _decoded_rows(path: str, fmt: str):
     if fmt == "jsonl":
         with io.open_file(path, encoding="utf-8-sig") as f:
             for number, line in enumerate(f, 1):
@@ -268,10 +279,10 @@ def _rows(path: str, fmt: str):
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise GlueFormatError(f"{path} line {number}: not JSON ({e.msg})") from None
+                    raise GlueFormatError(path, f"is not JSON ({e.msg})", line=number) from None
                 if not isinstance(row, dict):
-                    raise GlueFormatError(f"{path} line {number}: expected a JSON object, "
-                                          f"got {type(row).__name__}")
+                    raise GlueFormatError(path, f"holds a JSON {type(row).__name__}, expected "
+                                          "an object", line=number)
                 yield number, row
         return
     # "utf-8-sig": MRPC's files start with a byte-order mark.
@@ -288,7 +299,8 @@ def _rows(path: str, fmt: str):
                     continue
                 yield start, row
         except csv.Error as e:
-            raise GlueFormatError(f"{path} line {reader.line_num}: {e}") from None
+            raise GlueFormatError(path, f"is not valid {fmt.upper()} ({e})",
+                                  line=reader.line_num) from None
 
 
 def _describe(column: Column) -> str:
@@ -318,7 +330,7 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
               "label": columns.label if require_label else None}
     wanted = {k: v for k, v in wanted.items() if v is not None}
     if require_label and "label" not in wanted:
-        raise ValueError(f"{path}: no label column is defined")
+        raise UserError(f"no label column is defined for {path}; pass --label_column")
     allowed = set(labels) if labels is not None else None
     index = None
     examples = []
@@ -328,8 +340,9 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
             for key, column in wanted.items():
                 if column not in row:
                     raise GlueFormatError(
-                        f"{path} line {number}: no {key} field {column!r} (fields: "
-                        f"{', '.join(map(str, row))}); fix the file or the column flag")
+                        path, f"has no {key} field {column!r} (fields: "
+                        f"{', '.join(map(str, row))})", line=number,
+                        fix="fix the file or the column flag")
                 value = row[column]
                 fields[key] = "" if value is None else (
                     json.dumps(value) if isinstance(value, bool) else str(value))
@@ -340,9 +353,10 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
                            if not isinstance(c, int) and c not in header]
                 if missing:
                     raise GlueFormatError(
-                        f"{path} line {number}: the header has no {', '.join(missing)} "
-                        f"(columns: {', '.join(header)}); is this the right file / task, "
-                        f"and is it {'tab' if fmt == 'tsv' else 'comma'}-separated?")
+                        path, f"has a header without {', '.join(missing)} "
+                        f"(columns: {', '.join(header)})", line=number,
+                        fix=f"is this the right file / task, and is it "
+                            f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
                 index = {key: (c if isinstance(c, int) else header.index(c))
                          for key, c in wanted.items()}
                 continue
@@ -352,9 +366,10 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
             for key, position in index.items():
                 if position >= len(row):
                     raise GlueFormatError(
-                        f"{path} line {number}: {len(row)} columns, but the {key} "
-                        f"({_describe(wanted[key])}) is column {position + 1}; a missing "
-                        f"field, or not {'tab' if fmt == 'tsv' else 'comma'}-separated?")
+                        path, f"has {len(row)} columns, but the {key} "
+                        f"({_describe(wanted[key])}) is column {position + 1}", line=number,
+                        fix=f"a missing field, or not "
+                            f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
                 fields[key] = row[position]
         label = None
         if require_label:
@@ -363,23 +378,26 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
                 try:
                     label = float(raw)
                 except ValueError:
-                    raise GlueFormatError(f"{path} line {number}: score {raw!r} is not a "
-                                          "number (regression tasks need a float label)") from None
+                    raise GlueFormatError(path, f"has the score {raw!r}, not a number",
+                                          line=number, fix="regression tasks need a float "
+                                          "label") from None
                 if not np.isfinite(label):
-                    raise GlueFormatError(f"{path} line {number}: score {raw!r} is not finite")
+                    raise GlueFormatError(path, f"has the score {raw!r}, which is not finite",
+                                          line=number)
             else:
                 if not raw:
-                    raise GlueFormatError(f"{path} line {number}: the label is empty")
+                    raise GlueFormatError(path, "has an empty label", line=number)
                 if allowed is not None and raw not in allowed:
                     raise GlueFormatError(
-                        f"{path} line {number}: unknown label {raw!r}; the labels are "
-                        f"{', '.join(labels)} (for your own data list them all with --labels)")
+                        path, f"has the unknown label {raw!r}", line=number,
+                        fix=f"the labels are {', '.join(labels)} (for your own data list them "
+                            "all with --labels)")
                 label = raw
         examples.append(InputExample(
             guid=f"{split or 'example'}-{len(examples)}", text_a=fields["text_a"],
             text_b=fields.get("text_b"), label=label, line=number))
     if not examples:
-        raise GlueFormatError(f"{path} holds no examples (only blank lines or a header)")
+        raise GlueFormatError(path, "holds no examples (only blank lines or a header)")
     return examples
 
 
@@ -440,9 +458,9 @@ def labels_from_examples(examples: Sequence[InputExample]) -> List[str]:
     """The distinct labels, sorted (numerically when they are all integers)."""
     found = {e.label for e in examples if e.label is not None}
     if len(found) < 2:
-        raise ValueError(f"the training data has {len(found)} distinct label(s) "
-                         f"({', '.join(map(str, found)) or 'none'}); a classifier needs "
-                         "at least 2 (list them with --labels)")
+        raise UserError(f"the training data has {len(found)} distinct label(s) "
+                        f"({', '.join(map(str, found)) or 'none'}); a classifier needs "
+                        "at least 2 (list them with --labels)")
     try:
         return sorted(found, key=int)
     except ValueError:
@@ -454,8 +472,9 @@ def check_labels(examples: Sequence[InputExample], labels: Sequence[str], path: 
     allowed = set(labels)
     for e in examples:
         if e.label is not None and e.label not in allowed:
-            raise GlueFormatError(f"{path} line {e.line}: unknown label {e.label!r}; the labels "
-                                  f"are {', '.join(labels)} (list them all with --labels)")
+            raise GlueFormatError(path, f"has the unknown label {e.label!r}", line=e.line,
+                                  fix=f"the labels are {', '.join(labels)} (list them all "
+                                      "with --labels)")
 
 
 def read_text_lines(lines, pair: bool, name: str) -> List[Tuple[str, Optional[str]]]:
@@ -464,25 +483,41 @@ def read_text_lines(lines, pair: bool, name: str) -> List[Tuple[str, Optional[st
     One example per line: the text, or `text a<TAB>text b` for a pair task.
     Blank lines are skipped. A line with the wrong number of fields is an
     error naming `name` and the line (a tab in a line for a single-sentence
-    model is a text_b it cannot take).
+    model is a text_b it cannot take); so is a line of bytes that are not
+    UTF-8 (`lines` may hold `bytes`: each is decoded on its own).
     """
-    examples = []
+    examples = list(iter_text_lines(lines, pair, name))
+    if not examples:
+        raise BadFileError(name, "holds no text (only blank lines)")
+    return examples
+
+
+def iter_text_lines(lines, pair: bool, name: str):
+    """`read_text_lines` one example at a time, as the lines come (a pipe is
+    answered line by line); nothing is raised for an input without text."""
     for number, line in enumerate(lines, 1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise BadFileError(name, f"is not UTF-8 ({e.reason} at byte {e.start} of the "
+                                   "line)", line=number, fix="convert the text to UTF-8"
+                                   ) from None
+        if number == 1:
+            line = line.lstrip("\ufeff")  # a byte-order mark
         line = line.rstrip("\r\n")
         if not line.strip():
             continue
         fields = line.split("\t")
         if pair and len(fields) != 2:
-            raise ValueError(f"{name} line {number}: {len(fields)} tab-separated field(s); this "
-                             "model is a pair task: write `text a<TAB>text b` on each line")
+            raise BadFileError(name, f"has {len(fields)} tab-separated field(s)", line=number,
+                               fix="this model is a pair task: write `text a<TAB>text b` on "
+                                   "each line")
         if not pair and len(fields) != 1:
-            raise ValueError(f"{name} line {number}: {len(fields)} tab-separated fields, but this "
-                             "model is single-sentence (it takes text_a only, no text_b); "
-                             "write one text per line")
-        examples.append((fields[0], fields[1] if pair else None))
-    if not examples:
-        raise ValueError(f"{name} holds no text (only blank lines)")
-    return examples
+            raise BadFileError(name, f"has {len(fields)} tab-separated fields", line=number,
+                               fix="this model is single-sentence (it takes text_a only, no "
+                                   "text_b): write one text per line")
+        yield fields[0], fields[1] if pair else None
 
 
 # === Features ===
@@ -498,8 +533,8 @@ def label_ids(examples: Sequence[InputExample], labels: Optional[Sequence[str]])
         if e.label is None:
             ids.append(0)
         elif e.label not in mapping:
-            raise GlueFormatError(f"line {e.line}: unknown label {e.label!r}; the labels are "
-                                  f"{', '.join(labels)}")
+            raise GlueFormatError(None, f"line {e.line} has the unknown label {e.label!r}",
+                                  fix=f"the labels are {', '.join(labels)}")
         else:
             ids.append(mapping[e.label])
     return np.array(ids, np.int32)
@@ -639,7 +674,14 @@ def cached_features(examples: Sequence[InputExample], tokenizer, vocab_file: str
     pad_id = tokenizer.vocab.get(tokenization.PAD_TOKEN, 0)
     if io.exists(path):
         log("Using cached %s features %s", split, path)
-        arrays = read_feature_cache(path, max_seq_length, labels is None, pad_id)
+        try:
+            arrays = read_feature_cache(path, max_seq_length, labels is None, pad_id)
+        except Exception as e:  # noqa: BLE001 - tf.errors.DataLossError and the like
+            if type(e).__module__.split(".")[0] != "tensorflow" and not isinstance(e, ValueError):
+                raise
+            log("Cached features %s are unreadable (%s): converting again", path,
+                str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+            arrays = {"label": ()}
         if len(arrays["label"]) == len(examples):
             return arrays
         log("Cached features %s hold %d examples, not %d: converting again",

@@ -3,6 +3,7 @@
 Each command is one of the scripts (`run_*.py`, `data_prep/*.py`, ...) with the
 same flags; `bert <command> --help` shows them grouped, with an example.
 
+    bert download glue/SST-2 --output_dir=~/bert_data
     bert prepare-corpus --input=my_docs/ --output_file=corpus.txt
     bert classify --task_name=sst-2 --data_dir=glue/SST-2 --init_checkpoint=ckpt/ \\
         --do_train --do_eval --output_dir=runs/sst2
@@ -15,6 +16,8 @@ import sys
 
 # command → (module with `entry(argv)`, one-line description). In pipeline order.
 COMMANDS = {
+    "download": ("data_prep.download",
+                 "fetch GLUE, SQuAD, SWAG, WNUT-17, XNLI (checksums, resume, mirrors)"),
     "prepare-corpus": ("data_prep.prepare_corpus",
                        "raw documents → one sentence per line, blank line between documents"),
     "build-vocab": ("data_prep.build_vocab", "learn a WordPiece vocabulary (Google's layout)"),

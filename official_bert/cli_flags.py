@@ -120,6 +120,11 @@ def define_distribution_flags() -> None:
                       "Compute dtype: bfloat16/float16 are mixed precision (variables stay "
                       "float32; float16 adds loss scaling).", **g)
     flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.", **g)
+    # google-research/bert's spelling of the same, so its TPU commands run unchanged.
+    flags.DEFINE_bool("use_tpu", False,
+                      "google-research/bert's flag: --use_tpu is --distribution_strategy=tpu.",
+                      **g)
+    flags.DEFINE_string("tpu_name", None, "google-research/bert's name for --tpu.", **g)
 
 
 def define_export_flags() -> None:
@@ -152,4 +157,10 @@ def run_config(flag_values):
     """The `tasks.base.RunConfig` of the parsed flags."""
     from official_bert.tasks.base import RunConfig
 
-    return from_flags(RunConfig, flag_values)
+    config = from_flags(RunConfig, flag_values)
+    tpu_name = getattr(flag_values, "tpu_name", None)
+    if tpu_name and not config.tpu:
+        config = dataclasses.replace(config, tpu=tpu_name)
+    if getattr(flag_values, "use_tpu", False):
+        config = dataclasses.replace(config, distribution_strategy="tpu")
+    return config

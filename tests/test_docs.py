@@ -4,12 +4,18 @@ Each ```bash block of the docs is a test case. It runs with bash from the
 repository root, with three variables the docs use provided by the test:
 
     MINILM  the real all-MiniLM-L6-v2 directory (skip when not installed)
-    DATA    ../shared/data (skip when a block uses it and it is absent)
     RUNS    a temporary directory for every output, one per document: the
             blocks of a document run in order and share it (a later block
             may read what an earlier one wrote, as a reader would)
+    DATA    $RUNS/data, where the documents' `bert download` puts the datasets
 
-(lines of the block that assign one of them are dropped). So that a block
+(lines of the block that assign one of them are dropped). `bert download`
+fetches from a local HTTP server (`download_mirror.MirrorServer`, started
+once) that serves every file of the command's table in its official layout,
+made from ../shared/data where it holds the dataset and synthetic otherwise;
+$BERT_DOWNLOAD_MANIFEST, the override the command reads, points its names,
+URLs and hashes there. So the documented command is the plain one, and the
+commands after it read what it unpacked, as a reader's would. So that a block
 finishes in seconds, `python <script>` and `bert <command>` get *tiny-mode*
 flags appended (absl: the last value of a flag wins): few examples, short
 sequences, few steps — the commands themselves, their flags and the files
@@ -32,6 +38,7 @@ import subprocess
 import pytest
 
 from conftest import REPO_ROOT, SHARED, minilm_model_dir
+from download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 PROVIDED = ("MINILM", "DATA", "RUNS")
@@ -51,6 +58,7 @@ TINY = {
     "run_pretraining.py": "--num_train_steps=4 --num_warmup_steps=1 --save_checkpoints_steps=2 "
                           "--log_steps=1 --max_eval_steps=2 --train_batch_size=8",
     "data_prep.create_pretraining_data": "--dupe_factor=1",
+    "create_pretraining_data.py": "--dupe_factor=1",
     "quickstart.py": "--fast",
 }
 BERT_COMMANDS = {
@@ -72,13 +80,22 @@ def _blocks():
                                id=f"{path.name}:{line}")
 
 
+@pytest.fixture(scope="module")
+def download_manifest(tmp_path_factory):
+    """A local stand-in for the datasets' servers; the manifest that points there."""
+    files = mirror_files(SHARED / "data")
+    with MirrorServer(files) as server:
+        yield write_manifest(tmp_path_factory.mktemp("mirror") / "manifest.json", files,
+                             server.base_url, unpinned=UNPINNED)
+
+
 def _preamble(tmp_path: pathlib.Path, minilm) -> str:
     cases = "\n".join(f'    {script}) echo "{flags}" ;;' for script, flags in TINY.items())
     bert_cases = "\n".join(f'    {cmd}) echo "{script}" ;;' for cmd, script in BERT_COMMANDS.items())
     return f"""set -euo pipefail
 export MINILM={minilm or ''}
-export DATA={SHARED / 'data'}
 export RUNS={tmp_path}
+export DATA={tmp_path}/data
 tiny_flags() {{
   case "$(basename "$1")" in
 {cases}
@@ -123,17 +140,17 @@ def _runs_dir(path, tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path,body,tag", list(_blocks()))
-def test_documented_commands_run(path, body, tag, tmp_path_factory):
-    _run_block(path, body, tag, _runs_dir(path, tmp_path_factory))
+def test_documented_commands_run(path, body, tag, tmp_path_factory, download_manifest):
+    _run_block(path, body, tag, _runs_dir(path, tmp_path_factory), download_manifest)
 
 
 @pytest.mark.parametrize("path,body,tag",
                          [p for p in _blocks() if p.values[2] == "fast"])
-def test_fast_documented_commands_run(path, body, tag, tmp_path_factory):
-    _run_block(path, body, tag, tmp_path_factory.mktemp("fast"))
+def test_fast_documented_commands_run(path, body, tag, tmp_path_factory, download_manifest):
+    _run_block(path, body, tag, tmp_path_factory.mktemp("fast"), download_manifest)
 
 
-def _run_block(path, body, tag, tmp_path):
+def _run_block(path, body, tag, tmp_path, download_manifest):
     if tag.startswith("skip"):
         pytest.skip(tag)
     if re.search(r"^\s*(pip install|docker|curl)\b", body, re.M):
@@ -143,9 +160,7 @@ def _run_block(path, body, tag, tmp_path):
     minilm = minilm_model_dir()
     if "$MINILM" in body and minilm is None:
         pytest.skip("the real checkpoint is not installed")
-    if "$DATA" in body and not (SHARED / "data").exists():
-        pytest.skip(f"{SHARED / 'data'} is absent")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", BERT_DOWNLOAD_MANIFEST=download_manifest)
     script = _preamble(tmp_path, minilm) + _strip_provided(body)
     result = subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, env=env, text=True,
                             capture_output=True, timeout=1500)

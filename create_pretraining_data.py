@@ -1,0 +1,19 @@
+"""Masked-LM / next-sentence TFRecords for pre-training, as google-research/bert's
+top-level `create_pretraining_data.py` (same flags and defaults): google's README
+command runs unchanged from the repository root,
+
+  python create_pretraining_data.py --input_file=./sample_text.txt \\
+    --output_file=/tmp/tf_examples.tfrecord --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+    --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \\
+    --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+
+The generator is `data_prep/create_pretraining_data.py` (also `bert
+create-pretraining-data` and `python -m data_prep.create_pretraining_data`): its
+docstring says what it adds (streaming, all cores, dynamic masking, safe output).
+`sample_text.txt` is five inaugural addresses from `data_prep/sample_corpus/`.
+"""
+
+from data_prep.create_pretraining_data import entry
+
+if __name__ == "__main__":
+    entry()

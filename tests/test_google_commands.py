@@ -1,0 +1,358 @@
+"""google-research/bert's README commands run unchanged here.
+
+`GOOGLE_COMMANDS` are google-research/bert's own shell blocks, copied verbatim
+from its README.md (and multilingual.md for XNLI) at commit eedf571:
+create_pretraining_data, run_pretraining, run_classifier for MRPC (train, then
+predict with the fine-tuned run) and XNLI, run_squad for SQuAD v1.1 (GPU and
+TPU) and v2.0 (TPU, then again with a null-score threshold), and
+extract_features. README.md's "Coming from google-research/bert" shows each
+of them as is (tested), and each runs here, in order, on stand-in files:
+
+* `$BERT_BASE_DIR` / `$BERT_LARGE_DIR`: a tiny Google-format TF1 checkpoint
+  (`bert_model.ckpt`, `bert_config.json`, `vocab.txt`; L=4, H=16);
+  `$GLUE_DIR/MRPC`, `$SQUAD_DIR`, `$XNLI_DIR`: tiny files in the layouts of
+  `bert download` (MRPC split as GLUE's script splits it);
+  `$TRAINED_CLASSIFIER` is the MRPC run's latest checkpoint, `$THRESH` -1.0.
+* As in tests/test_docs.py: lines that export those variables are dropped,
+  and each `python <script>` gets the tiny-mode flags of `test_docs.TINY`
+  appended (absl keeps the last value), plus `--use_tpu=False` for the TPU
+  commands (no TPU here). The only rewrite of the text itself: `/tmp/` and
+  `gs://some_bucket/` become a private directory of the test, so that parallel
+  runs (and a user's own /tmp) are never touched.
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+from test_docs import TINY
+
+# (name, google's block), verbatim; in the order they depend on each other.
+GOOGLE_COMMANDS = [
+    ('create_pretraining_data', r"""python create_pretraining_data.py \
+  --input_file=./sample_text.txt \
+  --output_file=/tmp/tf_examples.tfrecord \
+  --vocab_file=$BERT_BASE_DIR/vocab.txt \
+  --do_lower_case=True \
+  --max_seq_length=128 \
+  --max_predictions_per_seq=20 \
+  --masked_lm_prob=0.15 \
+  --random_seed=12345 \
+  --dupe_factor=5
+"""),
+    ('run_pretraining', r"""python run_pretraining.py \
+  --input_file=/tmp/tf_examples.tfrecord \
+  --output_dir=/tmp/pretraining_output \
+  --do_train=True \
+  --do_eval=True \
+  --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+  --train_batch_size=32 \
+  --max_seq_length=128 \
+  --max_predictions_per_seq=20 \
+  --num_train_steps=20 \
+  --num_warmup_steps=10 \
+  --learning_rate=2e-5
+"""),
+    ('classifier_mrpc', r"""export BERT_BASE_DIR=/path/to/bert/uncased_L-12_H-768_A-12
+export GLUE_DIR=/path/to/glue
+
+python run_classifier.py \
+  --task_name=MRPC \
+  --do_train=true \
+  --do_eval=true \
+  --data_dir=$GLUE_DIR/MRPC \
+  --vocab_file=$BERT_BASE_DIR/vocab.txt \
+  --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+  --max_seq_length=128 \
+  --train_batch_size=32 \
+  --learning_rate=2e-5 \
+  --num_train_epochs=3.0 \
+  --output_dir=/tmp/mrpc_output/
+"""),
+    ('classifier_mrpc_predict', r"""export BERT_BASE_DIR=/path/to/bert/uncased_L-12_H-768_A-12
+export GLUE_DIR=/path/to/glue
+export TRAINED_CLASSIFIER=/path/to/fine/tuned/classifier
+
+python run_classifier.py \
+  --task_name=MRPC \
+  --do_predict=true \
+  --data_dir=$GLUE_DIR/MRPC \
+  --vocab_file=$BERT_BASE_DIR/vocab.txt \
+  --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+  --init_checkpoint=$TRAINED_CLASSIFIER \
+  --max_seq_length=128 \
+  --output_dir=/tmp/mrpc_output/
+"""),
+    ('classifier_xnli', r"""export BERT_BASE_DIR=/path/to/bert/chinese_L-12_H-768_A-12 # or multilingual_L-12_H-768_A-12
+export XNLI_DIR=/path/to/xnli
+
+python run_classifier.py \
+  --task_name=XNLI \
+  --do_train=true \
+  --do_eval=true \
+  --data_dir=$XNLI_DIR \
+  --vocab_file=$BERT_BASE_DIR/vocab.txt \
+  --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+  --max_seq_length=128 \
+  --train_batch_size=32 \
+  --learning_rate=5e-5 \
+  --num_train_epochs=2.0 \
+  --output_dir=/tmp/xnli_output/
+"""),
+    ('squad_v1.1', r"""python run_squad.py \
+  --vocab_file=$BERT_BASE_DIR/vocab.txt \
+  --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+  --do_train=True \
+  --train_file=$SQUAD_DIR/train-v1.1.json \
+  --do_predict=True \
+  --predict_file=$SQUAD_DIR/dev-v1.1.json \
+  --train_batch_size=12 \
+  --learning_rate=3e-5 \
+  --num_train_epochs=2.0 \
+  --max_seq_length=384 \
+  --doc_stride=128 \
+  --output_dir=/tmp/squad_base/
+"""),
+    ('squad_v1.1_large_tpu', r"""python run_squad.py \
+  --vocab_file=$BERT_LARGE_DIR/vocab.txt \
+  --bert_config_file=$BERT_LARGE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_LARGE_DIR/bert_model.ckpt \
+  --do_train=True \
+  --train_file=$SQUAD_DIR/train-v1.1.json \
+  --do_predict=True \
+  --predict_file=$SQUAD_DIR/dev-v1.1.json \
+  --train_batch_size=24 \
+  --learning_rate=3e-5 \
+  --num_train_epochs=2.0 \
+  --max_seq_length=384 \
+  --doc_stride=128 \
+  --output_dir=gs://some_bucket/squad_large/ \
+  --use_tpu=True \
+  --tpu_name=$TPU_NAME
+"""),
+    ('squad_v2.0_tpu', r"""python run_squad.py \
+  --vocab_file=$BERT_LARGE_DIR/vocab.txt \
+  --bert_config_file=$BERT_LARGE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_LARGE_DIR/bert_model.ckpt \
+  --do_train=True \
+  --train_file=$SQUAD_DIR/train-v2.0.json \
+  --do_predict=True \
+  --predict_file=$SQUAD_DIR/dev-v2.0.json \
+  --train_batch_size=24 \
+  --learning_rate=3e-5 \
+  --num_train_epochs=2.0 \
+  --max_seq_length=384 \
+  --doc_stride=128 \
+  --output_dir=gs://some_bucket/squad_large/ \
+  --use_tpu=True \
+  --tpu_name=$TPU_NAME \
+  --version_2_with_negative=True
+"""),
+    ('squad_v2.0_threshold', r"""python run_squad.py \
+  --vocab_file=$BERT_LARGE_DIR/vocab.txt \
+  --bert_config_file=$BERT_LARGE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_LARGE_DIR/bert_model.ckpt \
+  --do_train=False \
+  --train_file=$SQUAD_DIR/train-v2.0.json \
+  --do_predict=True \
+  --predict_file=$SQUAD_DIR/dev-v2.0.json \
+  --train_batch_size=24 \
+  --learning_rate=3e-5 \
+  --num_train_epochs=2.0 \
+  --max_seq_length=384 \
+  --doc_stride=128 \
+  --output_dir=gs://some_bucket/squad_large/ \
+  --use_tpu=True \
+  --tpu_name=$TPU_NAME \
+  --version_2_with_negative=True \
+  --null_score_diff_threshold=$THRESH
+"""),
+    ('extract_features', r"""# Sentence A and Sentence B are separated by the ||| delimiter for sentence
+# pair tasks like question answering and entailment.
+# For single sentence inputs, put one sentence per line and DON'T use the
+# delimiter.
+echo 'Who was Jim Henson ? ||| Jim Henson was a puppeteer' > /tmp/input.txt
+
+python extract_features.py \
+  --input_file=/tmp/input.txt \
+  --output_file=/tmp/output.jsonl \
+  --vocab_file=$BERT_BASE_DIR/vocab.txt \
+  --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+  --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+  --layers=-1,-2,-3,-4 \
+  --max_seq_length=128 \
+  --batch_size=8
+"""),
+]
+PROVIDED = ("BERT_BASE_DIR", "BERT_LARGE_DIR", "GLUE_DIR", "SQUAD_DIR", "XNLI_DIR",
+            "TRAINED_CLASSIFIER", "TPU_NAME", "THRESH")
+# google's SQuAD commands on TPU share gs://some_bucket/squad_large/ as alternatives; here
+# v1.1 gets its own bucket, and v2.0's second command reads the first one's run.
+GS_GROUP = {"squad_v2.0_tpu": "squad_v2.0", "squad_v2.0_threshold": "squad_v2.0"}
+SLOW = {"run_pretraining", "classifier_mrpc_predict", "classifier_xnli", "squad_v1.1",
+        "squad_v1.1_large_tpu", "squad_v2.0_tpu", "squad_v2.0_threshold"}
+
+
+def _readme_section() -> str:
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^## Coming from google-research/bert\n(.*?)(?=^## )", text, re.S | re.M)
+    assert match, "README.md has no '## Coming from google-research/bert' section"
+    return match.group(1)
+
+
+def test_readme_shows_googles_commands_verbatim():
+    section = _readme_section()
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    for name, command in GOOGLE_COMMANDS:
+        assert command in blocks, f"README.md does not show google's {name} command verbatim"
+
+
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory):
+    """The directories google's commands name, with tiny files."""
+    import tensorflow as tf
+
+    import download_mirror
+    from data_prep import download
+    from official_bert import checkpoints
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+
+    root = tmp_path_factory.mktemp("google")
+    model = root / "models" / "uncased_L-4_H-16_A-2"
+    model.mkdir(parents=True)
+    text = (REPO_ROOT / "sample_text.txt").read_text(encoding="utf-8").lower()
+    text += " ".join(download_mirror.SENTENCES) + " who was jim henson ? puppeteer"
+    words = sorted(set(re.findall(r"[a-z]+|[^\sa-z]", text)))
+    vocab = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
+             + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"])
+    (model / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    google_config = {  # as google's released bert_config.json files are written
+        "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+        "hidden_size": 16, "initializer_range": 0.02, "intermediate_size": 32,
+        "max_position_embeddings": 512, "num_attention_heads": 2, "num_hidden_layers": 4,
+        "type_vocab_size": 2, "vocab_size": len(vocab)}
+    (model / "bert_config.json").write_text(json.dumps(google_config, indent=2))
+    config = BertConfig.from_json_file(str(model / "bert_config.json"))
+    encoder = BertEncoder.from_bert_config(config)
+    encoder(dummy_inputs())
+    weights = checkpoints.get_encoder_weights(encoder)
+    names = sorted(weights)
+    tf.raw_ops.SaveV2(prefix=str(model / "bert_model.ckpt"), tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(np.asarray(weights[n])) for n in names])
+
+    mrpc = root / "glue" / "MRPC"
+    mrpc.mkdir(parents=True)
+    sources = download_mirror._mrpc_synthetic()
+    for name, content in sources.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(content, encoding="utf-8")
+    download._format_mrpc(*(str(root / n) for n in sources), str(mrpc))
+
+    squad = root / "squad"
+    squad.mkdir()
+    for version, v2 in (("v1.1", False), ("v2.0", True)):
+        for split, articles in (("train", 3), ("dev", 2)):
+            (squad / f"{split}-{version}.json").write_text(download_mirror._squad(v2, articles))
+
+    xnli = root / "xnli"
+    for archive in download_mirror._xnli().values():
+        for member, content in archive.items():
+            relative = member.split("/", 1)[1]
+            (xnli / relative).parent.mkdir(parents=True, exist_ok=True)
+            (xnli / relative).write_text(content, encoding="utf-8")
+
+    (root / "tmp").mkdir()
+    return {"BERT_BASE_DIR": model, "BERT_LARGE_DIR": model, "GLUE_DIR": root / "glue",
+            "SQUAD_DIR": squad, "XNLI_DIR": xnli, "TRAINED_CLASSIFIER": None,
+            "TPU_NAME": "no-tpu-here", "THRESH": "-1.0", "root": root}
+
+
+def _script(name: str, command: str, env: dict) -> str:
+    root = env["root"]
+    if name == "classifier_mrpc_predict":
+        # The fine-tuned classifier: the MRPC run's latest checkpoint (google's would be
+        # /tmp/mrpc_output/model.ckpt-<step>; here /tmp/mrpc_output/ckpt-<step>).
+        run = root / "tmp" / "mrpc_output"
+        latest = re.search(r'model_checkpoint_path: "(.*?)"', (run / "checkpoint").read_text())
+        env = dict(env, TRAINED_CLASSIFIER=run / latest.group(1))
+    lines = [line for line in command.splitlines()
+             if not re.match(rf"\s*export\s+({'|'.join(PROVIDED)})=", line)]
+    body = "\n".join(lines) + "\n"
+    bucket = f"{root}/gs-{GS_GROUP.get(name, name)}/some_bucket/"
+    body = body.replace("/tmp/", f"{root}/tmp/").replace("gs://some_bucket/", bucket)
+    extra = " --use_tpu=False" if "--use_tpu=True" in command else ""
+    cases = "\n".join(f'    {script}) echo "{flags}{extra}" ;;' for script, flags in TINY.items())
+    exports = "\n".join(f"export {k}={v}" for k, v in env.items() if k in PROVIDED)
+    return f"""set -euo pipefail
+{exports}
+tiny_flags() {{
+  case "$(basename "$1")" in
+{cases}
+    *) echo "{extra}" ;;
+  esac
+}}
+python() {{ command python "$@" $(tiny_flags "$1"); }}
+{body}"""
+
+
+# A command that reads another's output runs that one first when it has not run
+# (`pytest -m slow` runs the slow ones alone).
+NEEDS = {"run_pretraining": "create_pretraining_data",
+         "classifier_mrpc_predict": "classifier_mrpc",
+         "squad_v2.0_threshold": "squad_v2.0_tpu"}
+
+
+def _expected_output(name: str, root: pathlib.Path) -> pathlib.Path:
+    tmp = root / "tmp"
+    return {
+        "create_pretraining_data": tmp / "tf_examples.tfrecord",
+        "run_pretraining": tmp / "pretraining_output/eval_results.txt",
+        "classifier_mrpc": tmp / "mrpc_output/eval_results.txt",
+        "classifier_mrpc_predict": tmp / "mrpc_output/test_results.tsv",
+        "classifier_xnli": tmp / "xnli_output/eval_results.txt",
+        "squad_v1.1": tmp / "squad_base/predictions.json",
+        "squad_v1.1_large_tpu": root / "gs-squad_v1.1_large_tpu/some_bucket/squad_large/"
+                                       "predictions.json",
+        "squad_v2.0_tpu": root / "gs-squad_v2.0/some_bucket/squad_large/null_odds.json",
+        "squad_v2.0_threshold": root / "gs-squad_v2.0/some_bucket/squad_large/predictions.json",
+        "extract_features": tmp / "output.jsonl",
+    }[name]
+
+
+def _run(name: str, stand_ins: dict) -> pathlib.Path:
+    if name in NEEDS and not _expected_output(NEEDS[name], stand_ins["root"]).exists():
+        _run(NEEDS[name], stand_ins)
+    command = dict(GOOGLE_COMMANDS)[name]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(["bash", "-c", _script(name, command, stand_ins)], cwd=REPO_ROOT,
+                            env=env, text=True, capture_output=True, timeout=900)
+    assert result.returncode == 0, (
+        f"google's {name} command failed (exit {result.returncode}):\n{command}\n"
+        f"--- stdout ---\n{result.stdout[-3000:]}\n--- stderr ---\n{result.stderr[-4000:]}")
+    expected = _expected_output(name, stand_ins["root"])
+    assert expected.exists(), f"{name}: {expected} was not written"
+    return expected
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else [], id=n)
+    for n, _ in GOOGLE_COMMANDS])
+def test_googles_command_runs_unchanged(name, stand_ins):
+    expected = _run(name, stand_ins)
+    if expected.name == "eval_results.txt":
+        keys = {line.split("=")[0].strip() for line in expected.read_text().splitlines()}
+        wanted = {"global_step", "loss"} | ({"eval_accuracy", "eval_loss"}
+                                            if "classifier" in name else set())
+        assert wanted <= keys, f"{expected} lacks google's keys {wanted - keys}"

@@ -122,7 +122,10 @@ def run(main, argv=None):
     args = sys.argv if argv is None else argv
     if any(a in HELP_FLAGS for a in args[1:]):
         module = sys.modules.get(getattr(main, "__module__", "__main__"))
-        print(grouped_help(args[0], getattr(module, "__doc__", None)))
+        try:
+            print(grouped_help(args[0], getattr(module, "__doc__", None)), flush=True)
+        except BrokenPipeError:  # `bert classify --help | head`: the reader stopped early
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
 
     def guarded(args):

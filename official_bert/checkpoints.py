@@ -482,11 +482,6 @@ def _read_google_tf1(path, prefix, names, config):
     import tensorflow as tf
 
     config = _config_beside(prefix, config, ["bert_config.json", "config.json"])
-    if config.hidden_act == "gelu":
-        # google-research/bert's modeling.gelu is the tanh approximation;
-        # reproduce the network the checkpoint was trained as.
-        logging.info("Google TF1 checkpoint: hidden_act 'gelu' → 'gelu_tanh'")
-        config = dataclasses.replace(config, hidden_act="gelu_tanh")
     reader = _reader(prefix)
     # Optimizer slots (adam_m/adam_v) and the global step are not weights.
     skip = re.compile(r"(/adam_[mv]$|^global_step$|^_CHECKPOINTABLE)")

@@ -29,7 +29,7 @@ cli_flags.define_model_flags(max_seq_length=128)
 
 # The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     from official_bert.tasks import features
 
     features.run(cli_flags.from_flags(features.FeatureExtractionConfig, FLAGS))

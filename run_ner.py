@@ -43,7 +43,7 @@ cli_flags.define_run_flags(max_seq_length=128, train_batch_size=32)
 
 # The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     from official_bert.tasks import base, ner
 
     config = cli_flags.from_flags(ner.NerConfig, FLAGS)

@@ -47,7 +47,7 @@ cli_flags.define_run_flags(max_seq_length=128, modes=("train", "eval"), train_ba
 
 # The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     from official_bert.tasks import base, pretraining
 
     config = cli_flags.from_flags(pretraining.PretrainingConfig, FLAGS)

@@ -39,7 +39,7 @@ cli_flags.define_run_flags(max_seq_length=384, modes=("train", "predict"), train
 
 # The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     from official_bert.tasks import base, squad
 
     config = cli_flags.from_flags(squad.SquadConfig, FLAGS)

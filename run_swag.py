@@ -27,7 +27,7 @@ cli_flags.define_run_flags(max_seq_length=128, train_batch_size=16)
 
 # The main/entry pair every script ends with (deliberately the same): flags → config → the library.
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     from official_bert.tasks import base, multiple_choice
 
     config = cli_flags.from_flags(multiple_choice.MultipleChoiceConfig, FLAGS)

@@ -82,6 +82,8 @@ def learn_vocab(word_counts, vocab_size: int = 30522, num_unused: int = 994,
     """Word counts → (vocabulary of exactly `vocab_size` tokens, number learned)."""
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+    if num_unused < 0:
+        raise UserError(f"--num_unused={num_unused}; use 0 or more")
     reserved = reserved_tokens(num_unused)
     if vocab_size <= len(reserved):
         raise UserError(f"--vocab_size={vocab_size} leaves no room for word pieces after "
@@ -187,7 +189,9 @@ def _define_flags():
 
 
 def main(argv):
-    del argv
+    from official_bert import app
+
+    app.refuse_arguments(argv)
     from absl import flags
 
     FLAGS = flags.FLAGS

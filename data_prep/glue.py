@@ -286,6 +286,7 @@ def _decoded_rows(path: str, fmt: str):
                 yield number, row
         return
     # "utf-8-sig": MRPC's files start with a byte-order mark.
+    csv.field_size_limit(2 ** 31 - 1)  # a long document is a long field, not an error
     with io.open_file(path, encoding="utf-8-sig", newline="") as f:
         if fmt == "tsv":
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)

@@ -468,7 +468,9 @@ def _define_flags():
 
 
 def main(argv):
-    del argv
+    from official_bert import app
+
+    app.refuse_arguments(argv)
     from absl import flags
 
     FLAGS = flags.FLAGS

@@ -840,7 +840,9 @@ def _define_flags():
 
 def main(argv):
     """Splits by article, so no context is shared between the two parts."""
-    del argv
+    from official_bert import app
+
+    app.refuse_arguments(argv)
     from absl import flags
 
     FLAGS = flags.FLAGS

@@ -97,6 +97,15 @@ def one_line_error(error: BaseException) -> str:
     return f"error: {lines[0] if lines else type(error).__name__}"
 
 
+def refuse_arguments(argv) -> None:
+    """`UserError` for words left on the command line after the flags: every
+    command takes flags only, and a word that was meant as a flag's value
+    (`--do_train true`, `--output_dir /runs/x y`) must not be ignored."""
+    if len(argv) > 1:
+        raise UserError(f"unexpected argument(s): {' '.join(argv[1:])} (flags are written "
+                        "--name=value; boolean flags as --name or --noname)")
+
+
 def grouped_help(argv0: str, doc: str | None) -> str:
     """The script's doc (its example) and its flags, grouped as they were
     defined: the script's own, then `official_bert.cli_flags`' groups (model

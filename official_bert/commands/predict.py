@@ -160,13 +160,15 @@ def _load(model: str):
             raise
         text = str(getattr(e, "message", None) or e).strip()
         text = (text.splitlines() or [type(e).__name__])[0][:300]
+        if text.startswith(f"{model} "):
+            text = "it " + text[len(model) + 1:]
         raise BadFileError(model, f"cannot be loaded as a classifier: {text}",
                            fix="give a run_classifier.py --export_dir (or --output_dir); a "
                                "SavedModel truncated by a copy must be copied again") from None
 
 
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     from data_prep import glue
 
     if not FLAGS.model:

@@ -67,7 +67,7 @@ def run(config: FeatureExtractionConfig) -> int:
         output_dir=config.output_file, init_checkpoint=config.init_checkpoint,
         bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
         do_lower_case=config.do_lower_case, max_seq_length=config.max_seq_length))
-    io.refuse_output_over_input({"output_file": config.output_file}, {
+    io.refuse_output_over_input({"--output_file": config.output_file}, {
         "input_file": config.input_file, "init_checkpoint": config.init_checkpoint,
         "vocab_file": files.vocab_file, "bert_config_file": config.bert_config_file})
     layer_indexes = parse_layers(config.layers, files.config.num_hidden_layers)

@@ -1,0 +1,907 @@
+r"""Every command x every bad input we can think of, on tiny data: a table.
+
+    python tools/bad_input_sweep.py                 # all cases (about 15 minutes on 2 cores)
+    python tools/bad_input_sweep.py --only=predict  # the cases of commands matching a word
+    python tools/bad_input_sweep.py --list          # the cases, without running them
+
+Each case copies a tiny world (vocabulary, config, checkpoint, the data of
+every task, pre-training TFRecords, a fine-tuned classifier and its SavedModel:
+`tools/fault_kit.py`), damages it or passes a bad flag, runs the real command
+in a subprocess (`bert <command>`, a `run_*.py` script or a `data_prep`
+module), and classifies what happened:
+
+    clean error          exit 1 with exactly one `error: ...` line, no traceback,
+                         naming the file or flag (or, for a good input, exit 0)
+    vague error          an error line that names neither, or several error lines
+    traceback            a Python traceback reached the user
+    silent wrong result  exit 0 where the input was bad
+    data lost            an input was modified or deleted, an output that looks
+                         complete was left half-written, or rerunning the same
+                         command after the fault did not resume
+
+It prints one Markdown row per case, then the totals (docs/guide.md,
+"Troubleshooting", shows the last run's). Exit status 1 unless every bad
+input gave a clean error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+from typing import Callable
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import fault_kit as kit  # noqa: E402
+
+# Files a failed run may leave in its run directory: they do not make it look
+# complete (no checkpoint, no results).
+RUN_FILES = {"bert_config.json", "vocab.txt", "tokenizer_config.json", "classifier_config.json",
+             "label_list.txt", "squad_config.json", "ner_config.json", ".official_bert.lock"}
+# Files that say "this step finished": none may appear when a command fails.
+COMPLETE_MARKERS = {"eval_results.txt", "test_results.tsv", "predictions.json",
+                    "nbest_predictions.json", "null_odds.json", "saved_model.pb",
+                    "test_predictions.txt", "predictions.txt"}
+
+
+@dataclasses.dataclass
+class Ctx:
+    """One case's copy of the world."""
+
+    root: pathlib.Path
+
+    def p(self, *parts) -> str:
+        return str(self.root.joinpath(*parts))
+
+    def write(self, name, text, encoding="utf-8"):
+        return str(kit.write(self.root / name, text, encoding))
+
+
+@dataclasses.dataclass
+class Case:
+    command: str  # as the table names it
+    name: str  # the bad input
+    argv: Callable[[Ctx], list]  # [script, args...] for kit.command
+    setup: Callable[[Ctx], None] | None = None
+    expect_error: bool = True
+    names: Callable[[Ctx], list] | None = None  # one of these must be in the error line
+    outputs: Callable[[Ctx], list] | None = None  # must not exist after an error
+    stdin: bytes | None = None
+    file_size_limit: int | None = None
+    after: Callable[[Ctx, kit.Result], tuple] | None = None  # (ok, why) of a follow-up
+    timeout: int = 300
+
+
+CASES: list[Case] = []
+
+
+def case(command, name, argv, **kw):
+    CASES.append(Case(command, name, argv, **kw))
+
+
+# === Argument builders ===
+
+TINY = ["--max_seq_length=16"]
+
+
+def classify(c: Ctx, *extra, data="glue", out="out", ckpt="ckpt", modes=("--do_train",)):
+    return ["run_classifier.py", "--task_name=sst-2", f"--data_dir={c.p(data)}",
+            f"--init_checkpoint={c.p(ckpt)}", *modes, *TINY, "--train_batch_size=4",
+            "--eval_batch_size=4", "--predict_batch_size=4", "--num_train_epochs=1",
+            "--log_steps=1", f"--output_dir={c.p(out)}", *extra]
+
+
+def pretrain(c: Ctx, *extra, inputs=None, out="run", steps=2, ckpt=None):
+    model = ([f"--init_checkpoint={c.p(ckpt)}"] if ckpt else
+             [f"--bert_config_file={c.p('bert_config.json')}", f"--vocab_file={c.p('vocab.txt')}"])
+    return ["run_pretraining.py", f"--input_file={inputs or c.p('pretrain.tfrecord')}", *model,
+            "--do_train", f"--num_train_steps={steps}", "--num_warmup_steps=0",
+            "--save_checkpoints_steps=2", "--train_batch_size=4", "--max_seq_length=32",
+            "--max_predictions_per_seq=5", "--log_steps=2", f"--output_dir={c.p(out)}", *extra]
+
+
+def squad(c: Ctx, *extra, train=None, predict=None):
+    files = []
+    if train is not False:
+        files += ["--do_train", f"--train_file={train or c.p('squad', 'train.json')}"]
+    if predict:
+        files += ["--do_predict", f"--predict_file={predict}"]
+    return ["run_squad.py", f"--init_checkpoint={c.p('ckpt')}", *files, "--max_seq_length=32",
+            "--doc_stride=8", "--max_query_length=8", "--train_batch_size=2",
+            "--num_train_epochs=1", f"--output_dir={c.p('out')}", *extra]
+
+
+def swag(c: Ctx, *extra, train=None):
+    return ["run_swag.py", f"--init_checkpoint={c.p('ckpt')}", "--do_train",
+            f"--train_file={train or c.p('swag', 'train.csv')}", *TINY, "--train_batch_size=2",
+            "--num_train_epochs=1", f"--output_dir={c.p('out')}", *extra]
+
+
+def ner(c: Ctx, *extra, train=None):
+    return ["run_ner.py", f"--init_checkpoint={c.p('ckpt')}", "--do_train",
+            f"--train_file={train or c.p('conll', 'train.txt')}", *TINY, "--train_batch_size=2",
+            "--num_train_epochs=1", f"--output_dir={c.p('out')}", *extra]
+
+
+def cpd(c: Ctx, *extra, inputs=None, output=None, vocab=None):
+    return ["-m data_prep.create_pretraining_data", f"--input_file={inputs or c.p('corpus.txt')}",
+            f"--output_file={output or c.p('gen', 'out.tfrecord')}",
+            f"--vocab_file={vocab or c.p('vocab.txt')}", "--max_seq_length=32",
+            "--max_predictions_per_seq=5", "--dupe_factor=1", "--progress_seconds=0",
+            "--num_workers=1", *extra]
+
+
+def corpus(c: Ctx, *extra, inputs=None, output=None):
+    return ["-m data_prep.prepare_corpus", f"--input={inputs or c.p('docs')}",
+            f"--output_file={output or c.p('gen', 'corpus.txt')}", *extra]
+
+
+def vocab(c: Ctx, *extra, inputs=None, output=None):
+    return ["-m data_prep.build_vocab", f"--input_file={inputs or c.p('corpus.txt')}",
+            f"--output_file={output or c.p('gen', 'vocab.txt')}", "--vocab_size=200",
+            "--num_unused=5", *extra]
+
+
+def predict(c: Ctx, *extra, model=None, input_file=None):
+    return ["bert predict", f"--model={model or c.p('export')}",
+            *([f"--input_file={input_file}"] if input_file else []), *extra]
+
+
+def features(c: Ctx, *extra, input_file=None):
+    return ["extract_features.py", f"--input_file={input_file or c.p('predict.txt')}",
+            f"--output_file={c.p('gen', 'features.jsonl')}", f"--init_checkpoint={c.p('ckpt')}",
+            "--layers=-1,-2", *TINY, *extra]
+
+
+def split(c: Ctx, *extra, input_file=None, train=None, dev=None):
+    return ["-m data_prep.squad", f"--input_file={input_file or c.p('squad3.json')}",
+            f"--train_output={train or c.p('gen', 'train.json')}",
+            f"--dev_output={dev or c.p('gen', 'dev.json')}", "--num_train_articles=2", *extra]
+
+
+BINARY = bytes(range(256)) * 40
+NOT_UTF8 = b"\xff\xfe bad \xc3\x28 bytes"
+
+
+def _binary(path):
+    return lambda c: kit.write(c.p(path), BINARY)
+
+
+def _text(path, text):
+    return lambda c: kit.write(c.p(path), text)
+
+
+def _truncate(path, keep=0.5):
+    return lambda c: kit.truncate(c.p(path), keep)
+
+
+def _corrupt(path):
+    return lambda c: kit.corrupt(c.p(path))
+
+
+def _config(**changes):
+    def setup(c):
+        values = dict(kit.TINY_CONFIG)
+        for key, value in changes.items():
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        for where in ("bert_config.json", "ckpt/bert_config.json"):
+            kit.write(c.p(where), json.dumps(values))
+    return setup
+
+
+def _vocab_without(*tokens):
+    def setup(c):
+        words = [t for t in kit.VOCAB if t not in tokens]
+        for where in ("vocab.txt", "ckpt/vocab.txt"):
+            kit.write(c.p(where), "\n".join(words) + "\n")
+    return setup
+
+
+def _gen_outputs(*names):
+    return lambda c: [c.p("gen", n) for n in names]
+
+
+# === The cases ===
+
+
+def define_cases():
+    # --- prepare-corpus -------------------------------------------------------------
+    docs = lambda c: (kit.write(c.p("docs", "a.txt"), "One sentence here. And another one.\n"),  # noqa: E731
+                      kit.write(c.p("docs", "b.txt"), "A second document. It ends.\n"))
+    out = _gen_outputs("corpus.txt")
+    mk = lambda c: os.makedirs(c.p("gen"), exist_ok=True)  # noqa: E731
+
+    def both(*fs):
+        return lambda c: [f(c) for f in fs]
+
+    case("prepare-corpus", "good input", lambda c: corpus(c), setup=both(docs, mk),
+         expect_error=False)
+    case("prepare-corpus", "input does not exist", lambda c: corpus(c, inputs=c.p("nope")),
+         setup=mk, names=lambda c: ["nope"], outputs=out)
+    case("prepare-corpus", "empty input directory", lambda c: corpus(c),
+         setup=both(lambda c: os.makedirs(c.p("docs")), mk), names=lambda c: ["docs"],
+         outputs=out)
+    case("prepare-corpus", "only empty files", lambda c: corpus(c),
+         setup=both(_text("docs/a.txt", ""), mk), names=lambda c: ["--input"], outputs=out)
+    case("prepare-corpus", "binary file, --fallback_encoding=''",
+         lambda c: corpus(c, "--fallback_encoding="), setup=both(_binary("docs/a.bin"), mk),
+         names=lambda c: ["a.bin"], outputs=out)
+    case("prepare-corpus", "output directory missing",
+         lambda c: corpus(c, output=c.p("no", "such", "c.txt")), setup=docs,
+         names=lambda c: ["no/such"])
+    case("prepare-corpus", "output is an input", lambda c: corpus(c, output=c.p("docs", "a.txt")),
+         setup=docs, names=lambda c: ["a.txt"])
+    case("prepare-corpus", "output inside the input directory",
+         lambda c: corpus(c, output=c.p("docs", "corpus.txt")), setup=docs,
+         names=lambda c: ["corpus.txt"], outputs=lambda c: [c.p("docs", "corpus.txt")])
+    case("prepare-corpus", "output is a directory", lambda c: corpus(c, output=c.p("gen")),
+         setup=both(docs, mk), names=lambda c: ["gen"])
+    case("prepare-corpus", "unknown flag", lambda c: corpus(c, "--no_such_flag=1"),
+         setup=both(docs, mk), names=lambda c: ["no_such_flag"], outputs=out)
+    case("prepare-corpus", "one 3 MB line", lambda c: corpus(c),
+         setup=both(_text("docs/a.txt", "word " * 600_000), mk), expect_error=False)
+    case("prepare-corpus", "disk full (1 KB file-size limit)", lambda c: corpus(c),
+         setup=both(_text("docs/a.txt", "A sentence that repeats. " * 400), mk),
+         file_size_limit=1024, names=lambda c: ["corpus.txt"], outputs=out,
+         after=rerun_succeeds)
+
+    # --- build-vocab ----------------------------------------------------------------
+    vout = _gen_outputs("vocab.txt")
+    case("build-vocab", "good input", lambda c: vocab(c), setup=mk, expect_error=False)
+    case("build-vocab", "input does not exist", lambda c: vocab(c, inputs=c.p("nope.txt")),
+         setup=mk, names=lambda c: ["nope.txt"], outputs=vout)
+    case("build-vocab", "empty input", lambda c: vocab(c, inputs=c.p("empty.txt")),
+         setup=both(_text("empty.txt", ""), mk), names=lambda c: ["--input_file"], outputs=vout)
+    case("build-vocab", "binary input", lambda c: vocab(c, inputs=c.p("bin.txt")),
+         setup=both(_binary("bin.txt"), mk), names=lambda c: ["bin.txt"], outputs=vout)
+    case("build-vocab", "--vocab_size=10", lambda c: vocab(c, "--vocab_size=10"), setup=mk,
+         names=lambda c: ["--vocab_size"], outputs=vout)
+    case("build-vocab", "--vocab_size=-1", lambda c: vocab(c, "--vocab_size=-1"), setup=mk,
+         names=lambda c: ["--vocab_size"], outputs=vout)
+    case("build-vocab", "--num_unused=-5", lambda c: vocab(c, "--num_unused=-5"), setup=mk,
+         names=lambda c: ["--num_unused"], outputs=vout)
+    case("build-vocab", "stray positional argument", lambda c: vocab(c, "true"), setup=mk,
+         names=lambda c: ["true"], outputs=vout)
+    case("build-vocab", "output is the input", lambda c: vocab(c, output=c.p("corpus.txt")),
+         names=lambda c: ["corpus.txt"])
+    case("build-vocab", "output directory missing",
+         lambda c: vocab(c, output=c.p("no", "v.txt")), names=lambda c: ["no/v.txt", "/no"])
+    case("build-vocab", "output is a directory", lambda c: vocab(c, output=c.p("glue")),
+         names=lambda c: ["glue"])
+
+    # --- create-pretraining-data ------------------------------------------------------
+    gout = _gen_outputs("out.tfrecord", ".out_tfrecord.summary.json")
+    case("create-pretraining-data", "good input", lambda c: cpd(c), setup=mk, expect_error=False)
+    case("create-pretraining-data", "input does not exist",
+         lambda c: cpd(c, inputs=c.p("nope.txt")), setup=mk, names=lambda c: ["nope.txt"],
+         outputs=gout)
+    case("create-pretraining-data", "glob matches nothing",
+         lambda c: cpd(c, inputs=c.p("nope*.txt")), setup=mk, names=lambda c: ["nope*"],
+         outputs=gout)
+    case("create-pretraining-data", "empty input", lambda c: cpd(c, inputs=c.p("e.txt")),
+         setup=both(_text("e.txt", "\n\n"), mk), names=lambda c: ["e.txt"], outputs=gout)
+    case("create-pretraining-data", "one document", lambda c: cpd(c, inputs=c.p("one.txt")),
+         setup=both(_text("one.txt", "w1 w2 .\nw3 w4 .\n"), mk), names=lambda c: ["one.txt"],
+         outputs=gout)
+    case("create-pretraining-data", "a line that is not UTF-8",
+         lambda c: cpd(c, inputs=c.p("bad.txt")),
+         setup=both(lambda c: kit.write(c.p("bad.txt"), kit.corpus_text().encode()
+                                        .replace(b"w1 ", b"w1 \xff ", 1)), mk),
+         names=lambda c: ["bad.txt line"], outputs=gout)
+    case("create-pretraining-data", "binary input", lambda c: cpd(c, inputs=c.p("bin.txt")),
+         setup=both(_binary("bin.txt"), mk), names=lambda c: ["bin.txt"], outputs=gout)
+    case("create-pretraining-data", "--input_file is a directory",
+         lambda c: cpd(c, inputs=c.p("glue")), setup=mk, names=lambda c: ["glue"], outputs=gout)
+    case("create-pretraining-data", "vocab does not exist",
+         lambda c: cpd(c, vocab=c.p("nope.txt")), setup=mk, names=lambda c: ["nope.txt"],
+         outputs=gout)
+    case("create-pretraining-data", "vocab without [CLS]/[SEP]", lambda c: cpd(c),
+         setup=both(_vocab_without("[CLS]", "[SEP]"), mk), names=lambda c: ["vocab.txt"],
+         outputs=gout)
+    case("create-pretraining-data", "empty vocab", lambda c: cpd(c),
+         setup=both(_text("vocab.txt", ""), mk), names=lambda c: ["vocab.txt"], outputs=gout)
+    case("create-pretraining-data", "binary vocab", lambda c: cpd(c),
+         setup=both(_binary("vocab.txt"), mk), names=lambda c: ["vocab.txt"], outputs=gout)
+    case("create-pretraining-data", "output is the input",
+         lambda c: cpd(c, output=c.p("corpus.txt")), names=lambda c: ["corpus.txt"])
+    case("create-pretraining-data", "output is the vocab",
+         lambda c: cpd(c, output=c.p("vocab.txt")), names=lambda c: ["vocab.txt"])
+    case("create-pretraining-data", "output directory missing",
+         lambda c: cpd(c, output=c.p("no", "o.tfrecord")), names=lambda c: ["o.tfrecord"])
+    case("create-pretraining-data", "output is a directory", lambda c: cpd(c, output=c.p("glue")),
+         names=lambda c: ["glue"])
+    case("create-pretraining-data", "same output twice",
+         lambda c: cpd(c, output=c.p("gen", "a.tfrecord") + "," + c.p("gen", "a.tfrecord")),
+         setup=mk, names=lambda c: ["a.tfrecord"], outputs=_gen_outputs("a.tfrecord"))
+    for flag in ("--max_seq_length=4", "--masked_lm_prob=0", "--masked_lm_prob=1.5",
+                 "--dupe_factor=0", "--max_predictions_per_seq=0", "--short_seq_prob=2"):
+        case("create-pretraining-data", flag, lambda c, f=flag: cpd(c, f), setup=mk,
+             names=lambda c, f=flag: [f.split("=")[0]], outputs=gout)
+    case("create-pretraining-data", "stray positional argument",
+         lambda c: cpd(c, "extra"), setup=mk, names=lambda c: ["extra"], outputs=gout)
+    case("create-pretraining-data", "one 2 MB line", lambda c: cpd(c, inputs=c.p("long.txt")),
+         setup=both(_text("long.txt", "w1 " * 700_000 + "\nw2 w3 .\n\nw4 w5 .\nw6 .\n"), mk),
+         expect_error=False)
+    case("create-pretraining-data", "disk full (4 KB file-size limit)", lambda c: cpd(c),
+         setup=mk, file_size_limit=4096, names=lambda c: ["out.tfrecord"], outputs=gout,
+         after=rerun_succeeds)
+    case("create-pretraining-data", "SIGKILL between renames (3 outputs), then pre-training",
+         lambda c: pretrain(c, inputs=c.p("gen", "k-*.tfrecord")), setup=killed_generation,
+         names=lambda c: ["k-"], outputs=lambda c: [c.p("run", "checkpoint")])
+    case("create-pretraining-data", "a set's file cut at a record boundary, then pre-training",
+         lambda c: pretrain(c, inputs=c.p("gen", "k-*.tfrecord")),
+         setup=lambda c: set_with_file_gone(c, cut=True), names=lambda c: ["k-1"],
+         outputs=lambda c: [c.p("run", "checkpoint")])
+    case("create-pretraining-data", "an output of a set deleted, then pre-training",
+         lambda c: pretrain(c, inputs=c.p("gen", "k-*.tfrecord")), setup=set_with_file_gone,
+         names=lambda c: ["k-"], outputs=lambda c: [c.p("run", "checkpoint")])
+
+    # --- pretrain -----------------------------------------------------------------------
+    run_out = lambda c: [c.p("run", "checkpoint")]  # noqa: E731
+    case("pretrain", "good input", lambda c: pretrain(c), expect_error=False)
+    case("pretrain", "glob matches nothing", lambda c: pretrain(c, inputs=c.p("no-*.tfrecord")),
+         names=lambda c: ["--input_file"], outputs=run_out)
+    for label, damage, compress in (
+            ("truncated TFRecord", lambda p: kit.truncate(p, 0.55), False),
+            ("corrupt TFRecord", lambda p: kit.corrupt(p, 0.55), False),
+            ("truncated GZIP TFRecord", lambda p: kit.truncate(p, 0.55), True),
+            ("corrupt GZIP TFRecord", lambda p: kit.corrupt(p, 0.55), True)):
+        case("pretrain", label, lambda c: pretrain(c, inputs=c.p("bad.tfrecord"), steps=40),
+             setup=lambda c, d=damage, z=compress: damaged_records(c, d, z),
+             names=lambda c: ["bad.tfrecord"], outputs=run_out)
+    case("pretrain", "--input_file is a directory", lambda c: pretrain(c, inputs=c.p("glue")),
+         names=lambda c: ["glue"], outputs=run_out)
+    case("pretrain", "--eval_input_file does not exist (--do_eval)",
+         lambda c: pretrain(c, "--do_eval", f"--eval_input_file={c.p('nope.tfrecord')}"),
+         names=lambda c: ["nope.tfrecord"], outputs=run_out)
+    case("pretrain", "a flag's value as a separate word (--do_train true)",
+         lambda c: pretrain(c, "true"), names=lambda c: ["true"], outputs=run_out)
+    case("pretrain", "text file as TFRecord", lambda c: pretrain(c, inputs=c.p("corpus.txt")),
+         names=lambda c: ["corpus.txt"], outputs=run_out)
+    case("pretrain", "empty TFRecord file", lambda c: pretrain(c, inputs=c.p("e.tfrecord")),
+         setup=_text("e.tfrecord", ""), names=lambda c: ["e.tfrecord"], outputs=run_out)
+    case("pretrain", "--max_seq_length unlike the files", lambda c: pretrain(c, "--max_seq_length=64"),
+         names=lambda c: ["pretrain.tfrecord"], outputs=run_out)
+    case("pretrain", "--max_predictions_per_seq unlike the files",
+         lambda c: pretrain(c, "--max_predictions_per_seq=7"),
+         names=lambda c: ["pretrain.tfrecord"], outputs=run_out)
+    for label, changes in (("config without num_hidden_layers", dict(num_hidden_layers=None)),
+                           ("config with hidden_size % heads != 0", dict(hidden_size=18)),
+                           ("config with vocab_size 0", dict(vocab_size=0)),
+                           ("config with hidden_act 'nope'", dict(hidden_act="nope")),
+                           ("config with a string for a number", dict(hidden_size="16"))):
+        case("pretrain", label, lambda c: pretrain(c), setup=_config(**changes),
+             names=lambda c: ["bert_config.json"], outputs=run_out)
+    case("pretrain", "config that is not JSON", lambda c: pretrain(c),
+         setup=_text("bert_config.json", "{vocab_size: 3"), names=lambda c: ["bert_config.json"],
+         outputs=run_out)
+    case("pretrain", "config that is a JSON list", lambda c: pretrain(c),
+         setup=_text("bert_config.json", "[1, 2]"), names=lambda c: ["bert_config.json"],
+         outputs=run_out)
+    case("pretrain", "vocab without [MASK]", lambda c: pretrain(c),
+         setup=_vocab_without("[MASK]"), names=lambda c: ["vocab.txt"], outputs=run_out)
+    for flag in ("--train_batch_size=0", "--num_train_steps=0", "--learning_rate=0",
+                 "--learning_rate=nan", "--max_seq_length=0", "--save_checkpoints_steps=0",
+                 "--num_gpus=2", "--num_warmup_steps=-1", "--gradient_accumulation_steps=3",
+                 "--max_seq_length=1000", "--masked_lm_prob=1.5", "--dtype=float64"):
+        case("pretrain", flag, lambda c, f=flag: pretrain(c, f),
+             names=lambda c, f=flag: [f.split("=")[0]], outputs=run_out)
+    case("pretrain", "truncated checkpoint .index (resume)", lambda c: pretrain(c, steps=6),
+         setup=lambda c: trained_run(c, damage=lambda r: kit.truncate(r / "ckpt-4.index")),
+         names=lambda c: ["ckpt-4.index"], after=resumes_after_delete)
+    case("pretrain", "truncated checkpoint .data (resume)", lambda c: pretrain(c, steps=6),
+         setup=lambda c: trained_run(c, damage=lambda r: kit.truncate(
+             r / "ckpt-4.data-00000-of-00001")), names=lambda c: ["ckpt-4.data"],
+         after=resumes_after_delete)
+    case("pretrain", "corrupt checkpoint .data (resume)", lambda c: pretrain(c, steps=6),
+         setup=lambda c: trained_run(c, damage=lambda r: kit.corrupt(
+             r / "ckpt-4.data-00000-of-00001", 0.3, 64)), names=lambda c: ["ckpt-4"],
+         after=resumes_after_delete)
+    case("pretrain", "corrupt `checkpoint` state file", lambda c: pretrain(c, steps=6),
+         setup=lambda c: trained_run(c, damage=lambda r: (r / "checkpoint").write_text("}{x")),
+         names=lambda c: ["checkpoint"])
+    case("pretrain", "disk full while saving a checkpoint (resume)", lambda c: pretrain(c, steps=6),
+         setup=lambda c: trained_run(c), file_size_limit=40_000, names=lambda c: ["run"],
+         after=rerun_resumes)
+    case("pretrain", "--init_checkpoint does not exist",
+         lambda c: pretrain(c, ckpt="nope"), names=lambda c: ["nope"], outputs=run_out)
+    case("pretrain", "--init_checkpoint with a truncated .data",
+         lambda c: pretrain(c, ckpt="ckpt"),
+         setup=_truncate("ckpt/ckpt-1.data-00000-of-00001"), names=lambda c: ["ckpt-1.data"],
+         outputs=run_out)
+    case("pretrain", "--init_checkpoint of another config",
+         lambda c: pretrain(c, f"--bert_config_file={c.p('other.json')}", ckpt="ckpt"),
+         setup=lambda c: kit.write(c.p("other.json"), json.dumps(
+             dict(kit.TINY_CONFIG, hidden_size=32))), names=lambda c: ["ckpt"], outputs=run_out)
+    case("pretrain", "--output_dir is a file", lambda c: pretrain(c, out="corpus.txt"),
+         names=lambda c: ["corpus.txt"])
+    case("pretrain", "--output_dir is the input", lambda c: pretrain(c, out="pretrain.tfrecord"),
+         names=lambda c: ["pretrain.tfrecord"])
+
+    # --- classify ----------------------------------------------------------------------
+    cls_out = lambda c: [c.p("out", "eval_results.txt"), c.p("out", "checkpoint")]  # noqa: E731
+    case("classify", "good input", lambda c: classify(c), expect_error=False)
+    case("classify", "--data_dir does not exist", lambda c: classify(c, data="nope"),
+         names=lambda c: ["nope"], outputs=cls_out)
+    case("classify", "--data_dir is a file", lambda c: classify(c, data="corpus.txt"),
+         names=lambda c: ["corpus.txt"], outputs=cls_out)
+    case("classify", "train.tsv is a directory", lambda c: classify(c),
+         setup=lambda c: (os.remove(c.p("glue", "train.tsv")), os.makedirs(c.p("glue", "train.tsv"))),
+         names=lambda c: ["train.tsv"], outputs=cls_out)
+    case("classify", "binary dev.tsv (--do_eval)", lambda c: classify(
+        c, modes=("--do_train", "--do_eval")), setup=_binary("glue/dev.tsv"),
+         names=lambda c: ["dev.tsv"], outputs=cls_out)
+    case("classify", "test.tsv not UTF-8 (--do_predict)", lambda c: classify(
+        c, modes=("--do_train", "--do_predict")),
+         setup=lambda c: kit.write(c.p("glue", "test.tsv"), b"index\tsentence\n0\tgood\n1\tb\xe9d\n"),
+         names=lambda c: ["test.tsv line 3"], outputs=cls_out)
+    case("classify", "a BOM and CRLF line ends", lambda c: classify(c),
+         setup=lambda c: kit.write(c.p("glue", "train.tsv"), ("\ufeffsentence\tlabel\r\n" + "".join(
+             f"{s}\t{y}\r\n" for s, y in kit.SST_TRAIN)).encode("utf-8")), expect_error=False)
+    case("classify", "a config with keys BERT does not use", lambda c: classify(c),
+         setup=_config(architectures=["BertModel"], model_type="bert"), expect_error=False)
+    case("classify", "stray positional argument", lambda c: classify(c, "extra"),
+         names=lambda c: ["extra"], outputs=cls_out)
+    case("classify", "train.tsv missing", lambda c: classify(c),
+         setup=lambda c: os.remove(c.p("glue", "train.tsv")), names=lambda c: ["train.tsv"],
+         outputs=cls_out)
+    case("classify", "train.tsv not UTF-8 (line 4)", lambda c: classify(c),
+         setup=lambda c: kit.write(c.p("glue", "train.tsv"), (
+             "sentence\tlabel\nthe movie\t1\nbad\t0\ncaf\xe9\t1\n").encode("latin-1")),
+         names=lambda c: ["train.tsv line 4"], outputs=cls_out)
+    case("classify", "binary train.tsv", lambda c: classify(c), setup=_binary("glue/train.tsv"),
+         names=lambda c: ["train.tsv"], outputs=cls_out)
+    case("classify", "empty train.tsv", lambda c: classify(c), setup=_text("glue/train.tsv", ""),
+         names=lambda c: ["train.tsv"], outputs=cls_out)
+    case("classify", "train.tsv with a CSV header", lambda c: classify(c),
+         setup=_text("glue/train.tsv", "sentence,label\ngood,1\n"), names=lambda c: ["train.tsv"],
+         outputs=cls_out)
+    case("classify", "a row without its label column", lambda c: classify(c),
+         setup=_text("glue/train.tsv", "sentence\tlabel\ngood\t1\nbad\n"),
+         names=lambda c: ["train.tsv line 3"], outputs=cls_out)
+    case("classify", "unknown label", lambda c: classify(c),
+         setup=_text("glue/train.tsv", "sentence\tlabel\ngood\t1\nbad\tnegative\n"),
+         names=lambda c: ["train.tsv line 3"], outputs=cls_out)
+    case("classify", "dev.tsv unknown label (--do_eval)", lambda c: classify(
+        c, modes=("--do_train", "--do_eval")),
+         setup=_text("glue/dev.tsv", "sentence\tlabel\ngood\t1\nbad\t2\n"),
+         names=lambda c: ["dev.tsv line 3"], outputs=cls_out)
+    case("classify", "test.tsv missing (--do_predict)", lambda c: classify(
+        c, modes=("--do_train", "--do_predict")),
+         setup=lambda c: os.remove(c.p("glue", "test.tsv")), names=lambda c: ["test.tsv"],
+         outputs=cls_out)
+    case("classify", "one 1 MB line", lambda c: classify(c),
+         setup=_text("glue/train.tsv", "sentence\tlabel\n" + "good " * 200_000 + "\t1\nbad\t0\n"
+                     + "".join(f"{s}\t{y}\n" for s, y in kit.SST_TRAIN)), expect_error=False)
+    case("classify", "vocab larger than the config's vocab_size", lambda c: classify(c),
+         setup=lambda c: kit.write(c.p("ckpt", "vocab.txt"), "\n".join(
+             kit.VOCAB + [f"extra{i}" for i in range(5)]) + "\n"),
+         names=lambda c: ["vocab.txt"], outputs=cls_out)
+    case("classify", "vocab without [CLS]/[SEP]", lambda c: classify(c),
+         setup=_vocab_without("[CLS]", "[SEP]"), names=lambda c: ["vocab.txt"], outputs=cls_out)
+    case("classify", "binary vocab", lambda c: classify(c), setup=_binary("ckpt/vocab.txt"),
+         names=lambda c: ["vocab.txt"], outputs=cls_out)
+    case("classify", "config without num_hidden_layers", lambda c: classify(c),
+         setup=_config(num_hidden_layers=None), names=lambda c: ["bert_config.json"],
+         outputs=cls_out)
+    case("classify", "--init_checkpoint: truncated .index", lambda c: classify(c),
+         setup=_truncate("ckpt/ckpt-1.index"), names=lambda c: ["ckpt-1.index"], outputs=cls_out)
+    case("classify", "--init_checkpoint: truncated .data", lambda c: classify(c),
+         setup=_truncate("ckpt/ckpt-1.data-00000-of-00001"), names=lambda c: ["ckpt-1.data"],
+         outputs=cls_out)
+    case("classify", "--init_checkpoint: .data deleted", lambda c: classify(c),
+         setup=lambda c: os.remove(c.p("ckpt", "ckpt-1.data-00000-of-00001")),
+         names=lambda c: ["ckpt"], outputs=cls_out)
+    case("classify", "--init_checkpoint: truncated model.safetensors",
+         lambda c: classify(c, ckpt="hf"), setup=lambda c: hf_checkpoint(c, truncate=True),
+         names=lambda c: ["model.safetensors"], outputs=cls_out)
+    case("classify", "--init_checkpoint: empty directory", lambda c: classify(c, ckpt="empty"),
+         setup=lambda c: os.makedirs(c.p("empty")), names=lambda c: ["empty"], outputs=cls_out)
+    for flag in ("--train_batch_size=0", "--num_train_epochs=0", "--num_train_epochs=-1",
+                 "--num_gpus=2", "--max_seq_length=1", "--max_seq_length=0",
+                 "--max_seq_length=100000", "--learning_rate=-1", "--warmup_proportion=2",
+                 "--task_name=sst-3", "--distribution_strategy=nope", "--export_version=0"):
+        case("classify", flag, lambda c, f=flag: classify(c, f),
+             names=lambda c, f=flag: [f.split("=")[0]], outputs=cls_out)
+    case("classify", "nothing to do (no --do_*)", lambda c: classify(c, modes=()),
+         names=lambda c: ["--do_train"], outputs=cls_out)
+    case("classify", "--export_dir is --output_dir",
+         lambda c: classify(c, f"--export_dir={c.p('out')}"), names=lambda c: ["--export_dir"],
+         outputs=cls_out)
+    case("classify", "--output_dir is --data_dir", lambda c: classify(c, out="glue"),
+         names=lambda c: ["glue"])
+    case("classify", "evaluate a run directory without a trained head",
+         lambda c: classify(c, modes=("--do_eval",)), names=lambda c: ["--do_train"],
+         outputs=cls_out)
+
+    # --- squad ----------------------------------------------------------------------------
+    sq_out = lambda c: [c.p("out", "predictions.json"), c.p("out", "checkpoint")]  # noqa: E731
+    case("squad", "good input", lambda c: squad(c), expect_error=False)
+    case("squad", "train file missing", lambda c: squad(c, train=c.p("nope.json")),
+         names=lambda c: ["nope.json"], outputs=sq_out)
+    case("squad", "not JSON", lambda c: squad(c), setup=_text("squad/train.json", '{"data": ['),
+         names=lambda c: ["train.json"], outputs=sq_out)
+    case("squad", "not UTF-8", lambda c: squad(c),
+         setup=lambda c: kit.write(c.p("squad", "train.json"),
+                                   json.dumps(kit.squad_json()).encode()[:-2] + b"\xff]}"),
+         names=lambda c: ["train.json"], outputs=sq_out)
+    case("squad", "binary file", lambda c: squad(c), setup=_binary("squad/train.json"),
+         names=lambda c: ["train.json"], outputs=sq_out)
+    case("squad", "wrong structure (answers not a list)", lambda c: squad(c),
+         setup=lambda c: kit.write(c.p("squad", "train.json"), json.dumps(
+             {"data": [{"paragraphs": [{"context": "a b", "qas": [
+                 {"id": "x", "question": "q", "answers": "a"}]}]}]})),
+         names=lambda c: ["train.json"], outputs=sq_out)
+    case("squad", "duplicate question ids (predict)",
+         lambda c: squad(c, train=False, predict=c.p("squad", "dup.json")),
+         setup=lambda c: kit.write(c.p("squad", "dup.json"), json.dumps(kit.squad_json(
+             [("same", "where is the cat", "mat"), ("same", "who sat", "the dog")]))),
+         names=lambda c: ["dup.json"], outputs=sq_out)
+    case("squad", "every answer_start outside its context", lambda c: squad(c),
+         setup=lambda c: kit.write(c.p("squad", "train.json"), json.dumps(
+             {"data": [{"paragraphs": [{"context": "a b", "qas": [
+                 {"id": "x", "question": "q", "answers": [
+                     {"text": "b", "answer_start": 40}]}]}]}]})),
+         names=lambda c: ["train.json"], outputs=sq_out)
+    case("squad", "binary predict file", lambda c: squad(c, train=False,
+                                                          predict=c.p("squad", "bin.json")),
+         setup=_binary("squad/bin.json"), names=lambda c: ["bin.json"], outputs=sq_out)
+    case("squad", "is_impossible without --version_2_with_negative", lambda c: squad(c),
+         setup=lambda c: kit.write(c.p("squad", "train.json"), json.dumps(
+             {"data": [{"paragraphs": [{"context": "a b", "qas": [
+                 {"id": "x", "question": "q", "answers": [], "is_impossible": True}]}]}]})),
+         names=lambda c: ["train.json"], outputs=sq_out)
+    case("squad", "a 100,000-character context",
+         lambda c: squad(c, "--max_seq_length=64", "--doc_stride=120", "--train_batch_size=32"),
+         setup=lambda c: kit.write(c.p("squad", "train.json"), json.dumps(kit.squad_json(
+             context=("the cat sat on the mat . " * 4200) + "the dog sat on the cat ."))),
+         expect_error=False)
+    for flag in ("--num_train_epochs=0", "--doc_stride=0", "--max_query_length=40",
+                 "--n_best_size=0", "--max_answer_length=0"):
+        case("squad", flag, lambda c, f=flag: squad(c, f), names=lambda c, f=flag: [
+            f.split("=")[0], "--max_seq_length"], outputs=sq_out)
+
+    # --- swag / ner -------------------------------------------------------------------------
+    mc_out = lambda c: [c.p("out", "checkpoint")]  # noqa: E731
+    case("swag", "good input", lambda c: swag(c), expect_error=False)
+    case("swag", "file missing", lambda c: swag(c, train=c.p("nope.csv")),
+         names=lambda c: ["nope.csv"], outputs=mc_out)
+    case("swag", "header without endings", lambda c: swag(c),
+         setup=_text("swag/train.csv", "sent1,sent2,label\na,b,0\n"), names=lambda c: ["train.csv"],
+         outputs=mc_out)
+    case("swag", "not UTF-8 (line 3)", lambda c: swag(c),
+         setup=lambda c: kit.write(c.p("swag", "train.csv"), kit.swag_csv().encode().replace(
+             b"v1,", b"v\xff1,")), names=lambda c: ["train.csv line 3"], outputs=mc_out)
+    case("swag", "label out of range", lambda c: swag(c),
+         setup=lambda c: kit.write(c.p("swag", "train.csv"), kit.swag_csv().replace(",1\n", ",7\n")),
+         names=lambda c: ["train.csv line"], outputs=mc_out)
+    case("swag", "a row with fewer endings", lambda c: swag(c),
+         setup=lambda c: kit.write(c.p("swag", "train.csv"), kit.SWAG_HEADER
+                                   + "v0,0,a,the cat,sat,gold,mat,dog,0\n"),
+         names=lambda c: ["train.csv line 2"], outputs=mc_out)
+    case("swag", "empty file", lambda c: swag(c), setup=_text("swag/train.csv", ""),
+         names=lambda c: ["train.csv"], outputs=mc_out)
+    case("swag", "binary file", lambda c: swag(c), setup=_binary("swag/train.csv"),
+         names=lambda c: ["train.csv"], outputs=mc_out)
+    case("ner", "good input", lambda c: ner(c), expect_error=False)
+    case("ner", "file missing", lambda c: ner(c, train=c.p("nope.txt")),
+         names=lambda c: ["nope.txt"], outputs=mc_out)
+    case("ner", "a row with another column count", lambda c: ner(c),
+         setup=_text("conll/train.txt", "the\tO\ncat\tB-ANI\textra\n"),
+         names=lambda c: ["train.txt line 2"], outputs=mc_out)
+    case("ner", "a tag that is not BIO", lambda c: ner(c),
+         setup=_text("conll/train.txt", "the\tO\ncat\tX-ANI\n"),
+         names=lambda c: ["train.txt line 2"], outputs=mc_out)
+    case("ner", "not UTF-8 (line 2)", lambda c: ner(c),
+         setup=lambda c: kit.write(c.p("conll", "train.txt"), b"the\tO\nc\xfft\tB-ANI\n"),
+         names=lambda c: ["train.txt line 2"], outputs=mc_out)
+    case("ner", "empty file", lambda c: ner(c), setup=_text("conll/train.txt", "\n\n"),
+         names=lambda c: ["train.txt"], outputs=mc_out)
+    case("ner", "binary file", lambda c: ner(c), setup=_binary("conll/train.txt"),
+         names=lambda c: ["train.txt"], outputs=mc_out)
+    case("ner", "--window_stride=0", lambda c: ner(c, "--window_stride=0"),
+         names=lambda c: ["--window_stride"], outputs=mc_out)
+
+    # --- predict ------------------------------------------------------------------------------
+    case("predict", "good input", lambda c: predict(c, input_file=c.p("predict.txt")),
+         expect_error=False)
+    case("predict", "--model does not exist", lambda c: predict(c, model=c.p("nope")),
+         names=lambda c: ["nope"])
+    case("predict", "--model is an empty directory", lambda c: predict(c, model=c.p("empty")),
+         setup=lambda c: os.makedirs(c.p("empty")), names=lambda c: ["empty"])
+    case("predict", "--model is a pre-training checkpoint", lambda c: predict(c, model=c.p("ckpt")),
+         names=lambda c: ["ckpt"])
+    case("predict", "truncated saved_model.pb", lambda c: predict(c, input_file=c.p("predict.txt")),
+         setup=lambda c: kit.truncate(saved_model(c) / "saved_model.pb"), names=lambda c: ["export"])
+    case("predict", "truncated variables.data", lambda c: predict(c, input_file=c.p("predict.txt")),
+         setup=lambda c: kit.truncate(saved_model(c) / "variables" /
+                                      "variables.data-00000-of-00001"),
+         names=lambda c: ["export"])
+    case("predict", "SavedModel without its variables",
+         lambda c: predict(c, input_file=c.p("predict.txt")),
+         setup=lambda c: shutil.rmtree(saved_model(c) / "variables"), names=lambda c: ["export"])
+    case("predict", "--model is a file", lambda c: predict(c, model=c.p("vocab.txt")),
+         names=lambda c: ["vocab.txt"])
+    case("predict", "--output_format=xml", lambda c: predict(c, "--output_format=xml"),
+         names=lambda c: ["output_format"])
+    case("predict", "stray positional argument", lambda c: predict(c, "text"),
+         names=lambda c: ["text"])
+    case("predict", "input not UTF-8 (line 2)", lambda c: predict(c, input_file=c.p("bad.txt")),
+         setup=lambda c: kit.write(c.p("bad.txt"), b"a good movie\nbad \xff film\n"),
+         names=lambda c: ["bad.txt line 2"])
+    case("predict", "stdin not UTF-8 (line 3)", lambda c: predict(c),
+         stdin=b"a good movie\nfun\nbad \xc3\x28 film\n", names=lambda c: ["standard input line 3"])
+    case("predict", "input file missing", lambda c: predict(c, input_file=c.p("nope.txt")),
+         names=lambda c: ["nope.txt"])
+    case("predict", "empty input", lambda c: predict(c, input_file=c.p("e.txt")),
+         setup=_text("e.txt", "\n\n"), names=lambda c: ["e.txt"])
+    case("predict", "a tab in a single-sentence model's input",
+         lambda c: predict(c, input_file=c.p("tab.txt")), setup=_text("tab.txt", "a\tb\n"),
+         names=lambda c: ["tab.txt line 1"])
+    case("predict", "binary input", lambda c: predict(c, input_file=c.p("bin.txt")),
+         setup=_binary("bin.txt"), names=lambda c: ["bin.txt"])
+    case("predict", "--batch_size=0", lambda c: predict(c, "--batch_size=0"),
+         names=lambda c: ["--batch_size"])
+    case("predict", "one 1 MB line", lambda c: predict(c, input_file=c.p("long.txt")),
+         setup=_text("long.txt", "good " * 200_000 + "\n"), expect_error=False)
+
+    # --- extract-features, squad-split, bert ---------------------------------------------------------
+    case("extract-features", "good input", lambda c: features(c), setup=mk, expect_error=False)
+    case("extract-features", "input missing", lambda c: features(c, input_file=c.p("nope.txt")),
+         setup=mk, names=lambda c: ["nope.txt"], outputs=_gen_outputs("features.jsonl"))
+    case("extract-features", "input not UTF-8", lambda c: features(c, input_file=c.p("bad.txt")),
+         setup=both(lambda c: kit.write(c.p("bad.txt"), b"fine\n\xff\n"), mk),
+         names=lambda c: ["bad.txt line 2"], outputs=_gen_outputs("features.jsonl"))
+    case("extract-features", "--layers=x", lambda c: features(c, "--layers=x"), setup=mk,
+         names=lambda c: ["--layers"], outputs=_gen_outputs("features.jsonl"))
+    case("extract-features", "--layers=-9", lambda c: features(c, "--layers=-9"), setup=mk,
+         names=lambda c: ["--layers"], outputs=_gen_outputs("features.jsonl"))
+    case("extract-features", "output is the input",
+         lambda c: features(c, f"--output_file={c.p('predict.txt')}"),
+         names=lambda c: ["predict.txt"])
+    three = lambda c: kit.write(c.p("squad3.json"), json.dumps(  # noqa: E731
+        {"version": "1.1", "data": kit.squad_json()["data"] * 3}))
+    sp_out = _gen_outputs("train.json", "dev.json")
+    case("squad-split", "good input", lambda c: split(c), setup=both(three, mk),
+         expect_error=False)
+    case("squad-split", "--train_output is the input",
+         lambda c: split(c, train=c.p("squad3.json")), setup=both(three, mk),
+         names=lambda c: ["squad3.json"])
+    case("squad-split", "--num_train_articles too large",
+         lambda c: split(c, "--num_train_articles=3"), setup=both(three, mk),
+         names=lambda c: ["--num_train_articles"], outputs=sp_out)
+    case("squad-split", "not JSON", lambda c: split(c), setup=both(
+        _text("squad3.json", "{"), mk), names=lambda c: ["squad3.json"], outputs=sp_out)
+    case("bert", "unknown command", lambda c: ["bert nosuchcommand"],
+         names=lambda c: ["nosuchcommand"])
+    case("bert", "unknown flag", lambda c: ["bert classify", "--no_such_flag"],
+         names=lambda c: ["no_such_flag"])
+
+
+# === Setups that need more than a write ===
+
+
+def damaged_records(c: Ctx, damage, compress: bool):
+    data = pathlib.Path(c.p("pretrain.tfrecord")).read_bytes()
+    if compress:
+        data = gzip.compress(data)
+    path = kit.write(c.p("bad.tfrecord"), data)
+    damage(path)
+
+
+def killed_generation(c: Ctx):
+    """create_pretraining_data with 3 outputs, SIGKILLed after its first rename."""
+    os.makedirs(c.p("gen"), exist_ok=True)
+    script = (
+        "import os, signal, sys\n"
+        "from official_bert import io\n"
+        "original, count = io.rename, [0]\n"
+        "def rename(source, destination, overwrite=False):\n"
+        "    original(source, destination, overwrite)\n"
+        "    if '.tfrecord' in str(destination) and not str(destination).endswith('.json'):\n"
+        "        count[0] += 1\n"
+        "        if count[0] == 1:\n"
+        "            os.kill(os.getpid(), signal.SIGKILL)\n"
+        "io.rename = rename\n"
+        "from data_prep import create_pretraining_data as cpd\n"
+        "cpd.entry(sys.argv)\n")
+    outputs = ",".join(c.p("gen", f"k-{i}.tfrecord") for i in range(3))
+    result = kit.run([sys.executable, "-c", script, *cpd(c, output=outputs)[1:]])
+    assert result.returncode == -9, result.stderr[-2000:]
+
+
+def set_with_file_gone(c: Ctx, cut=False):
+    os.makedirs(c.p("gen"), exist_ok=True)
+    outputs = ",".join(c.p("gen", f"k-{i}.tfrecord") for i in range(3))
+    result = kit.run(kit.command(*cpd(c, output=outputs)))
+    assert result.returncode == 0, result.stderr[-2000:]
+    path = c.p("gen", "k-1.tfrecord")
+    if cut:  # the last record off: a valid, shorter TFRecord, which only the manifest notices
+        import tensorflow as tf
+
+        records = list(tf.data.TFRecordDataset(path).as_numpy_iterator())
+        size = sum(16 + len(r) for r in records[:-1])
+        kit.truncate(path, size)
+    else:
+        os.remove(path)
+
+
+def trained_run(c: Ctx, damage=None):
+    """A pre-training run to step 4 (checkpoints 2 and 4) in `run`, then `damage`."""
+    result = kit.run(kit.command(*pretrain(c, steps=4)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    if damage:
+        damage(pathlib.Path(c.p("run")))
+
+
+def hf_checkpoint(c: Ctx, truncate=False):
+    kit.make_huggingface(c.p("hf"), c.p("ckpt"))
+    shutil.copy(c.p("ckpt", "vocab.txt"), c.p("hf", "vocab.txt"))
+    if truncate:
+        kit.truncate(c.p("hf", "model.safetensors"))
+
+
+def saved_model(c: Ctx) -> pathlib.Path:
+    versions = sorted(p for p in pathlib.Path(c.p("export")).iterdir() if p.name.isdigit())
+    return versions[-1]
+
+
+# === Follow-ups ===
+
+
+def rerun_succeeds(c: Ctx, case: Case) -> tuple:
+    result = kit.run(kit.command(*case.argv(c)), timeout=case.timeout)
+    return result.returncode == 0, "rerun without the fault: " + (
+        "succeeded" if result.returncode == 0 else result.stderr.strip().splitlines()[-1][:200])
+
+
+def rerun_resumes(c: Ctx, case: Case) -> tuple:
+    result = kit.run(kit.command(*case.argv(c)), timeout=case.timeout)
+    ok = result.returncode == 0 and "Resumed from" in result.stderr
+    return ok, "rerun without the fault: " + ("resumed" if ok else
+                                               result.stderr.strip().splitlines()[-1][:200])
+
+
+def resumes_after_delete(c: Ctx, case: Case) -> tuple:
+    """Follows the error's advice (delete the damaged checkpoint), then reruns."""
+    run = pathlib.Path(c.p("run"))
+    for path in run.glob("ckpt-4.*"):
+        path.unlink()
+    result = kit.run(kit.command(*case.argv(c)), timeout=case.timeout)
+    ok = result.returncode == 0 and "Resumed from" in result.stderr and "ckpt-2" in result.stderr
+    return ok, "deleted ckpt-4 as told, reran: " + (
+        "resumed from ckpt-2" if ok else result.stderr.strip().splitlines()[-1][:200])
+
+
+# === Running ===
+
+
+def build_world(root: pathlib.Path) -> kit.World:
+    world = kit.World(root).build(checkpoint=True, pretraining_data=True)
+    export = root / "export"
+    result = kit.run(kit.command(*classify(Ctx(root), f"--export_dir={export}",
+                                           out="trained", modes=("--do_train",))))
+    if result.returncode:
+        raise SystemExit("could not train the classifier for `bert predict`:\n"
+                         + result.stderr[-3000:])
+    shutil.rmtree(root / "trained")
+    return world
+
+
+def run_case(world_root: pathlib.Path, scratch: pathlib.Path, index: int, c_: Case) -> dict:
+    root = scratch / f"case-{index:03d}"
+    shutil.copytree(world_root, root, symlinks=True)
+    ctx = Ctx(root)
+    start = time.time()
+    try:
+        if c_.setup:
+            c_.setup(ctx)
+    except Exception as e:  # noqa: BLE001 - a broken case is reported, not fatal
+        return dict(case=c_, outcome="setup failed", why=f"{type(e).__name__}: {e}"[:300],
+                    seconds=time.time() - start)
+    argv = c_.argv(ctx)
+    outputs = c_.outputs(ctx) if c_.outputs else []
+    before = kit.snapshot(root)
+    result = kit.run(kit.command(*argv), stdin=c_.stdin, timeout=c_.timeout,
+                     file_size_limit=c_.file_size_limit)
+    after = kit.snapshot(root)
+    # An input is what existed before and is not an output of this run.
+    run_dirs = {os.path.join(str(root), d) for d in ("run", "out", "gen", "trained")}
+    inputs_changed = [p for p in kit.changed(before, after)
+                      if not any(p.startswith(d + os.sep) for d in run_dirs)
+                      and p not in outputs]
+    partial = []
+    if result.returncode != 0:
+        partial = [p for p in outputs if os.path.exists(p)]
+        partial += sorted(p for p in set(after) - set(before)
+                          if os.path.basename(p) in COMPLETE_MARKERS)
+    names = c_.names(ctx) if c_.names else ()
+    outcome, why = kit.classify(result, c_.expect_error, names=names,
+                                inputs_changed=[os.path.relpath(p, root) for p in inputs_changed],
+                                partial_outputs=[os.path.relpath(p, root) for p in partial])
+    if c_.after and outcome == kit.CLEAN:
+        ok, note = c_.after(ctx, c_)
+        why = f"{why} — {note}"
+        if not ok:
+            outcome = kit.LOST
+    return dict(case=c_, outcome=outcome, why=kit.strip_paths(why, root),
+                seconds=time.time() - start)
+
+
+def table(rows: list) -> str:
+    lines = ["| command | input | outcome | detail |", "|---|---|---|---|"]
+    for row in rows:
+        detail = row["why"].replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {row['case'].command} | {row['case'].name} | {row['outcome']} | "
+                     f"{detail} |")
+    return "\n".join(lines)
+
+
+def totals(rows: list) -> str:
+    bad = [r for r in rows if r["case"].expect_error]
+    good = [r for r in rows if not r["case"].expect_error]
+    count = lambda outcome, rs=bad: sum(r["outcome"] == outcome for r in rs)  # noqa: E731
+    lines = ["| bad inputs tried | clean errors | vague errors | tracebacks | silent wrong "
+             "results | data lost | setup failed |", "|---|---|---|---|---|---|---|",
+             f"| {len(bad)} | {count(kit.CLEAN)} | {count(kit.VAGUE)} | {count(kit.TRACEBACK)} | "
+             f"{count(kit.SILENT)} | {count(kit.LOST)} | {count('setup failed')} |"]
+    lines.append("")
+    lines.append(f"Good inputs (controls): {len(good)} tried, {count(kit.OK, good)} ran "
+                 "through.")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="run the cases whose command or input "
+                        "contains this text (comma-separated: any of them)")
+    parser.add_argument("--list", action="store_true", help="list the cases")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = parser.parse_args(argv)
+    define_cases()
+    words = [w.strip().lower() for w in args.only.split(",")] if args.only else [""]
+    cases = [c for c in CASES if any(w in f"{c.command}: {c.name}".lower() for w in words)]
+    if args.list:
+        for c in cases:
+            print(f"{c.command}: {c.name}")
+        return 0
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bad_input_sweep-"))
+    start = time.time()
+    try:
+        print(f"building the tiny world in {scratch} ...", file=sys.stderr, flush=True)
+        build_world(scratch / "world")
+        rows = []
+        for i, c in enumerate(cases):
+            row = run_case(scratch / "world", scratch, i, c)
+            rows.append(row)
+            print(f"[{i + 1}/{len(cases)}] {c.command}: {c.name}: {row['outcome']} "
+                  f"({row['seconds']:.0f} s) {row['why'][:160]}", file=sys.stderr, flush=True)
+            if not args.keep:
+                shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(table(rows))
+    print()
+    print(totals(rows))
+    print()
+    print(f"`python tools/bad_input_sweep.py` ({len(rows)} cases, {time.time() - start:.0f} s)")
+    bad = [r for r in rows if r["case"].expect_error and r["outcome"] != kit.CLEAN]
+    good = [r for r in rows if not r["case"].expect_error and r["outcome"] != kit.OK]
+    return 1 if bad or good else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

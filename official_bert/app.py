@@ -29,7 +29,7 @@ import traceback
 from absl import app as absl_app
 from absl import logging
 
-from official_bert.errors import UserError, is_disk_full
+from official_bert.errors import Preempted, UserError, is_disk_full
 
 # Where bugs are reported: the repository's issue tracker.
 ISSUE_TRACKER = "the official_bert repository's issue tracker (its Issues page)"
@@ -140,6 +140,10 @@ def run(main, argv=None):
     def guarded(args):
         try:
             return main(args)
+        except Preempted as e:
+            logging.flush()
+            print(f"preempted: {e}", file=sys.stderr, flush=True)
+            sys.exit(Preempted.EXIT_CODE)
         except Exception as e:  # noqa: BLE001 - one line for user errors, else a bug report
             logging.flush()
             if os.environ.get("OFFICIAL_BERT_TRACEBACK"):

@@ -99,6 +99,18 @@ def define_training_flags(*, modes=("train", "eval", "predict"), train_batch_siz
                          **g)
     flags.DEFINE_integer("seed", seed,
                          "Random seed: head initialization, dropout, shuffling (and masks).", **g)
+    flags.DEFINE_integer("eval_every_steps", 0,
+                         "Evaluate every this many training steps and at the last one (0: "
+                         "only after training); each evaluation goes to eval_history.jsonl and "
+                         "TensorBoard.", **g)
+    flags.DEFINE_string("keep_best_metric", None,
+                        "With --eval_every_steps: keep the model with the best value of this "
+                        "metric of eval_results.txt (e.g. eval_accuracy, eval_f1, entity_f1; "
+                        "lower is better for a name with 'loss') in output_dir/best/, and "
+                        "evaluate, predict and export with it.", **g)
+    flags.DEFINE_integer("early_stopping_patience", None,
+                         "With --keep_best_metric: stop training after this many evaluations "
+                         "without a better value.", **g)
     flags.DEFINE_bool("dynamic_padding", True,
                       "Cut each batch to its longest sequence, rounded up to a quarter of "
                       "--max_seq_length (at most 4 shapes to compile): the same model and "

@@ -9,6 +9,7 @@ the file and its line / record) and says what would fix it.
       BadFileError          a file the user gave is missing, unreadable or malformed
       RunDirectoryError     --output_dir is in use, or holds another run's files
       DiskFullError         the disk filled up while writing (nothing half-written is left)
+    Preempted               not an error: SIGTERM stopped training after a checkpoint
 
 Each reader's own error type is a `BadFileError`: `modeling.configs.ConfigError`,
 `checkpoints.CheckpointError`, `text.tokenization.VocabError`, and in
@@ -83,6 +84,20 @@ class DiskFullError(UserError):
             f"the disk is full (writing {path}{f': {detail}' if detail else ''}); free some "
             "space and run the same command again: nothing half-written was kept, and a "
             "training run resumes from its last checkpoint")
+
+
+class Preempted(Exception):
+    """Training stopped on SIGTERM (how cloud VMs and TPU hosts are preempted)
+    after saving a checkpoint; the same command resumes it. Not an error: the
+    command exits with `EXIT_CODE` so a supervisor can tell it from a failure."""
+
+    EXIT_CODE = 75  # EX_TEMPFAIL: a temporary failure, try again
+
+    def __init__(self, step: int, checkpoint: str):
+        self.step, self.checkpoint = step, checkpoint
+        super().__init__(
+            f"stopped by SIGTERM at step {step}: checkpoint {checkpoint} is saved; run the same "
+            "command again to resume from it")
 
 
 def is_disk_full(error: BaseException) -> bool:

@@ -35,14 +35,18 @@ WRAPPER = r"""
 import os, runpy, sys
 from official_bert.training import trainer as training
 kill_at = int(os.environ.get("PRETRAIN_KILL_AT", "0"))
+term_at = int(os.environ.get("PRETRAIN_TERM_AT", "0"))
 original = training.Trainer.train
-def train(self, dataset_fn, global_batch_size, hooks=None):
+def train(self, dataset_fn, global_batch_size, hooks=None, **kwargs):
     def report(step, results):
         print("RESULT", step, repr(results["loss"]), repr(results["masked_lm_accuracy"]),
               repr(results["next_sentence_accuracy"]), flush=True)
         if step == kill_at:
             os.kill(os.getpid(), 9)
-    return original(self, dataset_fn, global_batch_size, hooks=list(hooks or []) + [report])
+        if step == term_at:
+            os.kill(os.getpid(), 15)
+    return original(self, dataset_fn, global_batch_size, hooks=list(hooks or []) + [report],
+                    **kwargs)
 training.Trainer.train = train
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
@@ -78,7 +82,8 @@ def read_results(path):
 
 
 CONFIG = dict(vocab_size=760, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-              intermediate_size=32, max_position_embeddings=64, hidden_dropout_prob=0.0,
+              intermediate_size=32, max_position_embeddings=64, type_vocab_size=2,
+              hidden_dropout_prob=0.0,
               attention_probs_dropout_prob=0.0)
 
 
@@ -428,3 +433,52 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
     evaluated_examples = min(instances["heldout"], 1000 * 64)
     assert evaluated_examples >= 2000
     assert evaluated["next_sentence_accuracy"] > 0.5 + 4 * 0.5 / math.sqrt(evaluated_examples)
+
+
+@pytest.mark.parametrize("term_at", [3, 6])
+def test_sigterm_saves_and_exits_then_resumes_exactly(baseline, data, term_at):
+    # SIGTERM (a cloud VM's preemption) at the end of a step: a checkpoint of
+    # that step, exit status 75, one line; the same command resumes as if
+    # never stopped.
+    out = data / f"terminated{term_at}"
+    stopped = run(*common(data, out, "--do_train", *EVAL), env={"PRETRAIN_TERM_AT": str(term_at)})
+    assert stopped.returncode == 75, stopped.stderr[-3000:]
+    assert f"preempted: stopped by SIGTERM at step {term_at}" in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert (out / f"ckpt-{term_at}.index").exists()
+    assert sorted(results(stopped.stdout)) == list(range(1, term_at + 1))
+    resumed = run(*common(data, out, "--do_train", *EVAL))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = results(resumed.stdout)
+    assert sorted(after) == list(range(term_at + 1, 9))
+    for step in after:
+        assert abs(after[step][0] - baseline["results"][step][0]) <= 1e-6, (step, after)
+    expected = read_results(baseline["out"] / "eval_results.txt")
+    got = read_results(out / "eval_results.txt")
+    for key in expected:
+        assert abs(got[key] - expected[key]) <= 1e-6, key
+
+
+def test_sigterm_from_outside_at_a_random_moment(baseline, data):
+    import random
+    import signal
+    import time
+
+    out = data / "terminated_outside"
+    process = run(*common(data, out, "--do_train", *EVAL), wait=False)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(out.glob("ckpt-2.index")):
+        time.sleep(0.1)
+    time.sleep(random.uniform(0, 1.0))
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=300)
+    if process.returncode == 0:  # the run finished before the signal: nothing to resume
+        return
+    assert process.returncode == 75, stderr[-3000:]
+    step = int(stderr.split("stopped by SIGTERM at step ")[1].split(":")[0])
+    assert (out / f"ckpt-{step}.index").exists()
+    resumed = run(*common(data, out, "--do_train", *EVAL))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = results(resumed.stdout)
+    for s in after:
+        assert abs(after[s][0] - baseline["results"][s][0]) <= 1e-6, (s, after)

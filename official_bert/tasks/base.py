@@ -23,6 +23,7 @@ and a thin `run_*.py` (docs/guide.md shows one).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import time
@@ -74,6 +75,10 @@ class RunConfig:
     log_steps: int = 50
     seed: int = 42
     dynamic_padding: bool = True
+    # Evaluation during training: the best model kept, early stopping.
+    eval_every_steps: int = 0
+    keep_best_metric: str | None = None
+    early_stopping_patience: int | None = None
     # Distribution, precision, XLA.
     distribution_strategy: str = "one_device"
     num_gpus: int = 0
@@ -96,7 +101,16 @@ class RunConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
-        for name in ("max_train_examples", "num_train_steps", "export_version"):
+        if self.eval_every_steps < 0:
+            raise UserError(f"--eval_every_steps cannot be negative, got {self.eval_every_steps}")
+        if (self.keep_best_metric or self.early_stopping_patience) and not self.eval_every_steps:
+            raise UserError("--keep_best_metric and --early_stopping_patience need "
+                            "--eval_every_steps (how often to evaluate while training)")
+        if self.early_stopping_patience is not None and not self.keep_best_metric:
+            raise UserError("--early_stopping_patience needs --keep_best_metric (the metric "
+                            "whose improvement it waits for)")
+        for name in ("max_train_examples", "num_train_steps", "export_version",
+                     "early_stopping_patience"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UserError(f"--{name} must be positive, got {value}")
@@ -356,6 +370,10 @@ class Task:
         """Metrics for eval_results.txt (`eval_*` keys), or None."""
         return None
 
+    def evaluation_flag(self) -> str:
+        """The flag that gives --eval_every_steps its data (the dev set)."""
+        return "do_eval"
+
     def predict(self, trainer) -> None:
         """Writes the prediction files (through `official_bert.io`)."""
 
@@ -406,6 +424,11 @@ def run(task: Task) -> dict:
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
     task.check_flags()
+    if config.eval_every_steps and not getattr(config, task.evaluation_flag()):
+        raise UserError(f"--eval_every_steps needs --{task.evaluation_flag()} (the data to "
+                        "evaluate on)")
+    if config.eval_every_steps and not config.do_train:
+        raise UserError("--eval_every_steps evaluates while training: add --do_train")
     if config.num_cpu_devices:
         from official_bert.training import distribution
 
@@ -526,31 +549,124 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
             "now would use a random head. Add --do_train, or point --init_checkpoint / "
             "--output_dir at a fine-tuned run")
 
+    best = BestCheckpoint(task, trainer) if config.eval_every_steps else None
     if config.do_train:
         start = time.time()
-        trainer.train(task.train_dataset(), config.train_batch_size)
+        if best is not None and best.state["stopped_at"] is not None:
+            logging.info("This run stopped early at step %d (no better %s in %d evaluations): "
+                         "nothing more to train", best.state["stopped_at"], best.metric,
+                         config.early_stopping_patience)
+        else:
+            trainer.train(task.train_dataset(), config.train_batch_size,
+                          evaluate_every=config.eval_every_steps,
+                          on_evaluate=best.evaluate if best else None)
         logging.info("Training took %.1f s", time.time() - start)
+    if best is not None:
+        best.restore()
 
     results = {}
     if config.do_eval:
         start = time.time()
-        results = task.evaluate(trainer) or {}
+        results = _evaluation(task, trainer)
+        if results and best is not None and best.state["step"] is not None:
+            results["best_step"] = best.state["step"]
+        if results and trainer.is_chief:
+            write_results(task.output_path("eval_results.txt"), results)
+            _write_summaries(io.join(config.output_dir, "eval"), results)
         if results:
-            results["global_step"] = int(trainer.global_step.numpy())
-            if "eval_loss" in results:
-                results.setdefault("loss", results["eval_loss"])  # google's key too
-            if trainer.is_chief:
-                write_results(task.output_path("eval_results.txt"), results)
-                _write_summaries(io.join(config.output_dir, "eval"), results)
-            logging.info("Eval results (%.1f s): %s", time.time() - start, ", ".join(
-                f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
-                for k, v in sorted(results.items())))
+            logging.info("Eval results (%.1f s): %s", time.time() - start, _describe(results))
     if config.do_predict:
         task.predict(trainer)
     if config.export_dir:
         path = task.export(trainer.model, config.export_dir, config.export_version)
         logging.info("Exported step %d to %s", int(trainer.global_step.numpy()), path)
     return results
+
+
+def _evaluation(task: Task, trainer) -> dict:
+    """`task.evaluate` with the keys every eval_results.txt has."""
+    results = task.evaluate(trainer) or {}
+    if results:
+        results["global_step"] = int(trainer.global_step.numpy())
+        if "eval_loss" in results:
+            results.setdefault("loss", results["eval_loss"])  # google's key too
+    return results
+
+
+def _describe(results: dict) -> str:
+    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in sorted(results.items()))
+
+
+class BestCheckpoint:
+    """Evaluations while training (--eval_every_steps): each one's metrics in
+    `eval_history.jsonl` and TensorBoard; with --keep_best_metric the best model
+    so far in `output_dir/best/` (`best.json` says its step and metrics), and
+    with --early_stopping_patience training stops after that many evaluations
+    without improvement. A metric with "loss" in its name is better lower, any
+    other higher. The state lives in `best/best.json`, so a resumed run goes on
+    counting, and a stopped run is not trained further."""
+
+    def __init__(self, task: Task, trainer):
+        import tensorflow as tf
+
+        config = task.run
+        self.task, self.trainer, self.metric = task, trainer, config.keep_best_metric
+        self.patience = config.early_stopping_patience
+        self.directory = io.join(config.output_dir, "best")
+        self.state_path = io.join(self.directory, "best.json")
+        self.history_path = task.output_path("eval_history.jsonl")
+        self.state = {"metric": self.metric, "value": None, "step": None, "results": None,
+                      "evaluations_since_best": 0, "stopped_at": None}
+        if io.exists(self.state_path):
+            self.state.update(json.loads(io.read_text(self.state_path)))
+            if self.state["metric"] != self.metric:
+                raise UserError(f"--output_dir {config.output_dir} kept its best model by "
+                                f"{self.state['metric']}, not --keep_best_metric={self.metric}; "
+                                "use the same metric, or another --output_dir")
+        self.manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=trainer.model),
+                                                  self.directory, max_to_keep=1,
+                                                  checkpoint_name="best")
+
+    def evaluate(self, step: int) -> bool:
+        """Evaluates now; keeps the model if it is the best; True to stop."""
+        results = _evaluation(self.task, self.trainer)
+        logging.info("Evaluation at step %d: %s", step, _describe(results))
+        if not self.trainer.is_chief:
+            return False
+        _write_summaries(io.join(self.task.run.output_dir, "eval"), results)
+        history = io.read_text(self.history_path) if io.exists(self.history_path) else ""
+        io.atomic_write(self.history_path, history + json.dumps(results, sort_keys=True) + "\n")
+        if not self.metric:
+            return False
+        if self.metric not in results:
+            raise UserError(f"--keep_best_metric={self.metric} is not one of this task's "
+                            f"metrics: {', '.join(sorted(k for k in results if k != 'global_step'))}")
+        value, best = results[self.metric], self.state["value"]
+        lower = "loss" in self.metric
+        if best is None or (value < best if lower else value > best):
+            self.manager.save(checkpoint_number=step)
+            self.state.update(value=value, step=step, results=results, evaluations_since_best=0)
+            logging.info("Best %s so far: %.4g at step %d (kept in %s)", self.metric, value, step,
+                         self.directory)
+        else:
+            self.state["evaluations_since_best"] += 1
+        stop = bool(self.patience) and self.state["evaluations_since_best"] >= self.patience
+        if stop:
+            self.state["stopped_at"] = step
+        io.atomic_write(self.state_path, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
+        return stop
+
+    def restore(self) -> None:
+        """Puts the best model's weights into the trainer's model (for the final
+        evaluation, the predictions and the export)."""
+        import tensorflow as tf
+
+        latest = self.manager.latest_checkpoint
+        if self.metric and latest:
+            tf.train.Checkpoint(model=self.trainer.model).read(latest).expect_partial()
+            logging.info("Using the best model (%s %.4g, step %d) from %s", self.metric,
+                         self.state["value"], self.state["step"], latest)
 
 
 def write_results(path: str, results: dict) -> None:

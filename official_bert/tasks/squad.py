@@ -210,7 +210,33 @@ class SpanLabelingTask(base.Task):
 
     # --- prediction (and the official metric) -----------------------------------------
 
+    def evaluation_flag(self) -> str:
+        return "do_predict"  # SQuAD evaluates its predictions of --predict_file
+
+    def evaluate(self, trainer) -> dict | None:
+        """The official metric of --predict_file's predictions (during training,
+        with --eval_every_steps), as `eval_*` keys; no file is written."""
+        _, _, results = self._answers(trainer)
+        if results is None:
+            raise UserError(f"--predict_file {self.config.predict_file} has no answers to "
+                            "evaluate with --eval_every_steps")
+        return {f"eval_{k}": v for k, v in results.items()}
+
     def predict(self, trainer) -> None:
+        from data_prep import squad
+
+        config, run = self.config, self.run
+        predictions, answers, self.eval_results = self._answers(trainer)
+        squad.write_prediction_files(predictions, run.output_dir,
+                                     config.version_2_with_negative, answers)
+        if self.eval_results is not None:
+            io.atomic_write(self.output_path("eval_results.json"),
+                            json.dumps(self.eval_results, indent=2) + "\n")
+            logging.info("eval results: %s", json.dumps(self.eval_results))
+            print(json.dumps(self.eval_results), flush=True)
+
+    def _answers(self, trainer):
+        """(predictions, answers to write, official scores or None) of --predict_file."""
         from data_prep import squad
         from official_bert.training import input_pipeline
 
@@ -261,15 +287,10 @@ class SpanLabelingTask(base.Task):
         dataset_json = squad.load_squad_json(config.predict_file)
         from official_bert.metrics import squad as squad_metrics
 
+        scores = None
         if squad_metrics.has_gold_answers(dataset_json):
-            self.eval_results, answers = self._score(dataset_json, predictions, answers)
-        squad.write_prediction_files(predictions, run.output_dir,
-                                     config.version_2_with_negative, answers)
-        if self.eval_results is not None:
-            io.atomic_write(self.output_path("eval_results.json"),
-                            json.dumps(self.eval_results, indent=2) + "\n")
-            logging.info("eval results: %s", json.dumps(self.eval_results))
-            print(json.dumps(self.eval_results), flush=True)
+            scores, answers = self._score(dataset_json, predictions, answers)
+        return predictions, answers, scores
 
     def _score(self, dataset, predictions, answers):
         """The official metric on `answers`; returns (results, answers to write)."""

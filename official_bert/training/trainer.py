@@ -29,7 +29,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from typing import Callable, Protocol
 
@@ -38,6 +40,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official_bert.errors import Preempted
 from official_bert.training import distribution
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
@@ -359,8 +362,8 @@ class Trainer:
         optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
         return float(optimizer.learning_rate)
 
-    def train(self, dataset_fn, global_batch_size: int,
-              hooks: list | None = None) -> dict:
+    def train(self, dataset_fn, global_batch_size: int, hooks: list | None = None,
+              evaluate_every: int = 0, on_evaluate: Callable[[int], bool] | None = None) -> dict:
         """Trains until `num_train_steps`; returns the last window's metrics.
 
         Args:
@@ -368,7 +371,16 @@ class Trainer:
                 micro-batches (repeated; drop_remainder batching).
             global_batch_size: examples per update (for examples/s).
             hooks: callables `(step, metrics_dict)` run after each log line.
+            evaluate_every: call `on_evaluate(step)` every this many steps and
+                at the last one (0: never); it returns True to stop training
+                there (early stopping).
         """
+        with _TerminationSignal() as termination:
+            return self._train(dataset_fn, global_batch_size, hooks, termination,
+                               evaluate_every, on_evaluate)
+
+    def _train(self, dataset_fn, global_batch_size, hooks, termination, evaluate_every,
+               on_evaluate) -> dict:
         config = self.config
         start_step = int(self.global_step.numpy())
         if start_step >= config.num_train_steps:
@@ -392,6 +404,7 @@ class Trainer:
                 (step // config.log_steps + 1) * config.log_steps,
                 (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps,
                 step + config.steps_per_loop,
+                (step // evaluate_every + 1) * evaluate_every if evaluate_every else step + 10**9,
             )
             num_steps = boundary - step
             try:
@@ -431,10 +444,29 @@ class Trainer:
                     hook(step, results)
                 window_start, window_steps = time.time(), 0
                 window_loss, window_metrics = 0.0, None
-            if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+            stop = self._stop_requested(termination)
+            if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
+                    or stop):
                 path = self.save()
                 logging.info("Saved checkpoint %s", path)
+            if stop and step < config.num_train_steps:
+                raise Preempted(step, path)
+            if evaluate_every and on_evaluate is not None and (
+                    step % evaluate_every == 0 or step == config.num_train_steps):
+                if on_evaluate(step) and step < config.num_train_steps:
+                    logging.info("Stopped early at step %d of %d; saved %s", step,
+                                 config.num_train_steps, self.save())
+                    break
         return results
+
+    def _stop_requested(self, termination) -> bool:
+        """Whether a worker received SIGTERM; on several workers all agree (a
+        collective), so that they stop, and save, at the same step."""
+        local = termination.requested
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            flag = self.strategy.run(lambda: tf.constant(1 if local else 0, tf.int32))
+            return int(self.strategy.reduce(tf.distribute.ReduceOp.SUM, flag, axis=None)) > 0
+        return local
 
     def evaluate(self, dataset_fn, steps: int | None = None) -> dict:
         """Loss (mean over batches) and metrics (sum ratios) over a dataset.
@@ -472,7 +504,10 @@ class Trainer:
                 lambda a, b: a + b, total_metrics, metrics)
             batches += 1
         if batches == 0:
-            raise ValueError("the evaluation data is empty")
+            from official_bert.errors import UserError
+
+            raise UserError("the evaluation data made no batch: it holds fewer examples than "
+                            "the replicas need (lower --eval_batch_size, or add data)")
         results = {"loss": total_loss / batches}
         results.update({name: num / max(den, 1e-12) for name, (num, den) in total_metrics.items()})
         results["global_step"] = int(self.global_step.numpy())
@@ -511,6 +546,33 @@ class Trainer:
         logging.info("predicted %d examples in %.1f s, %.2f examples/s", examples, elapsed,
                      examples / elapsed)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
+
+
+class _TerminationSignal:
+    """Records SIGTERM during training instead of dying at once: the loop saves a
+    checkpoint at the end of the steps in flight (a host loop of at most
+    `steps_per_loop` steps) and raises `errors.Preempted`. Outside the main
+    thread (where Python cannot take signals) it does nothing."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def _handler(self, signum, frame):
+        del frame
+        if not self.requested:
+            logging.warning("SIGTERM: saving a checkpoint after the steps in flight, then "
+                            "stopping")
+        self.requested = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
 
 
 def _fmt(value):

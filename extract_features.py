@@ -25,6 +25,12 @@ flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
 flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean"],
                   "none: a vector per token; cls: the [CLS] vector; mean: the mean over tokens.")
 cli_flags.define_model_flags(max_seq_length=128)
+# google-research/bert's TPU flags of this script: accepted so its commands run unchanged,
+# unused (the encoder runs on this machine's device; embeddings are looked up either way).
+flags.DEFINE_bool("use_tpu", False, "google-research/bert's flag; unused here.")
+flags.DEFINE_string("master", None, "google-research/bert's flag; unused here.")
+flags.DEFINE_integer("num_tpu_cores", 8, "google-research/bert's flag; unused here.")
+flags.DEFINE_bool("use_one_hot_embeddings", False, "google-research/bert's flag; unused here.")
 
 
 # The main/entry pair every script ends with (deliberately the same): flags → config → the library.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import flags
+from absl import flags, logging
 
 # Group titles: `--help` (official_bert.app) lists flags under these headings.
 MODEL_FLAGS = "model files"
@@ -137,6 +137,14 @@ def define_distribution_flags() -> None:
                       "google-research/bert's flag: --use_tpu is --distribution_strategy=tpu.",
                       **g)
     flags.DEFINE_string("tpu_name", None, "google-research/bert's name for --tpu.", **g)
+    flags.DEFINE_string("tpu_zone", None, "The TPU's GCE zone (TPUClusterResolver; default: "
+                        "the VM's own).", **g)
+    flags.DEFINE_string("gcp_project", None, "The TPU's cloud project (TPUClusterResolver; "
+                        "default: the VM's own).", **g)
+    flags.DEFINE_string("master", None, "google-research/bert's TensorFlow master URL: the TPU "
+                        "address when --tpu is not given.", **g)
+    flags.DEFINE_integer("num_tpu_cores", 8, "google-research/bert's flag, accepted and unused: "
+                         "the TPU strategy uses every core of the TPU it connects to.", **g)
 
 
 def define_export_flags() -> None:
@@ -170,9 +178,13 @@ def run_config(flag_values):
     from official_bert.tasks.base import RunConfig
 
     config = from_flags(RunConfig, flag_values)
-    tpu_name = getattr(flag_values, "tpu_name", None)
-    if tpu_name and not config.tpu:
-        config = dataclasses.replace(config, tpu=tpu_name)
+    tpu = config.tpu or getattr(flag_values, "tpu_name", None) or getattr(flag_values, "master",
+                                                                         None)
+    if tpu != config.tpu:
+        config = dataclasses.replace(config, tpu=tpu)
     if getattr(flag_values, "use_tpu", False):
         config = dataclasses.replace(config, distribution_strategy="tpu")
+        if flag_values["num_tpu_cores"].present:
+            logging.info("--num_tpu_cores is not used: the TPU strategy uses every core of the "
+                         "TPU it connects to")
     return config

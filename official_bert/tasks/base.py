@@ -83,6 +83,8 @@ class RunConfig:
     distribution_strategy: str = "one_device"
     num_gpus: int = 0
     tpu: str | None = None
+    tpu_zone: str | None = None
+    gcp_project: str | None = None
     num_cpu_devices: int = 0
     dtype: str = "float32"
     jit_compile: bool = False
@@ -485,7 +487,8 @@ def make_strategy(config: RunConfig):
     from official_bert.training import distribution
 
     return distribution.get_strategy(config.distribution_strategy, config.num_gpus, config.tpu,
-                                     num_cpu_devices=config.num_cpu_devices)
+                                     num_cpu_devices=config.num_cpu_devices,
+                                     tpu_zone=config.tpu_zone, gcp_project=config.gcp_project)
 
 
 def make_trainer(task: Task, strategy, num_train_steps: int, num_warmup_steps: int,

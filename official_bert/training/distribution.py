@@ -54,6 +54,8 @@ def get_strategy(
     num_gpus: int = 0,
     tpu: str | None = None,
     num_cpu_devices: int = 0,
+    tpu_zone: str | None = None,
+    gcp_project: str | None = None,
 ) -> tf.distribute.Strategy:
     """Returns the strategy called `name`.
 
@@ -64,6 +66,8 @@ def get_strategy(
         tpu: TPU address or name for "tpu" ("" or "local" for a TPU VM).
         num_cpu_devices: split the CPU into this many logical devices first
             (to test `mirrored` on a CPU-only machine).
+        tpu_zone, gcp_project: where the TPU is (google-research/bert's
+            `--tpu_zone`, `--gcp_project`; default: the VM's own).
     """
     if name not in STRATEGIES:
         raise UserError(
@@ -89,7 +93,7 @@ def get_strategy(
         # Cluster membership comes from the TF_CONFIG environment variable.
         return tf.distribute.MultiWorkerMirroredStrategy()
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu="" if tpu in (None, "local") else tpu
+        tpu="" if tpu in (None, "local") else tpu, zone=tpu_zone, project=gcp_project
     )
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)

@@ -11,7 +11,9 @@
       6. seed, dtype policy, distribution strategy, `Trainer` (which resumes
          from the latest checkpoint in --output_dir, or initializes the encoder
          and any matching head from --init_checkpoint)
-      7. train → evaluate (eval_results.txt) → predict → export
+      7. train (with --eval_every_steps: evaluations while training, the best
+         model kept, early stopping: `BestCheckpoint`; SIGTERM saves and exits
+         75) → evaluate (eval_results.txt) → predict → export
 
 A task family (`tasks/classification.py`, `squad.py`, ...) subclasses `Task`
 and fills in only what is its own: its flags-free config, how it reads its

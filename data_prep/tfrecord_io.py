@@ -209,7 +209,11 @@ class TFRecordWriter:
         try:
             self._file = io.open_new(self.tmp_path, "wb")
         except OSError as e:
-            raise OSError(f"cannot write output {path}: {e.strerror}") from None
+            from official_bert.errors import UserError, is_disk_full
+
+            if is_disk_full(e):
+                io.reraise_disk_full(e, self.path)
+            raise UserError(f"cannot write output {path}: {e.strerror}") from None
         self._compressor = zlib.compressobj(compresslevel, zlib.DEFLATED, 31) if gzip else None
         self._buffer: list[bytes] = []
         self._buffer_records = buffer_records

@@ -1,7 +1,7 @@
 r"""Every command x every bad input we can think of, on tiny data: a table.
 
-    python tools/bad_input_sweep.py                 # all cases (about 15 minutes on 2 cores)
-    python tools/bad_input_sweep.py --only=predict  # the cases of commands matching a word
+    python tools/bad_input_sweep.py                 # all cases (about 20 minutes on 2 cores)
+    python tools/bad_input_sweep.py --only=predict  # the cases whose command or input has a word
     python tools/bad_input_sweep.py --list          # the cases, without running them
 
 Each case copies a tiny world (vocabulary, config, checkpoint, the data of

@@ -1,7 +1,9 @@
-"""official_bert/export.py: the classifier SavedModel in TF Serving's layout, loaded in a fresh
-process without this project (probabilities equal the Keras model's, in-graph ids equal
-FullTokenizer's), run by `saved_model_cli run` (TF1 session loading, as TF Serving), and
-the single-sentence export refusing text_b."""
+"""official_bert/serving/classification.py: the classifier SavedModel in TF Serving's layout,
+loaded in a fresh process without this project (probabilities equal the Keras model's, in-graph
+ids equal FullTokenizer's; `serving_default`, `serve_ids` and `preprocess`), run by
+`saved_model_cli run` (TF1 session loading, as TF Serving), the single-sentence export
+refusing text_b, and `ClassifierPredictor` splitting a long list by the export's batch limit.
+The contract every task shares is tests/test_serving.py's."""
 
 import json
 import os
@@ -109,10 +111,12 @@ out["pair_probabilities"] = result["probabilities"].numpy().tolist()
 out["pair_labels"] = [x.decode() for x in result["label"].numpy().tolist()]
 ids = pair.signatures["preprocess"](text_a=tf.constant(args["a"]), text_b=tf.constant(args["b"]))
 out["pair_ids"] = {k: v.numpy().tolist() for k, v in ids.items()}
-from_ids = pair.signatures["token_ids"](**{k: tf.constant(v, tf.int32) for k, v in args["ids"].items()})
+from_ids = pair.signatures["serve_ids"](**{k: tf.constant(v, tf.int32) for k, v in args["ids"].items()})
 out["from_ids"] = from_ids["probabilities"].numpy().tolist()
+decode = lambda x: x.decode() if isinstance(x, bytes) else [decode(y) for y in x]
 out["metadata"] = {k: (v.numpy().tolist() if v.dtype != tf.string else
-                       [x.decode() for x in v.numpy().tolist()]) for k, v in pair.metadata().items()}
+                       decode(v.numpy().tolist() if v.shape.rank else v.numpy()))
+                   for k, v in pair.metadata().items()}
 print(json.dumps(out))
 """
 
@@ -136,7 +140,8 @@ def test_fresh_process_without_the_project(exported):
     assert out["pair_labels"] == expected_labels
     assert len(set(expected_labels)) > 1  # the check above could fail
     assert out["metadata"] == {"labels": LABELS, "seq_length": SEQ_LENGTH, "lower_case": True,
-                               "pair": True}
+                               "pair": True, "task": "classification", "max_batch_size": 256,
+                               "text_inputs": ["text_a", "text_b"]}
 
 
 SAVED_MODEL_CLI = ("import sys, tensorflow_text; "
@@ -185,7 +190,7 @@ def test_regression_outputs_a_score(exported):
 
     model = build_classifier(1, seed=3)
     module = export.ClassifierServing(model, VOCAB, True, SEQ_LENGTH, None, pair=True)
-    out = module._outputs(exported["pair_ids"])
+    out = module.serve_token_ids(exported["pair_ids"])
     assert set(out) == {"score"}
     expected = model(exported["pair_ids"], training=False).numpy()[:, 0]
     np.testing.assert_allclose(out["score"].numpy(), expected, atol=1e-6)
@@ -228,3 +233,20 @@ def test_serving_cuts_common_padding_and_keeps_the_outputs(exported, tmp_path):
     serve = tf.saved_model.load(directory).signatures["serving_default"]
     got = serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
     np.testing.assert_allclose(got["probabilities"].numpy(), expected, atol=1e-5)
+
+
+def test_predictor_splits_by_the_batch_limit(exported, tmp_path):
+    """ClassifierPredictor calls the export with at most its max_batch_size texts."""
+    from official_bert.serving import classification as export
+
+    model = build_classifier(len(LABELS), seed=5, center_on=exported["pair_ids"])
+    directory = export.export_classifier(model, str(exported["vocab"]), True, SEQ_LENGTH,
+                                         LABELS, True, str(tmp_path / "small"), version=1,
+                                         max_batch_size=2)
+    predictor = export.ClassifierPredictor(directory)
+    assert predictor.max_batch_size == 2
+    out = predictor.predict(TEXT_A, TEXT_B)  # 5 texts: calls of 2, 2 and 1
+    np.testing.assert_allclose(
+        out["probabilities"],
+        __import__("tensorflow").nn.softmax(model(exported["pair_ids"], training=False)),
+        atol=1e-5)

@@ -110,7 +110,7 @@ sys.modules["official_bert"] = None  # the export must not need this project
 sys.modules["data_prep"] = None
 import tensorflow as tf, tensorflow_text  # noqa: F401  (WordPiece ops)
 serve = tf.saved_model.load({str(version)!r}).signatures["serving_default"]
-out = serve(sentences=tf.constant(["the man walks in Paris", "she went to Paris", ""]))
+out = serve(text=tf.constant(["the man walks in Paris", "she went to Paris", ""]))
 print(json.dumps({{k: v.numpy().tolist() for k, v in out.items() if k != "tag_probabilities"}},
                  default=lambda b: b.decode()))
 """

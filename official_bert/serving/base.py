@@ -1,21 +1,80 @@
-"""The TF Serving layout every export shares: `export_dir/<version>/`, written atomically.
+"""The export base every task's SavedModel subclasses: TF Serving's layout,
+two signatures, the input checks, the vocabulary asset and the warm-up file.
 
-A version is staged in a hidden temporary directory inside `export_dir` and
-renamed into place, so a model server polling `export_dir` never sees a
-half-written version; an existing version is never overwritten. The version
-is `--export_version`, or by default the seconds since the epoch (and always
-above the versions already there, so a new export is the one served).
+Modelled on tensorflow/models' `official/nlp/serving/serving_modules.py`: a
+task's module (`classification.ClassifierServing`, `squad.SquadServingModule`,
+`multiple_choice.MultipleChoiceServing`, `ner.TokenClassifierServing`,
+`encoder.EncoderServing`, `pretraining.PretrainingServing`) subclasses
+`ExportModule` and defines only its two signature functions:
+
+    serve_text(self, <one tf.string input per text field>) -> dict of outputs
+    serve_token_ids(self, inputs: dict of int32 ids) -> dict of outputs
+
+Everything else lives here, once:
+
+* **Signatures.** `serving_default` is `serve_text` (raw text, tokenized in
+  the graph with tensorflow-text ops); `serve_ids` is `serve_token_ids`
+  (int32 `input_word_ids`, `input_mask`, `input_type_ids`, [batch, seq]; for
+  multiple choice [batch, choices, seq]), for clients that tokenize
+  themselves. A task may add more (`extra_signatures`, e.g. the classifier's
+  `preprocess`). `metadata()` (not a signature) returns the task, the packed
+  length, the casing, the batch limit and the task's own entries (labels, ...).
+* **Input checks, in the graph** (TF Serving feeds tensors of any shape:
+  it does not check them against the signature). A request is refused with
+  an `InvalidArgumentError` that says what is wrong when: a text input is not
+  of its declared rank (a vector of strings [batch], or [batch, choices] for
+  the multiple-choice endings) — a scalar or a [batch, 1] column is refused;
+  the inputs hold different numbers of examples; it holds more than
+  `max_batch_size` examples (default `MAX_BATCH_SIZE` = 256: refused, not
+  split; send larger sets in several requests, or export with a larger
+  limit); the three id tensors differ in shape, or are longer than the
+  model's `max_position_embeddings`.
+* **Layout.** `save(export_dir, version)` writes `export_dir/<version>/`:
+  staged in a hidden directory inside `export_dir` and renamed when complete,
+  so a model server polling `export_dir` never sees a half-written version;
+  an existing version is never overwritten. The version is the given one, or
+  the seconds since the epoch (raised above every version already there, so
+  the new export is the one served). A version holds
+
+      saved_model.pb, variables/
+      assets/vocab.txt                          the vocabulary, line i = id i
+      assets.extra/tf_serving_warmup_requests   TF Serving's warm-up records
+
+* **Warm-up.** `assets.extra/tf_serving_warmup_requests` is a TFRecord file of
+  `tensorflow.serving.PredictionLog` records (one `PredictRequest` per
+  signature and batch size in `WARMUP_BATCH_SIZES`), which TF Serving replays
+  when it loads the version, so the first real request does not pay for
+  graph optimization and memory allocation. It is written only when
+  `tensorflow-serving-api` is installed (`pip install -e '.[serving]'`);
+  otherwise a warning says so once and the export has no warm-up file.
+
+The SavedModel loads without this project: `import tensorflow_text` (which
+registers the tokenizer's ops; TF Serving's model server links them) and
+`tf.saved_model.load`, or any TF Serving. A server without the text ops cannot
+load a graph that has them at all, even to call `serve_ids`:
+`export_ids_only` writes a copy with only the ids signature for such servers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import os
 import re
+import tempfile
 import time
 
 import tensorflow as tf
+from absl import logging
 
 from official_bert import io
 from official_bert.errors import UserError
+
+MAX_BATCH_SIZE = 256
+WARMUP_BATCH_SIZES = (1, 8)
+WARMUP_FILE = "tf_serving_warmup_requests"
+IDS_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+_WARNED = []
 
 
 def version_dir(export_dir: str, version: int | None = None) -> str:
@@ -25,49 +84,12 @@ def version_dir(export_dir: str, version: int | None = None) -> str:
     versions = [int(n) for n in io.listdir(export_dir) if re.fullmatch(r"\d+", n)]
     if version is None:
         version = max([int(time.time())] + [v + 1 for v in versions])
-    elif version in versions:
+    elif int(version) <= 0:
+        raise UserError(f"--export_version must be positive, got {version}")
+    elif int(version) in versions:
         raise UserError(f"{io.join(export_dir, str(version))} exists: an export never "
                         "overwrites a version; pass another --export_version")
-    return io.join(export_dir, str(version))
-
-
-def save_versioned(module, export_dir: str, signatures, version: int | None = None) -> str:
-    """`tf.saved_model.save` into `export_dir/<version>/`, atomically (staged
-    in a hidden directory inside `export_dir`, then renamed). Returns the
-    version directory."""
-    track_captured_variables(module)
-    final = version_dir(export_dir, version)
-    staging = io.make_temporary_dir(export_dir, "export")
-    try:
-        tf.saved_model.save(module, staging, signatures=signatures)
-        io.rename(staging, final)
-    finally:
-        io.remove_tree(staging)
-    return final
-
-
-def track_captured_variables(module) -> None:
-    """Makes the `tf.Variable`s of the Keras models in `module` checkpointed objects.
-
-    A Keras 3 variable wraps a `tf.Variable`; `tf.saved_model.save` writes
-    the wrapper as a fresh variable (`Variable_N`) while the traced functions
-    read the wrapped one. TF2's `tf.saved_model.load` connects the two, but a
-    TF1 session loader, which is what TF Serving and `saved_model_cli run`
-    use, restores only checkpointed objects and then fails with "Could not
-    find variable ...". Tracking the wrapped variables themselves (as
-    `keras.export.ExportArchive` does) makes the session restore them too.
-    """
-    import keras
-
-    seen, captured = set(), []
-    for value in list(vars(module).values()):
-        if isinstance(value, keras.layers.Layer):
-            for variable in value.variables:
-                inner = variable.value if isinstance(variable, keras.Variable) else variable
-                if isinstance(inner, tf.Variable) and id(inner) not in seen:
-                    seen.add(id(inner))
-                    captured.append(inner)
-    module._serving_variables = captured
+    return io.join(export_dir, str(int(version)))
 
 
 def latest_version_dir(path: str) -> str | None:
@@ -84,3 +106,386 @@ def latest_version_dir(path: str) -> str | None:
         if io.exists(io.join(candidate, "saved_model.pb")):
             return candidate
     return None
+
+
+def track_captured_variables(module) -> list:
+    """Makes the `tf.Variable`s of the Keras models in `module` checkpointed objects.
+
+    A Keras 3 variable wraps a `tf.Variable`; `tf.saved_model.save` writes
+    the wrapper as a fresh variable (`Variable_N`) while the traced functions
+    read the wrapped one. TF2's `tf.saved_model.load` connects the two, but a
+    TF1 session loader, which is what TF Serving and `saved_model_cli run`
+    use, restores only checkpointed objects and then fails with "Could not
+    find variable ...". Tracking the wrapped variables themselves (as
+    `keras.export.ExportArchive` does) makes the session restore them too
+    (the TFLite converter needs the same). Returns them.
+    """
+    import keras
+
+    seen, captured = set(), []
+    for value in list(vars(module).values()):
+        if isinstance(value, keras.layers.Layer):
+            for variable in value.variables:
+                inner = variable.value if isinstance(variable, keras.Variable) else variable
+                if isinstance(inner, tf.Variable) and id(inner) not in seen:
+                    seen.add(id(inner))
+                    captured.append(inner)
+    module._serving_variables = captured
+    return captured
+
+
+def _vocab_tokens(vocab) -> list:
+    from official_bert.text import tokenization
+
+    if isinstance(vocab, (str, bytes)) or hasattr(vocab, "__fspath__"):
+        return tokenization.load_vocab_list(vocab)
+    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in vocab]
+
+
+def _assert(condition, message: str, *values):
+    """A runtime check TF Serving cannot skip (the condition is never folded:
+    its operands are shapes only known when a request arrives)."""
+    return tf.debugging.Assert(condition, [message, *values], summarize=8)
+
+
+def _runtime_rank(value):
+    """The rank of `value` as the request has it. `tf.rank` would be folded to
+    the signature's declared rank by the graph optimizer (so a [batch, 1]
+    column would pass); this counts the dimensions of the actual shape."""
+    return tf.reduce_sum(tf.cast(tf.shape(value) >= 0, tf.int32))
+
+
+class ExportModule(tf.Module):
+    """The base of every task's SavedModel (see the module docstring).
+
+    Subclasses define `serve_text` and `serve_token_ids`, and may override
+    `TASK`, `TEXT_INPUTS` (name → rank, in signature order), `IDS_RANK`,
+    `metadata_entries`, `warmup_texts`, `warmup_ids` and `extra_signatures`.
+
+    Args:
+        model: the Keras model (ids dict in).
+        vocab: vocabulary file or token list (id = position).
+        lower_case: bool, the model's casing.
+        seq_length: int. The packed length (the fine-tuning `max_seq_length`).
+        max_batch_size: int. Requests with more examples are refused.
+        text_inputs: dict name → rank of serving_default's inputs (default
+            the class's `TEXT_INPUTS`).
+    """
+
+    TASK = "bert"
+    TEXT_INPUTS: dict = {"text": 1}
+    IDS_RANK = 2
+
+    def __init__(self, model, vocab, lower_case=True, seq_length=128,
+                 max_batch_size=MAX_BATCH_SIZE, text_inputs=None, name=None):
+        super().__init__(name=name)
+        from official_bert.text import text_layers, tokenization
+
+        if int(max_batch_size) < 1:
+            raise ValueError(f"max_batch_size={max_batch_size}: must be at least 1")
+        self.model = model
+        self.seq_length = int(seq_length)
+        self.lower_case = bool(lower_case)
+        self.max_batch_size = int(max_batch_size)
+        self._vocab = tuple(_vocab_tokens(vocab))
+        self.tokenizer = text_layers.BertTokenizerLayer(list(self._vocab), lower_case=lower_case,
+                                                        name="tokenizer")
+        # Tracked here too, so the SavedModel keeps the tables whatever Keras tracks.
+        self._vocab_table = self.tokenizer._vocab_table
+        self._lower_table = self.tokenizer._lower_table
+        self.cls_id = self.tokenizer.token_id(tokenization.CLS_TOKEN)
+        self.sep_id = self.tokenizer.token_id(tokenization.SEP_TOKEN)
+        self.unk_id = self.tokenizer.token_id(tokenization.UNK_TOKEN)
+        self.pad_id = self.tokenizer.token_to_id.get(tokenization.PAD_TOKEN, 0)
+        self.packer = text_layers.BertPackInputs(self.seq_length, self.cls_id, self.sep_id,
+                                                 self.pad_id, name="packer")
+        config = getattr(getattr(model, "encoder", model), "config", None)
+        self.max_positions = int(getattr(config, "max_position_embeddings", self.seq_length))
+        self._text_inputs = tuple((str(k), int(v)) for k, v in
+                                  (text_inputs or self.TEXT_INPUTS).items())
+
+        names = [name for name, _ in self._text_inputs]
+        text_specs = [tf.TensorSpec([None] * rank, tf.string, name=name)
+                      for name, rank in self._text_inputs]
+        ids_specs = [tf.TensorSpec([None] * self.IDS_RANK, tf.int32, name=k) for k in IDS_KEYS]
+        self.serve = tf.function(_named(self._checked_text, names), input_signature=text_specs)
+        self.serve_ids = tf.function(_named(self._checked_ids, list(IDS_KEYS)),
+                                     input_signature=ids_specs)
+        self.metadata = tf.function(self._metadata, input_signature=[])
+
+    # --- what a task defines ------------------------------------------------------
+
+    def serve_text(self, **texts) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} must define serve_text")
+
+    def serve_token_ids(self, inputs: dict) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} must define serve_token_ids")
+
+    def metadata_entries(self) -> dict:
+        """The task's own `metadata()` entries (Python values)."""
+        return {}
+
+    def extra_signatures(self) -> dict:
+        """Signatures besides serving_default and serve_ids."""
+        return {}
+
+    def warmup_texts(self) -> dict:
+        """One example of serving_default's inputs (name → value), for the warm-up."""
+        return {name: "the warm-up request of a new version" if rank == 1 else
+                ["the first choice", "the second choice"] for name, rank in self._text_inputs}
+
+    def warmup_ids(self) -> dict:
+        """One example of serve_ids' inputs (name → nested list), for the warm-up:
+        [CLS] [UNK]... [SEP] at the full packed length."""
+        length = min(self.seq_length, self.max_positions)
+        row = [self.cls_id] + [self.unk_id] * (length - 2) + [self.sep_id]
+        ids = {"input_word_ids": row, "input_mask": [1] * length, "input_type_ids": [0] * length}
+        if self.IDS_RANK == 3:
+            ids = {k: [v, v] for k, v in ids.items()}
+        return ids
+
+    # --- helpers for tasks ----------------------------------------------------------
+
+    def pack(self, segments) -> dict:
+        """Tokenized segments (ragged [batch, (ids)], one or two) → the packed
+        [batch, seq_length] ids, `[CLS] A [SEP] B [SEP]` (google's truncation)."""
+        return self.packer(list(segments))
+
+    @property
+    def text_input_names(self) -> list:
+        return [name for name, _ in self._text_inputs]
+
+    # --- the checks and signatures --------------------------------------------------
+
+    def _checked_text(self, *texts):
+        texts = dict(zip(self.text_input_names, texts))
+        # The ranks first: the other checks (and the task's ops) run only once
+        # they hold, so the error says what is wrong.
+        ranks = []
+        for name, rank in self._text_inputs:
+            actual = _runtime_rank(texts[name])
+            ranks.append(_assert(
+                tf.equal(actual, rank),
+                f"{name} must be a {'vector' if rank == 1 else 'matrix'} of strings "
+                f"{'[batch]' if rank == 1 else '[batch, choices]'} (one "
+                f"{'string' if rank == 1 else 'row'} per example, e.g. "
+                f"{{\"instances\": [...]}} in TF Serving's REST API); got a tensor of rank",
+                actual))
+        checks, first = [], None
+        with tf.control_dependencies(ranks):
+            for name, _ in self._text_inputs:
+                batch = _batch_size(texts[name])
+                checks.append(self._batch_check(name, batch))
+                if first is None:
+                    first = (name, batch)
+                else:
+                    checks.append(_assert(
+                        tf.equal(batch, first[1]),
+                        f"{first[0]} and {name} must hold the same number of examples; "
+                        "they hold", first[1], batch))
+        with tf.control_dependencies(checks):
+            texts = {name: tf.identity(value) for name, value in texts.items()}
+        return self.serve_text(**texts)
+
+    def _batch_check(self, name, batch):
+        return _assert(
+            batch <= self.max_batch_size,
+            f"{name} holds more examples than this export's max_batch_size "
+            f"({self.max_batch_size}): send at most {self.max_batch_size} per request; "
+            "examples in the request:", batch)
+
+    def _checked_ids(self, input_word_ids, input_mask, input_type_ids):
+        inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask,
+                  "input_type_ids": input_type_ids}
+        rank = self.IDS_RANK
+        layout = "[batch, seq]" if rank == 2 else "[batch, choices, seq]"
+        ranks = []
+        for name, value in inputs.items():
+            actual = _runtime_rank(value)
+            ranks.append(_assert(tf.equal(actual, rank),
+                                 f"{name} must be int32 {layout}; got a tensor of rank", actual))
+        checks = []
+        with tf.control_dependencies(ranks):
+            shape = tf.shape(input_word_ids)
+            for name, value in inputs.items():
+                checks.append(_assert(
+                    tf.reduce_all(tf.equal(tf.shape(value), shape)),
+                    f"{name} must have the shape of input_word_ids; shapes:",
+                    tf.shape(value), shape))
+            checks.append(self._batch_check("input_word_ids", _batch_size(input_word_ids)))
+            length = shape[-1]
+            checks.append(_assert(
+                length <= self.max_positions,
+                f"input_word_ids is longer than the model's {self.max_positions} positions; "
+                "length:", length))
+        with tf.control_dependencies(checks):
+            inputs = {name: tf.identity(value) for name, value in inputs.items()}
+        return self.serve_token_ids(inputs)
+
+    def _metadata(self):
+        entries = {"task": self.TASK, "seq_length": self.seq_length,
+                   "lower_case": self.lower_case, "max_batch_size": self.max_batch_size,
+                   "text_inputs": self.text_input_names}
+        entries.update(self.metadata_entries())
+        return {k: v if isinstance(v, tf.Tensor) else tf.constant(v)
+                for k, v in entries.items()}
+
+    def signatures(self) -> dict:
+        return {"serving_default": self.serve, "serve_ids": self.serve_ids,
+                **self.extra_signatures()}
+
+    # --- writing ------------------------------------------------------------------------
+
+    def save(self, export_dir: str, version: int | None = None) -> str:
+        """Writes `export_dir/<version>/` atomically (see the module docstring);
+        returns the version directory."""
+        export_dir = str(export_dir)
+        track_captured_variables(self)
+        final = version_dir(export_dir, version)
+        staging = io.make_temporary_dir(export_dir, "export")
+        try:
+            with _asset_files({"vocab.txt": "".join(t + "\n" for t in self._vocab)}) as paths:
+                self.vocab_file = tf.saved_model.Asset(paths["vocab.txt"])
+                tf.saved_model.save(self, staging, signatures=self.signatures())
+            write_warmup_requests(staging, self.warmup_requests())
+            io.rename(staging, final)
+        finally:
+            io.remove_tree(staging)
+        return final
+
+    def warmup_requests(self) -> list:
+        """[(signature name, inputs dict of numpy arrays)] for the warm-up file."""
+        import numpy as np
+
+        requests = []
+        texts, ids = self.warmup_texts(), self.warmup_ids()
+        for batch in WARMUP_BATCH_SIZES:
+            batch = min(batch, self.max_batch_size)
+            requests.append(("serving_default", {
+                k: np.asarray([v] * batch, dtype=object) for k, v in texts.items()}))
+            requests.append(("serve_ids", {
+                k: np.asarray([v] * batch, dtype=np.int32) for k, v in ids.items()}))
+        return requests
+
+
+@contextlib.contextmanager
+def _asset_files(files: dict):
+    """{name: text} written to a local scratch directory for `tf.saved_model.Asset`
+    (which copies them into the SavedModel's assets/); removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="official_bert_assets_") as scratch:
+        paths = {}
+        for name, text in files.items():
+            paths[name] = os.path.join(scratch, name)
+            with open(paths[name], "w", encoding="utf-8") as f:
+                f.write(text)
+        yield paths
+
+
+def _named(function, names):
+    """`function(*args)` with the signature `(names...)`, so that a tf.function
+    of it is called with the inputs' names and its SignatureDef uses them."""
+
+    def call(*args):
+        return function(*args)
+
+    call.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+    call.__name__ = getattr(function, "__name__", "call").lstrip("_")
+    return call
+
+
+def _batch_size(value):
+    """The first dimension of `value`, 0 for a scalar (no error before the
+    rank check has said what is wrong)."""
+    return tf.reduce_max(tf.concat([tf.shape(value)[:1], [0]], 0))
+
+
+def serving_api_available() -> bool:
+    try:
+        from tensorflow_serving.apis import prediction_log_pb2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_warmup_requests(version_path: str, requests) -> str | None:
+    """Writes `assets.extra/tf_serving_warmup_requests` (PredictionLog records)
+    into a SavedModel directory; returns its path, or None (and warns once)
+    when `tensorflow-serving-api` is not installed."""
+    try:
+        from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+    except ImportError:
+        if not _WARNED:
+            _WARNED.append(True)
+            logging.warning("tensorflow-serving-api is not installed: exports get no "
+                            "assets.extra/%s (pip install -e '.[serving]' adds it)", WARMUP_FILE)
+        return None
+    directory = io.join(version_path, "assets.extra")
+    io.makedirs(directory)
+    path = io.join(directory, WARMUP_FILE)
+    with tf.io.TFRecordWriter(path) as writer:
+        for signature, inputs in requests:
+            request = predict_pb2.PredictRequest(
+                model_spec=model_pb2.ModelSpec(signature_name=signature))
+            for name, value in inputs.items():
+                request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+            log = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request))
+            writer.write(log.SerializeToString())
+    return path
+
+
+def read_warmup_requests(version_path: str) -> list:
+    """[(signature name, {input: numpy array})] of a version's warm-up file."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path = io.join(version_path, "assets.extra", WARMUP_FILE)
+    requests = []
+    for record in tf.data.TFRecordDataset(path):
+        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        request = log.predict_log.request
+        requests.append((request.model_spec.signature_name,
+                         {k: tf.make_ndarray(v) for k, v in request.inputs.items()}))
+    return requests
+
+
+def export_ids_only(saved_model: str, export_dir: str, version: int | None = None) -> str:
+    """Writes a copy of an export with only its ids signature (as
+    `serving_default` and `serve_ids`), for a model server without the
+    tensorflow-text ops, which cannot load a graph that has them even to call
+    `serve_ids`. Same layout, atomic write and warm-up (serve_ids requests).
+
+    Args:
+        saved_model: an export (a version directory, or the TF Serving
+            directory, whose latest version is used).
+        export_dir: the TF Serving directory to write `<version>/` into.
+    """
+    import tensorflow_text  # noqa: F401  (the source's text ops, to load it)
+
+    source = latest_version_dir(str(saved_model))
+    if source is None:
+        raise UserError(f"{saved_model} is not a SavedModel export (no saved_model.pb, no "
+                        "numbered versions)")
+    loaded = tf.saved_model.load(source)
+    if "serve_ids" not in loaded.signatures:
+        raise UserError(f"{source} has no serve_ids signature")
+    function = loaded.signatures["serve_ids"]
+    root = tf.Module()
+    root.serving_variables = list(function.variables)
+    root.serve_ids = function
+    warmup = []
+    if serving_api_available() and io.exists(io.join(source, "assets.extra", WARMUP_FILE)):
+        warmup = [(name, inputs) for name, inputs in read_warmup_requests(source)
+                  if name == "serve_ids"]
+        warmup += [("serving_default", inputs) for _, inputs in warmup]
+    final = version_dir(str(export_dir), version)
+    staging = io.make_temporary_dir(str(export_dir), "export")
+    try:
+        tf.saved_model.save(root, staging,
+                            signatures={"serving_default": function, "serve_ids": function})
+        if warmup:
+            write_warmup_requests(staging, warmup)
+        io.rename(staging, final)
+    finally:
+        io.remove_tree(staging)
+    return final

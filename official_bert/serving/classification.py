@@ -1,32 +1,38 @@
-"""The classifier's raw-text SavedModel, and `ClassifierPredictor` to call one from Python.
+"""The classifier's SavedModel, and `ClassifierPredictor` to call one from Python.
 
-Written in TF Serving's layout (`serving.base`). The classifier SavedModel (`export_classifier`) has three signatures:
+An `ExportModule` (`serving.base`: TF Serving's layout `export_dir/<version>/`,
+written atomically; the vocabulary asset; the warm-up file; the input checks).
+Signatures:
 
     serving_default   raw text in, tokenized in the graph (tensorflow-text ops,
                       the same ids as `FullTokenizer`):
         inputs:  text_a  string [batch]
                  text_b  string [batch]            (pair tasks only)
-        outputs: probabilities float32 [batch, classes]  and
+        outputs: probabilities float32 [batch, classes]  (in label order) and
                  label         string  [batch]     (the most probable label)
                  or, for regression, score float32 [batch]
-    token_ids         the same outputs from the packed ids (as the training data):
+    serve_ids         the same outputs from packed ids (as the training data):
         inputs:  input_word_ids, input_mask, input_type_ids  int32 [batch, seq]
+                 (`[CLS] a [SEP] b [SEP]`, type 1 on b and its [SEP], padding 0;
+                 seq at most the model's positions)
     preprocess        what serving_default feeds the model:
         inputs:  as serving_default
         outputs: input_word_ids, input_mask, input_type_ids  int32 [batch, seq_length]
 
-A single-sentence model has no `text_b` input (TF Serving rejects a request
-that sends one); `bert predict` says so in a sentence. The loaded object also has
-`metadata()` → {labels, seq_length, lower_case, pair}. Loading needs only
-TensorFlow and tensorflow-text (`import tensorflow_text` before
-`tf.saved_model.load`, for the WordPiece ops), not this project:
+(`serve_ids` was called `token_ids` before the serving contract.) A
+single-sentence model has no `text_b` input (TF Serving rejects a request
+that sends one); `bert predict` says so in a sentence. The loaded object also
+has `metadata()` → {task, labels, seq_length, lower_case, pair,
+max_batch_size, text_inputs}. Loading needs only TensorFlow and
+tensorflow-text (`import tensorflow_text` before `tf.saved_model.load`, for
+the WordPiece ops), not this project:
 
     import tensorflow as tf, tensorflow_text
     serve = tf.saved_model.load("export/1764000000").signatures["serving_default"]
     serve(text_a=tf.constant(["a charming journey"]))["probabilities"]
 
-    saved_model_cli run --dir export/1764000000 --tag_set serve --signature_def serving_default \\
-        --input_exprs 'text_a=["a charming journey"]'
+    saved_model_cli run --dir export/1764000000 --tag_set serve --signature_def serve_ids \\
+        --input_exprs 'input_word_ids=[[101,1037,102]];input_mask=[[1,1,1]];input_type_ids=[[0,0,0]]'
 """
 
 from __future__ import annotations
@@ -36,13 +42,11 @@ import json
 import tensorflow as tf
 
 from official_bert import io
-from official_bert.serving.base import latest_version_dir, save_versioned
-from official_bert.text import text_layers, tokenization
+from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule, latest_version_dir
+from official_bert.text import text_layers
 
 
-
-
-class ClassifierServing(tf.Module):
+class ClassifierServing(ExportModule):
     """The classifier with its in-graph preprocessing (see the module docstring).
 
     Args:
@@ -52,50 +56,33 @@ class ClassifierServing(tf.Module):
         seq_length: int. Packed length (the fine-tuning `max_seq_length`).
         labels: label strings in class order, or None for regression.
         pair: True when the task has a second text (`text_b`).
+        max_batch_size: requests with more examples are refused.
     """
 
-    def __init__(self, model, vocab, lower_case, seq_length, labels, pair):
-        super().__init__()
-        self.model = model
-        self.preprocessor = text_layers.BertPreprocessor(
-            vocab, lower_case=lower_case, seq_length=seq_length)
-        self.regression = labels is None
+    TASK = "classification"
+
+    def __init__(self, model, vocab, lower_case, seq_length, labels, pair,
+                 max_batch_size=MAX_BATCH_SIZE):
+        inputs = {"text_a": 1, "text_b": 1} if pair else {"text_a": 1}
+        super().__init__(model, vocab, lower_case, seq_length, max_batch_size=max_batch_size,
+                         text_inputs=inputs)
         self.pair = bool(pair)
+        self.regression = labels is None
         self._labels = [str(label) for label in labels] if labels is not None else []
-        info = {"labels": tf.constant(self._labels, tf.string),
-                "seq_length": tf.constant(int(seq_length), tf.int32),
-                "lower_case": tf.constant(bool(lower_case)),
-                "pair": tf.constant(self.pair)}
-        self.metadata = tf.function(lambda: info, input_signature=[])
+        text_specs = [tf.TensorSpec([None], tf.string, name=name) for name in inputs]
+        self.preprocess = tf.function(
+            (lambda text_a, text_b: self._pack(text_a, text_b)) if self.pair else
+            (lambda text_a: self._pack(text_a)), input_signature=text_specs)
 
-        # serving_default = token_ids(preprocess(text)): each graph is traced
-        # once; in between, the padding no row of the batch needs is cut off.
-        ids_spec = [tf.TensorSpec([None, None], tf.int32, name=name)
-                    for name in text_layers.PACKED_KEYS]
-        self.token_ids = tf.function(
-            lambda input_word_ids, input_mask, input_type_ids: self._outputs(
-                {"input_word_ids": input_word_ids, "input_mask": input_mask,
-                 "input_type_ids": input_type_ids}),
-            input_signature=ids_spec)
-        if self.pair:
-            text_spec = [tf.TensorSpec([None], tf.string, name="text_a"),
-                         tf.TensorSpec([None], tf.string, name="text_b")]
-            self.preprocess = tf.function(
-                lambda text_a, text_b: self.preprocessor([text_a, text_b]),
-                input_signature=text_spec)
-            self.serve = tf.function(
-                lambda text_a, text_b: self.token_ids(
-                    **text_layers.trim_padding(self.preprocess(text_a, text_b))),
-                input_signature=text_spec)
-        else:
-            text_spec = [tf.TensorSpec([None], tf.string, name="text_a")]
-            self.preprocess = tf.function(
-                lambda text_a: self.preprocessor([text_a]), input_signature=text_spec)
-            self.serve = tf.function(
-                lambda text_a: self.token_ids(**text_layers.trim_padding(self.preprocess(text_a))),
-                input_signature=text_spec)
+    def _pack(self, text_a, text_b=None):
+        texts = [text_a] if text_b is None else [text_a, text_b]
+        return self.pack([self.tokenizer(t) for t in texts])
 
-    def _outputs(self, inputs):
+    def serve_text(self, text_a, text_b=None):
+        # The padding no row of the batch needs is cut off before the model.
+        return self.serve_token_ids(text_layers.trim_padding(self._pack(text_a, text_b)))
+
+    def serve_token_ids(self, inputs):
         logits = self.model(inputs, training=False)
         if self.regression:
             return {"score": logits[:, 0]}
@@ -104,31 +91,42 @@ class ClassifierServing(tf.Module):
         return {"probabilities": probabilities,
                 "label": tf.gather(tf.constant(self._labels, tf.string), best)}
 
-    def signatures(self) -> dict:
-        return {"serving_default": self.serve, "token_ids": self.token_ids,
-                "preprocess": self.preprocess}
+    def metadata_entries(self):
+        return {"labels": tf.constant(self._labels, tf.string), "pair": self.pair}
+
+    def extra_signatures(self):
+        return {"preprocess": self.preprocess}
+
+    def warmup_texts(self):
+        texts = {"text_a": "a charming and often affecting journey"}
+        if self.pair:
+            texts["text_b"] = "the journey is charming"
+        return texts
 
 
 def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: int,
-                      labels, pair: bool, export_dir: str, version: int | None = None) -> str:
-    """Writes the raw-text classifier SavedModel; returns its version dir.
+                      labels, pair: bool, export_dir: str, version: int | None = None,
+                      max_batch_size: int = MAX_BATCH_SIZE) -> str:
+    """Writes the classifier SavedModel in TF Serving's layout; returns its version dir.
 
     Args:
         model: a trained `BertClassifier`.
-        vocab_file: the vocabulary it was trained with.
+        vocab_file: the vocabulary it was trained with (or its token list).
         do_lower_case: its casing.
         seq_length: the fine-tuning `max_seq_length`.
         labels: label strings in class-id order (None for regression).
         pair: whether the task takes `text_b`.
         export_dir: the TF Serving model directory (versions inside).
+        version: the version number (default: seconds since the epoch).
+        max_batch_size: requests with more examples are refused.
     """
     num_outputs = 1 if labels is None else len(labels)
     if getattr(model, "num_classes", num_outputs) != num_outputs:
         raise ValueError(f"the model has {model.num_classes} outputs but {num_outputs} "
                          f"label(s) were given ({labels})")
-    module = ClassifierServing(model, tokenization.load_vocab_list(vocab_file), do_lower_case,
-                               seq_length, labels, pair)
-    return save_versioned(module, export_dir, module.signatures(), version)
+    module = ClassifierServing(model, vocab_file, do_lower_case, seq_length, labels, pair,
+                               max_batch_size=max_batch_size)
+    return module.save(export_dir, version)
 
 
 class ClassifierPredictor:
@@ -172,8 +170,12 @@ class ClassifierPredictor:
         self.pair = "text_b" in inputs
         self.regression = "score" in self._serve.structured_outputs
         self.labels = []
+        self.max_batch_size = MAX_BATCH_SIZE
         if hasattr(loaded, "metadata"):
-            self.labels = [b.decode() for b in loaded.metadata()["labels"].numpy().tolist()]
+            metadata = loaded.metadata()
+            self.labels = [b.decode() for b in metadata["labels"].numpy().tolist()]
+            if "max_batch_size" in metadata:
+                self.max_batch_size = int(metadata["max_batch_size"])
         self.source = f"SavedModel {path}"
         self._loaded = loaded  # keeps the resources alive
 
@@ -203,18 +205,29 @@ class ClassifierPredictor:
             model, io.join(path, "vocab.txt"), config.get("do_lower_case", True),
             config["max_seq_length"], labels, config["pair"])
         self._serve = module.serve
+        self.max_batch_size = module.max_batch_size
         self.pair = bool(config["pair"])
         self.regression = bool(config.get("regression", labels is None))
         self.labels = labels or []
         self.source = f"checkpoint {latest}"
 
     def predict(self, texts_a, texts_b=None) -> dict:
-        """Numpy outputs of serving_default (probabilities and label, or score)."""
+        """Numpy outputs of serving_default (probabilities and label, or score),
+        in calls of at most the export's `max_batch_size` examples."""
+        import numpy as np
+
         if texts_b is not None and not self.pair:
             raise ValueError("this model is single-sentence: it takes text_a only, no text_b")
         if texts_b is None and self.pair:
             raise ValueError("this model is a pair task: it needs text_a and text_b")
-        kwargs = {"text_a": tf.constant(list(texts_a), tf.string)}
-        if texts_b is not None:
-            kwargs["text_b"] = tf.constant(list(texts_b), tf.string)
-        return {k: v.numpy() for k, v in self._serve(**kwargs).items()}
+        texts_a = list(texts_a)
+        texts_b = None if texts_b is None else list(texts_b)
+        parts = []
+        for start in range(0, max(len(texts_a), 1), self.max_batch_size):
+            kwargs = {"text_a": tf.constant(texts_a[start:start + self.max_batch_size],
+                                            tf.string)}
+            if texts_b is not None:
+                kwargs["text_b"] = tf.constant(texts_b[start:start + self.max_batch_size],
+                                               tf.string)
+            parts.append({k: v.numpy() for k, v in self._serve(**kwargs).items()})
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

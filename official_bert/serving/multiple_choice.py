@@ -1,56 +1,67 @@
-"""The raw-text multiple-choice (SWAG) SavedModel.
+"""The multiple-choice (SWAG) SavedModel.
 
-Written in TF Serving's layout (`serving.base`); the tokenizer and packer run
-in the graph (`text.text_layers`, the same ids as `FullTokenizer`), so a
-client sends raw strings. Loading needs TensorFlow and `tensorflow_text`
+An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+the vocabulary asset; the warm-up file; the input checks). The tokenizer and
+packer run in the graph (`text.text_layers`, the same ids as `FullTokenizer`),
+so a client sends raw strings. Loading needs TensorFlow and `tensorflow_text`
 (`import tensorflow_text` before `tf.saved_model.load`), not this project.
 
-Multiple choice, signature `serving_default`:
-    inputs:  context  string [batch]        (sentence A, SWAG's sent1)
-             start    string [batch]        (SWAG's sent2; may be "")
-             endings  string [batch, k]     (k candidate endings)
-    outputs: probabilities float32 [batch, k] (softmax over the choices)
-             logits        float32 [batch, k]
+`serving_default`:
+    inputs:  context  string [batch]            (sentence A, SWAG's sent1)
+             start    string [batch]            (SWAG's sent2; may be "")
+             endings  string [batch, choices]   (the candidate endings; every
+                                                 example has the same number)
+    outputs: probabilities float32 [batch, choices]  (softmax over the choices)
+             logits        float32 [batch, choices]  (one score per choice)
+             choice        int32   [batch]           (the most probable ending)
 Each choice is packed `[CLS] context [SEP] start ending [SEP]`, truncated
 longest-first, as `data_prep/swag.py` does.
+
+`serve_ids`: the same outputs from `input_word_ids`, `input_mask`,
+`input_type_ids` int32 [batch, choices, seq] (one packed row per choice, as
+`data_prep.swag.convert_examples` makes them).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.serving.base import save_versioned
-from official_bert.text import text_layers, tokenization
+from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
+from official_bert.text import text_layers
 
 
-class MultipleChoiceServing(tf.Module):
-    def __init__(self, model, vocab, lower_case, seq_length):
-        super().__init__()
-        self.model = model
-        self.preprocessor = text_layers.BertPreprocessor(
-            vocab, lower_case=lower_case, seq_length=seq_length)
+class MultipleChoiceServing(ExportModule):
+    """A `BertMultipleChoice` with its in-graph preprocessing (module docstring)."""
 
-    @tf.function(input_signature=[
-        tf.TensorSpec([None], tf.string, name="context"),
-        tf.TensorSpec([None], tf.string, name="start"),
-        tf.TensorSpec([None, None], tf.string, name="endings"),
-    ])
-    def serve(self, context, start, endings):
+    TASK = "multiple_choice"
+    TEXT_INPUTS = {"context": 1, "start": 1, "endings": 2}
+    IDS_RANK = 3
+
+    def serve_text(self, context, start, endings):
         batch, k = tf.shape(endings)[0], tf.shape(endings)[1]
         flat_endings = tf.reshape(endings, [-1])
         contexts = tf.repeat(context, k)
         starts = tf.repeat(start, k)
         has_start = tf.strings.length(tf.strings.strip(starts)) > 0
         second = tf.where(has_start, tf.strings.join([starts, flat_endings], " "), flat_endings)
-        packed = text_layers.trim_padding(self.preprocessor([contexts, second]))
-        inputs = {key: tf.reshape(value, [batch, k, -1]) for key, value in packed.items()}
+        packed = self.pack([self.tokenizer(contexts), self.tokenizer(second)])
+        packed = text_layers.trim_padding(packed)
+        return self.serve_token_ids(
+            {key: tf.reshape(value, [batch, k, -1]) for key, value in packed.items()})
+
+    def serve_token_ids(self, inputs):
         logits = self.model(inputs, training=False)
-        return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits}
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits,
+                "choice": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    def warmup_texts(self):
+        return {"context": "The man walks to the city.", "start": "He",
+                "endings": ["sat down.", "went to the park.", "is on the man.", "walks home."]}
 
 
 def export_multiple_choice(model, vocab_file, do_lower_case, seq_length, export_dir,
-                           version=None) -> str:
-    """Writes the raw-text multiple-choice SavedModel; returns its version dir."""
-    module = MultipleChoiceServing(model, tokenization.load_vocab_list(vocab_file),
-                                   do_lower_case, seq_length)
-    return save_versioned(module, export_dir, {"serving_default": module.serve}, version)
+                           version=None, max_batch_size=MAX_BATCH_SIZE) -> str:
+    """Writes the multiple-choice SavedModel in TF Serving's layout; returns its version dir."""
+    module = MultipleChoiceServing(model, vocab_file, do_lower_case, seq_length,
+                                   max_batch_size=max_batch_size)
+    return module.save(export_dir, version)

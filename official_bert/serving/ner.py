@@ -1,16 +1,25 @@
-"""The raw-sentence token classification (NER) SavedModel.
+"""The token classification (NER) SavedModel: a tag for each word of raw sentences.
 
-Written in TF Serving's layout (`serving.base`); the tokenizer and packer run
+An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+the vocabulary asset; the warm-up file; the input checks). The tokenizer runs
 in the graph (`text.text_layers`, the same ids as `FullTokenizer`), so a
 client sends raw strings. Loading needs TensorFlow and `tensorflow_text`
 (`import tensorflow_text` before `tf.saved_model.load`), not this project.
 
-Token classification, signature `serving_default`:
-    inputs:  sentences string [batch]        (words separated by whitespace)
-    outputs: words      string [batch, w]    (the whitespace-split words, "" padding)
-             tags       string [batch, w]    (BIO tag of each word, "" padding)
-             tag_probabilities float32 [batch, w]
+`serving_default`:
+    inputs:  text       string [batch]        (a sentence, words separated by
+                                               white space; was `sentences`)
+    outputs: words      string [batch, w]     (the white-space-split words, "" padding)
+             tags       string [batch, w]     (the tag of each word, "" padding:
+                                               aligned to `words`)
+             tag_probabilities float32 [batch, w]  (the tag's probability)
              num_words  int32 [batch]
+`serve_ids` (packed ids, one window per row, int32 [batch, seq]):
+    outputs: tags       string [batch, seq]   (the tag of every token position;
+                                               a word's tag is its first
+                                               WordPiece's, as in training)
+             tag_ids    int32 [batch, seq]    (index into `metadata()["labels"]`)
+             tag_probabilities float32 [batch, seq]
 Each word is WordPiece-tokenized on its own and tagged from its first
 sub-token, as in training. A sentence longer than `seq_length - 2` sub-tokens
 is cut into consecutive chunks that are tagged separately (no word is
@@ -22,23 +31,41 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.serving.base import save_versioned
-from official_bert.text import text_layers, tokenization
+from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
 
 
-class TokenClassifierServing(tf.Module):
-    def __init__(self, model, vocab, lower_case, seq_length, label_list):
-        super().__init__()
-        self.model = model
-        self.tokenizer = text_layers.BertTokenizerLayer(vocab, lower_case=lower_case)
-        self.cls_id = self.tokenizer.token_id(tokenization.CLS_TOKEN)
-        self.sep_id = self.tokenizer.token_id(tokenization.SEP_TOKEN)
-        self.unk_id = self.tokenizer.token_id(tokenization.UNK_TOKEN)
-        self.chunk = seq_length - 2
-        self.labels = tf.constant(list(label_list))
+class TokenClassifierServing(ExportModule):
+    """A `BertTokenClassifier` with its in-graph tokenization (module docstring)."""
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="sentences")])
-    def serve(self, sentences):
+    TASK = "ner"
+    TEXT_INPUTS = {"text": 1}
+
+    def __init__(self, model, vocab, lower_case, seq_length, label_list,
+                 max_batch_size=MAX_BATCH_SIZE):
+        super().__init__(model, vocab, lower_case, seq_length, max_batch_size=max_batch_size)
+        self.chunk = self.seq_length - 2
+        self._label_list = [str(label) for label in label_list]
+
+    def _labels(self):
+        # A constant of the traced graph, not a captured tensor: the ids
+        # signature's converted (ONNX) graph then has no extra input.
+        return tf.constant(self._label_list, tf.string)
+
+    def metadata_entries(self):
+        return {"labels": tf.constant(self._label_list, tf.string)}
+
+    def warmup_texts(self):
+        return {"text": "John Smith went to New York"}
+
+    def serve_token_ids(self, inputs):
+        logits = self.model(inputs, training=False)
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        tag_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {"tags": tf.gather(self._labels(), tag_ids), "tag_ids": tag_ids,
+                "tag_probabilities": tf.reduce_max(probabilities, axis=-1)}
+
+    def serve_text(self, text):
+        sentences = text
         words = tf.strings.split(sentences)  # [batch, (words)]
         pieces = self.tokenizer(words.flat_values)  # [total words, (pieces)]
         # A word WordPiece drops entirely (a control character) becomes [UNK].
@@ -75,7 +102,7 @@ class TokenClassifierServing(tf.Module):
         flat_index = word_sentence * width + first
         probabilities = tf.nn.softmax(tf.gather(logits, flat_index), axis=-1)
         tag_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        tags = tf.gather(self.labels, tag_ids)
+        tags = tf.gather(self._labels(), tag_ids)
         scores = tf.reduce_max(probabilities, axis=-1)
         as_ragged = lambda values: tf.RaggedTensor.from_row_splits(values, words.row_splits)
         return {
@@ -87,8 +114,8 @@ class TokenClassifierServing(tf.Module):
 
 
 def export_token_classifier(model, vocab_file, do_lower_case, seq_length, label_list,
-                            export_dir, version=None) -> str:
-    """Writes the raw-sentence NER SavedModel; returns its version dir."""
-    module = TokenClassifierServing(model, tokenization.load_vocab_list(vocab_file),
-                                    do_lower_case, seq_length, label_list)
-    return save_versioned(module, export_dir, {"serving_default": module.serve}, version)
+                            export_dir, version=None, max_batch_size=MAX_BATCH_SIZE) -> str:
+    """Writes the NER SavedModel in TF Serving's layout; returns its version dir."""
+    module = TokenClassifierServing(model, vocab_file, do_lower_case, seq_length, label_list,
+                                    max_batch_size=max_batch_size)
+    return module.save(export_dir, version)

@@ -25,20 +25,34 @@ does everything `data_prep/squad.py` does in Python, in TensorFlow ops:
    the length of a word, e.g. removed control characters or a combining
    accent, or the span has an [UNK]), whole words, as it does.
 
-Outputs (per question): `answer` (string), `start_char` / `end_char` (the
-answer is `context[start_char:end_char]`, in Unicode code points; -1 when
-there is none), `score` (start + end logit of the best span), and for v2.0
-`null_score`, `score_diff` (null - best) and `is_impossible`.
+An `ExportModule` (`serving.base`: TF Serving's layout, atomic and
+versioned; the vocabulary asset; the warm-up file; the input checks), with
+two signatures:
 
-Differences from the Python post-processing, all rare: `get_final_text` looks
-for the predicted text with `str.find`, so when the same characters occur
-earlier in the answer's first word it cuts there; the Python text joins the
-words with single spaces while the export's answer is the context's own
-characters; logits sums are float32 here (float64 in Python), which can swap
-two candidates whose scores tie to ~1e-6.
+`serving_default` (question string [batch], context string [batch]), per question:
+    answer        string   the answer text, the context's own characters ("" when
+                           there is no legal span, or for v2.0 no answer)
+    start_char    int64    the answer is context[start_char:end_char], in Unicode
+    end_char      int64    code points; -1 when there is no legal span
+    score         float32  start + end logit of the best span
+    start_logit   float32  its start logit, and
+    end_logit     float32  its end logit (-inf when there is no legal span)
+  and for v2.0 (`version_2_with_negative`):
+    null_score    float32  min over the windows of start[CLS] + end[CLS]
+    score_diff    float32  null_score - score
+    is_impossible bool     score_diff > the threshold baked in at export
+                           (`--null_score_diff_threshold`, or the tuned one
+                           with `--tune_threshold`; `metadata()` has it)
+    best_answer   string   the best non-null answer, whatever the decision
 
-The SavedModel needs only TensorFlow and tensorflow-text to load
-(`import tensorflow_text` registers the ops).
+`serve_ids` (one packed window per row, `[CLS] question [SEP] context [SEP]`,
+int32 [batch, seq]: type 1 on the context and its [SEP]):
+    start_logits, end_logits  float32 [batch, seq]  the model's logits
+    start_index, end_index    int32 [batch]  the best legal span's first and last
+                              token (inside the context, end >= start, at most
+                              max_answer_length tokens); -1 when none
+    score                     float32 [batch]  its start + end logit
+  and for v2.0: null_score, score_diff, is_impossible, as above (one window).
 """
 
 from __future__ import annotations
@@ -48,9 +62,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from official_bert.serving.base import save_versioned
-from official_bert.text import tokenization
-from official_bert.text.text_layers import BertTokenizerLayer, basic_tokenize
+from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
+from official_bert.text.text_layers import basic_tokenize
 
 # google's run_squad.py `is_whitespace`: the characters between doc tokens.
 DOC_SPLIT_PATTERN = r"[ \t\r\n\x{202F}]+"
@@ -69,31 +82,44 @@ def _first_argmax(values, axis=-1):
     return tf.reduce_min(tf.where(values >= best, index, size), axis=axis)
 
 
-class SquadServingModule(tf.Module):
-    """The raw-text SQuAD graph around a `BertSpanLabeler`."""
+class SquadServingModule(ExportModule):
+    """The raw-text SQuAD graph around a `BertSpanLabeler` (see the module docstring)."""
+
+    TASK = "squad"
+    TEXT_INPUTS = {"question": 1, "context": 1}
 
     def __init__(self, model, vocab, lower_case=True, max_seq_length=384, doc_stride=128,
                  max_query_length=64, n_best_size=20, max_answer_length=30,
-                 version_2_with_negative=False, null_score_diff_threshold=0.0):
-        super().__init__(name="squad_serving")
+                 version_2_with_negative=False, null_score_diff_threshold=0.0,
+                 max_batch_size=MAX_BATCH_SIZE):
         if max_seq_length <= max_query_length + 3:
             raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than "
                              f"max_query_length ({max_query_length}) + 3")
-        self.model = model
-        self.tokenizer = BertTokenizerLayer(vocab, lower_case=lower_case, name="tokenizer")
-        # Tracked here too, so the SavedModel keeps the tables whatever Keras tracks.
-        self._vocab_table = self.tokenizer._vocab_table
-        self._lower_table = self.tokenizer._lower_table
-        self.cls_id = self.tokenizer.token_id(tokenization.CLS_TOKEN)
-        self.sep_id = self.tokenizer.token_id(tokenization.SEP_TOKEN)
-        self.unk_id = self.tokenizer.token_id(tokenization.UNK_TOKEN)
-        self.seq_length = int(max_seq_length)
+        super().__init__(model, vocab, lower_case, max_seq_length,
+                         max_batch_size=max_batch_size, name="squad_serving")
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
         self.n_best_size = int(n_best_size)
         self.max_answer_length = int(max_answer_length)
         self.version_2 = bool(version_2_with_negative)
         self.threshold = float(null_score_diff_threshold)
+
+    def metadata_entries(self):
+        return {"version_2_with_negative": self.version_2,
+                "null_score_diff_threshold": self.threshold, "doc_stride": self.doc_stride,
+                "max_query_length": self.max_query_length, "n_best_size": self.n_best_size,
+                "max_answer_length": self.max_answer_length}
+
+    def warmup_texts(self):
+        return {"question": "who went to the store?",
+                "context": "The man went to the store and bought a gallon of milk."}
+
+    def warmup_ids(self):
+        # [CLS] q [SEP] context... [SEP]: type 1 on the context.
+        length = min(self.seq_length, self.max_positions)
+        ids = [self.cls_id, self.unk_id, self.sep_id] + [self.unk_id] * (length - 4) + [self.sep_id]
+        return {"input_word_ids": ids, "input_mask": [1] * length,
+                "input_type_ids": [0, 0, 0] + [1] * (length - 3)}
 
     # --- tokenization with WordPiece character spans ---------------------
 
@@ -131,10 +157,57 @@ class SquadServingModule(tf.Module):
 
     # --- the graph ----------------------------------------------------------
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                                  tf.TensorSpec([None], tf.string, name="context")])
-    def serve(self, question, context):
+    def serve_text(self, question, context):
         return self.answer(question, context)
+
+    def _best_spans(self, start_logits, end_logits, start_ok, end_ok):
+        """google's n-best search in each window: the `n_best_size` best starts x
+        ends, legal pairs only (start_ok / end_ok [K, S], end >= start, at most
+        max_answer_length tokens). Returns per window the best score (_NEG
+        when none), its start and end token, and their logits."""
+        S = tf.shape(start_logits)[1]
+        n = tf.minimum(self.n_best_size, S)
+        s_val, s_idx = tf.math.top_k(start_logits, k=n)  # ties: lower index first
+        e_val, e_idx = tf.math.top_k(end_logits, k=n)
+        s_ok = tf.gather(start_ok, s_idx, batch_dims=1)
+        e_ok = tf.gather(end_ok, e_idx, batch_dims=1)
+        si, ei = s_idx[:, :, tf.newaxis], e_idx[:, tf.newaxis, :]
+        legal = (s_ok[:, :, tf.newaxis] & e_ok[:, tf.newaxis, :] & (ei >= si)
+                 & (ei - si + 1 <= self.max_answer_length))
+        pair_score = s_val[:, :, tf.newaxis] + e_val[:, tf.newaxis, :]
+        k = tf.shape(start_logits)[0]
+        pair_score = tf.reshape(tf.where(legal, pair_score, _NEG), [k, n * n])
+        pair_best = tf.cast(_first_argmax(pair_score, axis=1), tf.int32)
+        best = tf.reduce_max(pair_score, axis=1)
+        rows = pair_best // n
+        cols = pair_best % n
+        return (best, tf.gather(s_idx, rows, batch_dims=1), tf.gather(e_idx, cols, batch_dims=1),
+                tf.gather(s_val, rows, batch_dims=1), tf.gather(e_val, cols, batch_dims=1))
+
+    def serve_token_ids(self, inputs):
+        outputs = self.model(inputs, training=False)
+        start_logits = tf.cast(outputs["start_logits"], tf.float32)
+        end_logits = tf.cast(outputs["end_logits"], tf.float32)
+        mask = tf.cast(inputs["input_mask"], tf.int32)
+        length = tf.reduce_sum(mask, axis=1, keepdims=True)
+        position = tf.range(tf.shape(mask)[1])[tf.newaxis, :]
+        # The context: type 1, real, before the window's last [SEP].
+        context = (tf.equal(inputs["input_type_ids"], 1) & tf.equal(mask, 1)
+                   & (position < length - 1))
+        padding = tf.equal(mask, 0)
+        best, start, end, _, _ = self._best_spans(
+            tf.where(padding, -1e4, start_logits), tf.where(padding, -1e4, end_logits),
+            context, context)
+        found = best > _NEG / 2
+        result = {"start_logits": start_logits, "end_logits": end_logits,
+                  "start_index": tf.where(found, start, -1), "end_index": tf.where(found, end, -1),
+                  "score": tf.where(found, best, -float("inf"))}
+        if self.version_2:
+            null_score = start_logits[:, 0] + end_logits[:, 0]
+            score_diff = null_score - tf.where(found, best, 0.0)
+            result.update(null_score=null_score, score_diff=score_diff,
+                          is_impossible=score_diff > self.threshold)
+        return result
 
     def answer(self, question, context):
         S = self.seq_length
@@ -223,29 +296,19 @@ class SquadServingModule(tf.Module):
         start_logits = tf.where(padding, -1e4, tf.cast(outputs["start_logits"], tf.float32))
         end_logits = tf.where(padding, -1e4, tf.cast(outputs["end_logits"], tf.float32))
 
-        # 4. n-best starts x ends per window, legal spans only.
-        n = min(self.n_best_size, S)
-        s_val, s_idx = tf.math.top_k(start_logits, k=n)  # ties: lower index first
-        e_val, e_idx = tf.math.top_k(end_logits, k=n)
-        s_ok = tf.gather(in_ctx, s_idx, batch_dims=1) & tf.gather(max_ctx, s_idx, batch_dims=1)
-        e_ok = tf.gather(in_ctx, e_idx, batch_dims=1)
-        si, ei = s_idx[:, :, tf.newaxis], e_idx[:, tf.newaxis, :]
-        legal = (s_ok[:, :, tf.newaxis] & e_ok[:, tf.newaxis, :] & (ei >= si)
-                 & (ei - si + 1 <= self.max_answer_length))
-        pair_score = s_val[:, :, tf.newaxis] + e_val[:, tf.newaxis, :]
-        pair_score = tf.reshape(tf.where(legal, pair_score, _NEG), [k, n * n])
-        pair_best = _first_argmax(pair_score, axis=1)
-        win_best = tf.reduce_max(pair_score, axis=1)
+        # 4. n-best starts x ends per window, legal spans only; the best window.
+        win_best, win_start_tok, win_end_tok, win_start_logit, win_end_logit = self._best_spans(
+            start_logits, end_logits, in_ctx & max_ctx, in_ctx)
         ex_best = tf.math.unsorted_segment_max(win_best, win_example, batch)
         candidate = tf.where(tf.equal(win_best, tf.gather(ex_best, win_example)),
                              tf.range(k), k)
         best_k = tf.math.unsorted_segment_min(candidate, win_example, batch)  # [B]
         found = ex_best > _NEG / 2
         best_k = tf.where(found, best_k, 0)
-        flat = tf.gather(pair_best, best_k)
-        start_tok = tf.gather(tf.gather(s_idx, best_k), flat // n, batch_dims=1)
-        end_tok = tf.gather(tf.gather(e_idx, best_k), flat % n, batch_dims=1)
-        start_tok, end_tok = tf.cast(start_tok, tf.int64), tf.cast(end_tok, tf.int64)
+        start_tok = tf.cast(tf.gather(win_start_tok, best_k), tf.int64)
+        end_tok = tf.cast(tf.gather(win_end_tok, best_k), tf.int64)
+        start_logit = tf.where(found, tf.gather(win_start_logit, best_k), -float("inf"))
+        end_logit = tf.where(found, tf.gather(win_end_logit, best_k), -float("inf"))
 
         # 5. Back to the context: WordPiece → word → characters.
         offset = tf.gather(win_start, best_k) - tf.gather(q_len, tf.gather(win_example, best_k)) - 2
@@ -292,7 +355,8 @@ class SquadServingModule(tf.Module):
         start_char = tf.where(found, start_char, -1)
         end_char = tf.where(found, end_char, -1)
         score = tf.where(found, ex_best, -float("inf"))
-        result = {"start_char": start_char, "end_char": end_char, "score": score}
+        result = {"start_char": start_char, "end_char": end_char, "score": score,
+                  "start_logit": start_logit, "end_logit": end_logit}
         if self.version_2:
             null_k = start_logits[:, 0] + end_logits[:, 0]
             null_score = tf.math.unsorted_segment_min(null_k, win_example, batch)
@@ -309,19 +373,20 @@ class SquadServingModule(tf.Module):
 def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length=384,
                        doc_stride=128, max_query_length=64, n_best_size=20,
                        max_answer_length=30, version_2_with_negative=False,
-                       null_score_diff_threshold=0.0, version=None):
+                       null_score_diff_threshold=0.0, version=None,
+                       max_batch_size=MAX_BATCH_SIZE):
     """Writes the raw-text SQuAD SavedModel in TF Serving's layout
     (`export_dir/<version>/`, `serving.base`); returns the version directory.
 
     Args:
         model: a `BertSpanLabeler` (dict of ids in, start/end logits out).
         vocab: vocabulary file path or list of tokens.
-        The rest: as the `run_squad.py` flags of the same names.
+        The rest: as the `run_squad.py` flags of the same names (the threshold
+        is the one baked into the v2.0 no-answer decision).
     """
     module = SquadServingModule(
         model, vocab, lower_case=lower_case, max_seq_length=max_seq_length,
         doc_stride=doc_stride, max_query_length=max_query_length, n_best_size=n_best_size,
         max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
-        null_score_diff_threshold=null_score_diff_threshold)
-    return save_versioned(module, os.fspath(export_dir), {"serving_default": module.serve},
-                          version)
+        null_score_diff_threshold=null_score_diff_threshold, max_batch_size=max_batch_size)
+    return module.save(os.fspath(export_dir), version)

@@ -255,6 +255,18 @@ class PretrainingTask(base.Task):
         results.pop("global_step", None)
         return results
 
+    def export(self, model, export_dir, version):
+        """The masked LM and next-sentence head as a TF Serving SavedModel
+        (`serving.pretraining`: fill in the `[MASK]`s of raw text)."""
+        from official_bert.serving import pretraining as serving
+
+        if not self.files.vocab_file:
+            raise UserError("--export_dir needs the vocabulary the model was trained with: "
+                            "pass --vocab_file")
+        return serving.export_pretraining_model(
+            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
+            export_dir, version=version)
+
 
 def _summary_beside(files):
     """The generator's summary (`io.sidecar_path`, or an older version's

@@ -1,0 +1,907 @@
+"""The serving contract (issue 23), tested as a serving engineer would, for every task:
+classification, SQuAD v1.1 and v2.0, multiple choice, NER, the plain encoder and the
+pre-training (masked LM) model.
+
+One tiny random model per task is exported once (module fixture) with
+`official_bert.serving`; then, per task:
+
+* the TF Serving layout: one integer version directory, nothing staged left behind,
+  the vocabulary asset, the warm-up file, an existing version never overwritten;
+* `saved_model_cli show --all` lists both signatures, `saved_model_cli run` runs
+  `serve_ids` (TF1 session loading, as TF Serving does; the tensorflow-text ops
+  registered, as in TF Serving's model server);
+* a fresh Python process that cannot import this project (only tensorflow and
+  tensorflow_text) feeds raw text to `serving_default` and ids to `serve_ids`, and
+  gets what the Keras model and the project's Python preprocessing give;
+* the warm-up file parses (tensorflow-serving-api PredictionLog records) and its
+  requests run through their signatures;
+
+and across tasks: the input checks (a non-vector string input, a batch above
+`max_batch_size`, in the graph so that TF Serving's C++ feed cannot skip them),
+the ids-only copy for servers without the text ops, the TF-Hub-style pair
+(`bert export-encoder`) fine-tuned by a Keras 3 model in a fresh process, and the
+TFLite / ONNX files of the ids signature against TensorFlow.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+
+SQUAD_WORDS = ("the man went to store and bought a gallon of milk john smith leader was "
+               "japanese electronics industry is largest in world who what when born cafe "
+               "one two three four five six seven eight nine ten").split()
+EXTRA_WORDS = ("very good bad movie film ! he she it walk ##ed ##ing park new york paris sat "
+               "down city woman un ##believ ##able great fun dull").split()
+VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "(", ")", "-", ".", ",", "'", "s", "?",
+          "##s", "18", "##95", "1943", "ca", "##fe"] + SQUAD_WORDS + EXTRA_WORDS)
+LABELS = ["negative", "neutral", "positive"]
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+SEQ = 16
+
+TEXT_A = ["The man walked in the Café!", "UNBELIEVABLE movie???",
+          "she walks , he walking very very very very very very very very far",
+          "Zebras\tjump", ""]
+TEXT_B = ["a woman is in the park.", "it was very good", "he walked .", "bad", "the man"]
+LONG = ("The man went to the store and bought a gallon of milk. John Smith (1895-1943) was "
+        "the leader.  Café  John's  japanese\telectronics industry is the largest in the world. ")
+CONTEXTS = [LONG, "Cafe\u0301 leader was John Smith's man, one two three.",
+            "Who went to the store? The man\u00a0went,  one  two.", ""]
+QUESTIONS = ["who bought milk?", "who was the leader?", "who went to the store?", "who?"]
+SQUAD = dict(max_seq_length=32, doc_stride=8, max_query_length=6, n_best_size=10,
+             max_answer_length=10)
+MC_CONTEXT = ["The man walks to the city.", "She went to New York."]
+MC_START = ["He", ""]
+MC_ENDINGS = [["sat down.", "went to paris.", "is on the man."],
+              ["he sat down.", "she sat down.", "the city."]]
+NER_TEXT = ["John Smith went to New York", "the man walks in Paris", "she sat down .", ""]
+ENCODER_TEXT = ["a very good movie !", "the film was awful", ""]
+MLM_A = ["the man went to the [MASK] .", "[MASK] [MASK] was the leader", "no masks here"]
+MLM_B = ["he bought [MASK] .", "", "the city"]
+NER_MAX_BATCH = 4  # the NER export's limit, to test the refusal of a larger batch
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+ENV.pop("PYTHONPATH", None)
+ENV.pop("OFFICIAL_BERT_TRACEBACK", None)
+
+
+def _config():
+    from official_bert.modeling.configs import BertConfig
+
+    return BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                      num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+
+
+def _encoder(seed):
+    import keras
+
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+
+    keras.utils.set_random_seed(seed)
+    encoder = BertEncoder.from_bert_config(_config())
+    encoder(dummy_inputs())
+    return encoder
+
+
+def _scale(dense, seed, scale=1.0):
+    """Larger head weights than the initializer's, so outputs differ visibly."""
+    kernel = dense.kernel
+    kernel.assign(np.random.default_rng(seed).normal(0, scale, kernel.shape).astype("float32"))
+
+
+def _pack(tokenizer, texts_a, texts_b=None, seq=SEQ):
+    from official_bert.text import tokenization
+
+    rows = {"input_word_ids": [], "input_mask": [], "input_type_ids": []}
+    for i, a in enumerate(texts_a):
+        b = tokenizer.tokenize(texts_b[i]) if texts_b is not None else None
+        tokens, mask, segments = tokenization.pack_tokens(tokenizer.tokenize(a), b, seq)
+        rows["input_word_ids"].append(tokenizer.convert_tokens_to_ids(tokens))
+        rows["input_mask"].append(mask)
+        rows["input_type_ids"].append(segments)
+    return {k: np.asarray(v, np.int32) for k, v in rows.items()}
+
+
+def _export_all(root):
+    """Exports one tiny model per task; returns {case: dict(dir=..., text=..., ids=...,
+    expected=...)} with what the Keras model and the Python preprocessing give."""
+    import tensorflow as tf
+
+    from data_prep import conll, squad, swag
+    from official_bert.modeling import heads
+    from official_bert.serving import (classification, encoder as encoder_serving,
+                                       multiple_choice, ner, pretraining)
+    from official_bert.serving import squad as squad_serving
+    from official_bert.text import tokenization
+
+    vocab_file = root / "vocab.txt"
+    vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    tokenizer = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+    cases = {}
+
+    # Classification (a pair task, three labels).
+    model = heads.BertClassifier(_encoder(1), len(LABELS))
+    ids = _pack(tokenizer, TEXT_A, TEXT_B)
+    model(ids)
+    _scale(model.classifier, 1)
+    model.classifier.bias.assign(-model(ids, training=False).numpy().mean(axis=0))
+    probabilities = tf.nn.softmax(model(ids, training=False)).numpy()
+    cases["classification"] = dict(
+        dir=classification.export_classifier(model, str(vocab_file), True, SEQ, LABELS, True,
+                                             str(root / "classification")),
+        text={"text_a": TEXT_A, "text_b": TEXT_B}, ids=ids,
+        expected={"probabilities": probabilities,
+                  "label": [LABELS[i] for i in probabilities.argmax(axis=1)]})
+
+    # SQuAD v1.1 and v2.0: one span labeler; the v2.0 threshold splits the questions.
+    model = heads.BertSpanLabeler(_encoder(2))
+    model({k: v[:1] for k, v in ids.items()})
+    _scale(model.span_labeler, 2)
+    examples = []
+    for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)):
+        doc_tokens, _, spans = squad.split_doc_tokens(context)
+        examples.append(squad.SquadExample(str(i), question, context, doc_tokens, spans))
+    features = squad.convert_examples_to_features(
+        examples, tokenizer, SQUAD["max_seq_length"], SQUAD["doc_stride"],
+        SQUAD["max_query_length"], False)
+    arrays = squad.features_to_arrays(features, False)
+    window_ids = {k: arrays[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    logits = {k: v.numpy() for k, v in model(window_ids, training=False).items()}
+    results = {int(u): (s, e) for u, s, e in zip(arrays["unique_ids"], logits["start_logits"],
+                                                  logits["end_logits"])}
+    v1 = squad.postprocess_predictions(examples, features, results,
+                                       n_best_size=SQUAD["n_best_size"],
+                                       max_answer_length=SQUAD["max_answer_length"])
+    diffs = sorted(p.score_diff for p in squad.postprocess_predictions(
+        examples, features, results, n_best_size=SQUAD["n_best_size"],
+        max_answer_length=SQUAD["max_answer_length"], version_2_with_negative=True).values())
+    threshold = float((diffs[0] + diffs[1]) / 2)  # the lowest answers, the others do not
+    v2 = squad.postprocess_predictions(examples, features, results,
+                                       n_best_size=SQUAD["n_best_size"],
+                                       max_answer_length=SQUAD["max_answer_length"],
+                                       version_2_with_negative=True,
+                                       null_score_diff_threshold=threshold)
+    answered = [i for i, c in enumerate(CONTEXTS) if c]  # Python skips an empty context
+    for version_2, predictions in ((False, v1), (True, v2)):
+        name = "squad_v2" if version_2 else "squad_v1"
+        cases[name] = dict(
+            dir=squad_serving.export_squad_model(
+                model, VOCAB, str(root / name), version_2_with_negative=version_2,
+                null_score_diff_threshold=threshold, **SQUAD),
+            text={"question": QUESTIONS, "context": CONTEXTS}, ids=window_ids,
+            expected={"predictions": {i: predictions[str(i)] for i in answered},
+                      "start_logits": logits["start_logits"],
+                      "end_logits": logits["end_logits"], "threshold": threshold})
+
+    # Multiple choice (3 endings).
+    model = heads.BertMultipleChoice(_encoder(3))
+    examples = [swag.SwagExample(str(i), c, s, e, None)
+                for i, (c, s, e) in enumerate(zip(MC_CONTEXT, MC_START, MC_ENDINGS))]
+    mc = swag.convert_examples(examples, tokenizer, SEQ)
+    mc_ids = {k: mc[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    model(mc_ids)
+    _scale(model.choice_scorer, 3, 3.0)
+    mc_logits = model(mc_ids, training=False).numpy()
+    cases["multiple_choice"] = dict(
+        dir=multiple_choice.export_multiple_choice(model, str(vocab_file), True, SEQ,
+                                                   str(root / "multiple_choice")),
+        text={"context": MC_CONTEXT, "start": MC_START, "endings": MC_ENDINGS}, ids=mc_ids,
+        expected={"logits": mc_logits, "probabilities": tf.nn.softmax(mc_logits).numpy()})
+
+    # NER (every sentence fits one window; the export's limit is NER_MAX_BATCH).
+    model = heads.BertTokenClassifier(_encoder(4), len(TAGS))
+    sentences = [conll.Sentence(text.split(), None, [], []) for text in NER_TEXT]
+    windows = conll.convert_sentences(sentences, tokenizer, TAGS, SEQ)
+    ner_ids = {k: v for k, v in conll.windows_to_arrays(windows).items() if k != "label_ids"}
+    model(ner_ids)
+    _scale(model.token_classifier, 4, 3.0)
+    tag_ids = model(ner_ids, training=False).numpy().argmax(axis=-1)
+    words = conll.word_predictions(windows, tag_ids, len(sentences),
+                                   [len(s.words) for s in sentences])
+    cases["ner"] = dict(
+        dir=ner.export_token_classifier(model, str(vocab_file), True, SEQ, TAGS,
+                                        str(root / "ner"), max_batch_size=NER_MAX_BATCH),
+        text={"text": NER_TEXT}, ids=ner_ids,
+        expected={"tags": [[TAGS[t] for t in w] for w in words],
+                  "token_tags": [[TAGS[t] for t in row] for row in tag_ids]})
+
+    # The plain encoder.
+    encoder = _encoder(5)
+    enc_ids = _pack(tokenizer, ENCODER_TEXT)
+    out = encoder(enc_ids, training=False)
+    cases["encoder"] = dict(
+        dir=encoder_serving.export_encoder(encoder, str(vocab_file), True, SEQ,
+                                           str(root / "encoder")),
+        text={"text": ENCODER_TEXT}, ids=enc_ids,
+        expected={"pooled_output": out["pooled_output"].numpy(),
+                  "sequence_output": out["sequence_output"].numpy(), "ids": enc_ids})
+
+    # The pre-training model: [MASK]s in raw text, "" for one segment.
+    model = heads.BertPretrainer(_encoder(6))
+    model._ensure_built()
+    _scale(model.next_sentence, 6, 3.0)
+    mask_id = VOCAB.index("[MASK]")
+
+    def with_masks(text):
+        pieces = text.split("[MASK]")
+        tokens = tokenizer.tokenize(pieces[0])
+        for piece in pieces[1:]:
+            tokens += ["[MASK]"] + tokenizer.tokenize(piece)
+        return tokens
+
+    rows = {"input_word_ids": [], "input_mask": [], "input_type_ids": []}
+    for a, b in zip(MLM_A, MLM_B):
+        packed = tokenization.pack_tokens(with_masks(a), with_masks(b) if b else None, SEQ)
+        rows["input_word_ids"].append(tokenizer.convert_tokens_to_ids(packed[0]))
+        rows["input_mask"].append(packed[1])
+        rows["input_type_ids"].append(packed[2])
+    mlm_ids = {k: np.asarray(v, np.int32) for k, v in rows.items()}
+    positions = [list(np.flatnonzero(row == mask_id)) for row in mlm_ids["input_word_ids"]]
+    width = max(len(p) for p in positions)
+    padded = np.asarray([p + [0] * (width - len(p)) for p in positions], np.int32)
+    heads_out = model({**mlm_ids, "masked_lm_positions": padded}, training=False)
+    mlm_probabilities = tf.nn.softmax(heads_out["masked_lm_logits"]).numpy()
+    cases["pretraining"] = dict(
+        dir=pretraining.export_pretraining_model(model, str(vocab_file), True, SEQ,
+                                                 str(root / "pretraining")),
+        text={"text_a": MLM_A, "text_b": MLM_B}, ids=mlm_ids,
+        expected={"positions": positions, "probabilities": mlm_probabilities,
+                  "next_sentence": tf.nn.softmax(heads_out["next_sentence_logits"]).numpy()})
+    return cases
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    return _export_all(tmp_path_factory.mktemp("serving"))
+
+
+TASKS = ["classification", "squad_v1", "squad_v2", "multiple_choice", "ner", "encoder",
+         "pretraining"]
+
+# A fresh process in which the project cannot be imported: only tensorflow and
+# tensorflow_text (the LOADER of tests/test_run_squad.py).
+LOADER = textwrap.dedent("""
+    import json, sys
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("official_bert", "data_prep"):
+                raise ImportError("blocked: " + name)
+    sys.meta_path.insert(0, Block())
+    sys.path = [p for p in sys.path if p not in ("", {repo!r})]
+    try:
+        import official_bert  # noqa: F401
+        raise SystemExit("the project is importable")
+    except ImportError:
+        pass
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.python.framework import op_def_registry
+
+    def unregistered_ops(path):
+        saved = saved_model_pb2.SavedModel()
+        with open(path + "/saved_model.pb", "rb") as f:
+            saved.ParseFromString(f.read())
+        graph = saved.meta_graphs[0].graph_def
+        ops = {{n.op for n in graph.node}} | {{n.op for f in graph.library.function
+                                             for n in f.node_def}}
+        return sorted(op for op in ops if op_def_registry.get(op) is None)
+
+    calls = json.load(open(sys.argv[1]))
+    text_ops = {{name: unregistered_ops(call["dir"]) for name, call in calls.items()}}
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+
+    def decode(value):
+        if isinstance(value, bytes):
+            return value.decode()
+        return [decode(x) for x in value] if isinstance(value, list) else value
+
+    def plain(value):
+        value = value.numpy()
+        return decode(value.tolist() if hasattr(value, "tolist") else value)
+
+    results = {{}}
+    for name, call in calls.items():
+        loaded = tf.saved_model.load(call["dir"])
+        out = {{}}
+        for signature, inputs in call["signatures"].items():
+            feed = {{k: tf.constant(v, tf.string if k not in ("input_word_ids", "input_mask",
+                                                           "input_type_ids") else tf.int32)
+                    for k, v in inputs.items()}}
+            try:
+                out[signature] = {{k: plain(v) for k, v in
+                                  loaded.signatures[signature](**feed).items()}}
+            except tf.errors.InvalidArgumentError as e:
+                out[signature] = {{"error": e.message}}
+        out["metadata"] = {{k: plain(v) for k, v in loaded.metadata().items()}}
+        out["text_ops"] = text_ops[name]
+        out["warmup"] = []
+        for signature, inputs in call.get("warmup", []):  # TF Serving's replay
+            outputs = loaded.signatures[signature](**{{
+                k: tf.constant(value, tf.string if dtype == "string" else tf.int32)
+                for k, (dtype, value) in inputs.items()}})
+            out["warmup"].append([signature, sorted(outputs),
+                                  sorted({{int(v.shape[0]) for v in outputs.values()}})])
+        results[name] = out
+    json.dump(results, open(sys.argv[2], "w"))
+""")
+
+
+def _warmup(path):
+    """The warm-up file's requests as JSON: [signature, {input: [dtype, nested list]}]
+    (None without the serving API)."""
+    from official_bert.serving import base
+
+    if not base.serving_api_available():
+        return None
+
+    def plain(value):
+        if value.dtype == object:
+            return ["string", np.vectorize(lambda b: b.decode(), otypes=[object])(value).tolist()]
+        return ["int32", value.tolist()]
+
+    return [[name, {k: plain(v) for k, v in inputs.items()}]
+            for name, inputs in base.read_warmup_requests(path)]
+
+
+@pytest.fixture(scope="module")
+def served(exports, tmp_path_factory):
+    """Every export called in one fresh process without the project: raw text,
+    ids, and the warm-up file's requests replayed."""
+    tmp = tmp_path_factory.mktemp("fresh")
+    calls = {}
+    for name, case in exports.items():
+        calls[name] = {"dir": case["dir"], "signatures": {
+            "serving_default": case["text"],
+            "serve_ids": {k: np.asarray(v).tolist() for k, v in case["ids"].items()}},
+            "warmup": _warmup(case["dir"]) or []}
+    calls["ner_over_limit"] = {"dir": exports["ner"]["dir"], "signatures": {
+        "serving_default": {"text": ["a b"] * (NER_MAX_BATCH + 1)}}}
+    (tmp / "calls.json").write_text(json.dumps(calls), encoding="utf-8")
+    (tmp / "loader.py").write_text(LOADER.format(repo=str(REPO_ROOT)))
+    result = subprocess.run([sys.executable, str(tmp / "loader.py"), str(tmp / "calls.json"),
+                             str(tmp / "out.json")], cwd=str(tmp), env=ENV,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads((tmp / "out.json").read_text(encoding="utf-8"))
+
+
+# --- layout ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_tf_serving_layout(exports, task):
+    from official_bert.errors import UserError
+    from official_bert.serving import base
+
+    path = exports[task]["dir"]
+    parent, version = os.path.split(path)
+    assert version.isdigit() and int(version) >= 1_700_000_000  # seconds since the epoch
+    assert os.listdir(parent) == [version]  # no staging directory left behind
+    assert set(os.listdir(path)) >= {"saved_model.pb", "variables", "assets", "assets.extra"}
+    assert os.listdir(os.path.join(path, "assets")) == ["vocab.txt"]
+    vocab = open(os.path.join(path, "assets", "vocab.txt"), encoding="utf-8").read()
+    assert vocab.splitlines() == VOCAB
+    assert base.latest_version_dir(parent) == path
+    # The next export is served after this one; an existing version is never overwritten.
+    assert int(os.path.basename(base.version_dir(parent))) > int(version)
+    with pytest.raises(UserError, match="never overwrites"):
+        base.version_dir(parent, int(version))
+
+
+TEXT_OPS = ["NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"]
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_only_the_text_ops_tf_serving_links(served, task):
+    """The graph's ops that plain TensorFlow lacks (found in the fresh process before
+    tensorflow_text is imported) are three long-standing tensorflow-text ops, which
+    TF Serving's model server links; docs/guide.md names them."""
+    assert served[task]["text_ops"] == TEXT_OPS
+
+
+# --- saved_model_cli (TF1 session loading, as TF Serving) -------------------------------
+
+SAVED_MODEL_CLI = textwrap.dedent("""
+    import contextlib, io, json, sys
+    import tensorflow_text  # noqa: F401  (the text ops, which TF Serving's server links)
+    from tensorflow.python.tools import saved_model_cli
+    for args in json.loads(sys.argv[1]):
+        sys.argv = ["saved_model_cli"] + args
+        out = io.StringIO()
+        code = 0
+        with contextlib.redirect_stdout(out):
+            try:
+                saved_model_cli.main()
+            except SystemExit as e:
+                code = e.code or 0
+        print(json.dumps({"args": args, "code": code, "stdout": out.getvalue()}))
+""")
+
+
+def _input_exprs(ids):
+    return ";".join(f"{k}={np.asarray(v).tolist()}" for k, v in ids.items())
+
+
+@pytest.fixture(scope="module")
+def saved_model_cli(exports, tmp_path_factory):
+    """task → (`saved_model_cli show --all`, `run --signature_def serve_ids` on the
+    first two rows, the run's --outdir), both in one process (its `main`, once per
+    command line)."""
+    tmp = tmp_path_factory.mktemp("cli")
+    done = {}
+
+    def run(task):
+        if task not in done:
+            path = exports[task]["dir"]
+            ids = {k: np.asarray(v)[:2] for k, v in exports[task]["ids"].items()}
+            commands = [["show", "--dir", path, "--all"],
+                        ["run", "--dir", path, "--tag_set", "serve", "--signature_def",
+                         "serve_ids", "--input_exprs", _input_exprs(ids), "--outdir",
+                         str(tmp / task), "--overwrite"]]
+            result = subprocess.run(
+                [sys.executable, "-c", SAVED_MODEL_CLI, json.dumps(commands)], cwd=str(tmp),
+                env=ENV, capture_output=True, text=True, timeout=600)
+            assert result.returncode == 0, result.stderr[-4000:]
+            show, ran = [json.loads(line) for line in result.stdout.splitlines()
+                         if line.startswith("{")]
+            done[task] = (show, ran, tmp / task)
+        return done[task]
+
+    return run
+
+
+# The main task and the most intricate graph in the default run; all in the slow one.
+CLI_TASKS = ["classification", "squad_v2"] + [
+    pytest.param(task, marks=pytest.mark.slow) for task in TASKS
+    if task not in ("classification", "squad_v2")]
+
+
+@pytest.mark.parametrize("task", CLI_TASKS)
+def test_saved_model_cli_show_and_run(served, saved_model_cli, task):
+    show, ran, outdir = saved_model_cli(task)
+    assert show["code"] == 0, show
+    assert "signature_def['serving_default']" in show["stdout"]
+    assert "signature_def['serve_ids']" in show["stdout"]
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+        assert f"inputs['{name}'] tensor_info:" in show["stdout"]
+    assert ran["code"] == 0, ran
+    # The TF1 session's answers are those of tf.saved_model.load (the fresh process).
+    expected = served[task]["serve_ids"]
+    for key, value in expected.items():
+        got = np.load(outdir / f"{key}.npy", allow_pickle=True)
+        if got.dtype == object:
+            assert [x.decode() for x in got.ravel()] == list(np.ravel(value[:2])), key
+        else:
+            np.testing.assert_allclose(got, np.asarray(value)[:2], atol=1e-5, err_msg=key)
+
+
+# --- a fresh process without the project, against the checkpoint's predictions ---------
+
+
+def test_classification_served(exports, served):
+    expected = exports["classification"]["expected"]
+    for signature in ("serving_default", "serve_ids"):
+        out = served["classification"][signature]
+        np.testing.assert_allclose(out["probabilities"], expected["probabilities"], atol=1e-5)
+        assert out["label"] == expected["label"]
+    assert len(set(expected["label"])) > 1  # the label check could fail
+    metadata = served["classification"]["metadata"]
+    assert metadata["labels"] == LABELS and metadata["pair"] is True
+    assert metadata["task"] == "classification" and metadata["seq_length"] == SEQ
+
+
+@pytest.mark.parametrize("task", ["squad_v1", "squad_v2"])
+def test_squad_served(exports, served, task):
+    case, out = exports[task], served[task]["serving_default"]
+    assert out["start_char"][-1] == -1 and out["answer"][-1] == ""  # empty context
+    compared = 0
+    for i, p in case["expected"]["predictions"].items():
+        context = CONTEXTS[i]
+        assert (out["start_char"][i], out["end_char"][i]) == (p.start_char, p.end_char)
+        assert out["score"][i] == pytest.approx(p.best_score, abs=1e-4)
+        assert out["start_logit"][i] + out["end_logit"][i] == pytest.approx(p.best_score,
+                                                                            abs=1e-4)
+        best = context[p.start_char:p.end_char]
+        if task == "squad_v2":
+            assert out["best_answer"][i] == best
+            assert out["score_diff"][i] == pytest.approx(p.score_diff, abs=1e-4)
+            # The tuned threshold is baked in: the same no-answer decisions.
+            assert out["is_impossible"][i] == (p.text == "")
+            assert out["answer"][i] == ("" if p.text == "" else best)
+        else:
+            assert out["answer"][i] == best
+        compared += 1
+    assert compared == 3
+    if task == "squad_v2":
+        assert 0 < sum(out["is_impossible"][:3]) < 3  # the threshold decides both ways
+        assert served[task]["metadata"]["null_score_diff_threshold"] == pytest.approx(
+            case["expected"]["threshold"])
+    ids_out = served[task]["serve_ids"]
+    np.testing.assert_allclose(ids_out["start_logits"], case["expected"]["start_logits"],
+                               atol=1e-5)
+    np.testing.assert_allclose(ids_out["end_logits"], case["expected"]["end_logits"], atol=1e-5)
+    mask = np.asarray(case["ids"]["input_mask"])
+    types = np.asarray(case["ids"]["input_type_ids"])
+    for row, (start, end) in enumerate(zip(ids_out["start_index"], ids_out["end_index"])):
+        length = mask[row].sum()
+        if start >= 0:  # inside the context (type 1, before the last [SEP])
+            assert types[row, start] == 1 and start <= end < length - 1
+
+
+def test_multiple_choice_served(exports, served):
+    expected = exports["multiple_choice"]["expected"]
+    for signature in ("serving_default", "serve_ids"):
+        out = served["multiple_choice"][signature]
+        np.testing.assert_allclose(out["probabilities"], expected["probabilities"], atol=1e-5)
+        np.testing.assert_allclose(out["logits"], expected["logits"], atol=1e-5)
+        assert out["choice"] == expected["logits"].argmax(axis=1).tolist()
+
+
+def test_ner_served(exports, served):
+    expected = exports["ner"]["expected"]
+    out = served["ner"]["serving_default"]
+    assert out["num_words"] == [len(t.split()) for t in NER_TEXT]
+    for i, text in enumerate(NER_TEXT):
+        n = len(text.split())
+        assert out["words"][i][:n] == text.split()
+        assert out["tags"][i][:n] == expected["tags"][i]  # aligned to the words
+        assert all(t == "" for t in out["tags"][i][n:])
+    assert len({t for tags in expected["tags"] for t in tags}) > 1
+    assert served["ner"]["serve_ids"]["tags"] == expected["token_tags"]
+
+
+def test_encoder_served(exports, served):
+    expected = exports["encoder"]["expected"]
+    for signature in ("serving_default", "serve_ids"):
+        out = served["encoder"][signature]
+        np.testing.assert_allclose(out["pooled_output"], expected["pooled_output"], atol=1e-5)
+        sequence = np.asarray(out["sequence_output"])
+        mask = expected["ids"]["input_mask"]
+        for row in range(len(ENCODER_TEXT)):
+            n = mask[row].sum()
+            np.testing.assert_allclose(sequence[row, :n], expected["sequence_output"][row, :n],
+                                       atol=1e-5)
+    text = served["encoder"]["serving_default"]
+    width = len(text["input_word_ids"][0])
+    np.testing.assert_array_equal(text["input_word_ids"],
+                                  expected["ids"]["input_word_ids"][:, :width])
+
+
+def test_pretraining_served(exports, served):
+    expected = exports["pretraining"]["expected"]
+    for signature in ("serving_default", "serve_ids"):
+        out = served["pretraining"][signature]
+        assert out["num_masks"] == [len(p) for p in expected["positions"]]
+        np.testing.assert_allclose(out["next_sentence_probabilities"], expected["next_sentence"],
+                                   atol=1e-5)
+        for row, positions in enumerate(expected["positions"]):
+            assert out["masked_lm_positions"][row][:len(positions)] == [int(p) for p in positions]
+            for m in range(len(positions)):
+                probabilities = expected["probabilities"][row, m]
+                best = np.argsort(-probabilities, kind="stable")[:5]
+                assert out["top_ids"][row][m] == best.tolist()
+                np.testing.assert_allclose(out["top_probabilities"][row][m],
+                                           probabilities[best], atol=1e-5)
+                assert out["top_tokens"][row][m] == [VOCAB[i] for i in best]
+            assert all(i == -1 for m in out["top_ids"][row][len(positions):] for i in m)
+
+
+# --- input checks -------------------------------------------------------------------------
+
+
+def test_batch_above_the_limit_is_refused(served):
+    error = served["ner_over_limit"]["serving_default"]["error"]
+    assert f"max_batch_size ({NER_MAX_BATCH})" in error
+    assert f"send at most {NER_MAX_BATCH} per request" in error
+
+
+def test_non_vector_string_input_is_refused(exports):
+    """TF Serving feeds tensors to the graph without checking them against the
+    signature; the checks in the graph refuse a [batch, 1] column or a scalar. The
+    TF1 session's C-level feed (as TF Serving's) is used, not Python's, which would
+    refuse the shape itself."""
+    import tensorflow as tf
+
+    path = exports["classification"]["dir"]
+    graph = tf.Graph()
+    with tf.compat.v1.Session(graph=graph) as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta_graph.signature_def["serving_default"]
+        feeds = {name: graph.get_tensor_by_name(info.name)
+                 for name, info in signature.inputs.items()}
+        fetch = graph.get_tensor_by_name(signature.outputs["probabilities"].name)
+
+        def run(text_a, text_b):
+            values = {feeds["text_a"]: np.asarray(text_a, object),
+                      feeds["text_b"]: np.asarray(text_b, object)}
+            return session._call_tf_sessionrun(  # TF Serving's path: no Python shape check
+                None, {t._as_tf_output(): v for t, v in values.items()},
+                [fetch._as_tf_output()], [], None)
+
+        assert np.asarray(run(["a movie"], ["good"])[0]).shape == (1, 3)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"text_a must be a vector of strings \[batch\]"):
+            run([["a movie"], ["a film"]], ["good", "bad"])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"text_b must be a vector of strings \[batch\]"):
+            run(["a movie"], "good")
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="text_a and text_b must hold the same number of examples"):
+            run(["a movie", "a film"], ["good"])
+    # Through tf.saved_model.load (TF2) too, which does not check the shape either.
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"text_a must be a vector of strings \[batch\]"):
+        signature(text_a=tf.constant([["a"]]), text_b=tf.constant(["b"]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"text_b must be a vector of strings \[batch\]"):
+        signature(text_a=tf.constant(["a"]), text_b=tf.constant("b"))
+
+
+# --- warm-up ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_warmup_requests_replay(exports, served, task):
+    """The warm-up file parses as PredictionLog records and each request runs
+    through its signature (replayed in the fresh process), as TF Serving does."""
+    pytest.importorskip("tensorflow_serving.apis.prediction_log_pb2",
+                        reason="tensorflow-serving-api is not installed (pip install -e "
+                               "'.[serving]'): exports have no warm-up file")
+    from official_bert.serving import base
+
+    requests = base.read_warmup_requests(exports[task]["dir"])
+    assert [name for name, _ in requests] == ["serving_default", "serve_ids"] * 2
+    limit = NER_MAX_BATCH if task == "ner" else base.MAX_BATCH_SIZE
+    sizes = [min(b, limit) for b in base.WARMUP_BATCH_SIZES for _ in range(2)]
+    assert [len(next(iter(inputs.values()))) for _, inputs in requests] == sizes
+    replayed = served[task]["warmup"]
+    assert [r[0] for r in replayed] == [name for name, _ in requests]
+    for (name, outputs, batches), size in zip(replayed, sizes):
+        assert outputs == sorted(served[task][name])  # every output of the signature
+        assert batches == [size], (name, batches)
+
+
+def test_without_the_serving_api_no_warmup_file(tmp_path, monkeypatch):
+    from official_bert.serving import base
+
+    for name in [n for n in sys.modules if n.split(".")[0] == "tensorflow_serving"] + [
+            "tensorflow_serving"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(base, "_WARNED", [])
+    assert base.write_warmup_requests(str(tmp_path), [("serve_ids", {})]) is None
+    assert not (tmp_path / "assets.extra").exists()
+    assert base._WARNED == [True]  # logged once
+
+
+# --- the ids-only copy, for a server without the text ops --------------------------------
+
+
+def test_ids_only_copy_loads_without_tensorflow_text(exports, tmp_path):
+    from official_bert.serving import base
+
+    path = base.export_ids_only(exports["classification"]["dir"], str(tmp_path / "ids"),
+                                version=7)
+    assert path == str(tmp_path / "ids" / "7")
+    ids = exports["classification"]["ids"]
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.modules["tensorflow_text"] = None  # a server without the text ops
+        import tensorflow as tf
+        loaded = tf.saved_model.load({path!r})
+        out = loaded.signatures["serving_default"](**{{k: tf.constant(v) for k, v in
+                                                       json.loads(sys.argv[1]).items()}})
+        print(json.dumps(out["probabilities"].numpy().tolist()))
+    """)
+    result = subprocess.run([sys.executable, "-c", script,
+                             json.dumps({k: v.tolist() for k, v in ids.items()})],
+                            cwd=str(tmp_path), env=ENV, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_allclose(json.loads(result.stdout.strip().splitlines()[-1]),
+                               exports["classification"]["expected"]["probabilities"],
+                               atol=1e-5)
+    assert os.path.exists(os.path.join(path, "assets.extra", base.WARMUP_FILE)) == \
+        base.serving_api_available()
+
+
+# --- the TF-Hub-style pair (`bert export-encoder`), and the edge formats -----------------
+
+
+def _edge_extra():
+    try:
+        import onnxruntime  # noqa: F401
+        import tf2onnx  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def encoder_export(tmp_path_factory):
+    """`bert export-encoder` (its `export`) on a tiny checkpoint: the pair and the TF
+    Serving encoder; and an encoder SavedModel with a masked-LM head (`encoder.mlm`)."""
+    import tensorflow as tf
+
+    from official_bert import checkpoints
+    from official_bert.commands import export_encoder
+    from official_bert.modeling import heads
+    from official_bert.serving import hub
+    from official_bert.text import tokenization
+
+    root = tmp_path_factory.mktemp("encoder_export")
+    vocab = root / "vocab.txt"
+    vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    encoder = _encoder(7)
+    checkpoints.save_checkpoint(encoder, str(root / "ckpt"), vocab_file=str(vocab))
+    written = export_encoder.export(export_encoder.ExportEncoderConfig(
+        init_checkpoint=str(root / "ckpt"), output_dir=str(root / "out"),
+        export_dir=str(root / "serving"), export_version=3, max_seq_length=SEQ))
+    pretrainer = heads.BertPretrainer(encoder)
+    pretrainer._ensure_built()
+    _scale(pretrainer.mlm_transform, 7)
+    mlm_dir = hub.export_encoder(encoder, str(root / "with_mlm"), pretrainer)
+
+    tokenizer = tokenization.FullTokenizer(str(vocab), do_lower_case=True)
+    ids = _pack(tokenizer, TEXT_A[:4])
+    pair_ids = _pack(tokenizer, TEXT_A[:4], TEXT_B[:4], seq=12)
+    out = encoder(ids, training=False)
+    positions = np.asarray([[1, 2], [3, 1], [2, 2], [1, 4]], np.int32)
+    mlm = pretrainer({**ids, "masked_lm_positions": positions}, training=False)
+    return dict(root=root, written=written, mlm_dir=mlm_dir, ids=ids, pair_ids=pair_ids,
+                positions=positions, expected={
+                    "pooled_output": out["pooled_output"].numpy(),
+                    "sequence_output": out["sequence_output"].numpy(),
+                    "encoder_outputs": [x.numpy() for x in out["encoder_outputs"]],
+                    "mlm_logits": mlm["masked_lm_logits"].numpy()},
+                tf_version=tf.__version__)
+
+
+HUB_USER = textwrap.dedent("""
+    import json, sys
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("official_bert", "data_prep"):
+                raise ImportError("blocked: " + name)
+    sys.meta_path.insert(0, Block())
+    import numpy as np
+    import keras
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the preprocessor's ops)
+
+    args = json.loads(sys.argv[1])
+    preprocessor = tf.saved_model.load(args["preprocessor"])
+    encoder = tf.saved_model.load(args["encoder"])
+    texts = tf.constant(args["texts_a"])
+    out = {"ids": {k: v.numpy().tolist() for k, v in preprocessor(texts).items()}}
+    segments = [preprocessor.tokenize(texts), preprocessor.tokenize(tf.constant(args["texts_b"]))]
+    out["pair_ids"] = {k: v.numpy().tolist() for k, v in
+                       preprocessor.bert_pack_inputs(segments, seq_length=12).items()}
+    out["vocab_file"] = open(preprocessor.vocab_file.asset_path.numpy().decode()).read()
+    out["do_lower_case"] = bool(preprocessor.do_lower_case.numpy())
+    encoded = encoder({k: tf.constant(v) for k, v in out["ids"].items()})
+    out["encoded"] = {"pooled_output": encoded["pooled_output"].numpy().tolist(),
+                      "sequence_output": encoded["sequence_output"].numpy().tolist(),
+                      "encoder_outputs": [x.numpy().tolist() for x in encoded["encoder_outputs"]]}
+    out["has_mlm"] = hasattr(encoder, "mlm")
+
+    class HubEncoder(keras.layers.Layer):
+        # A Keras 3 layer calling the loaded encoder; its variables are the loaded ones.
+        def __init__(self, loaded, **kwargs):
+            super().__init__(**kwargs)
+            self.loaded = loaded
+
+        def call(self, inputs, training=False):
+            return self.loaded(inputs, training=training)["pooled_output"]
+
+    keras.utils.set_random_seed(0)
+    inputs = {k: keras.Input((None,), dtype="int32", name=k)
+              for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    layer = HubEncoder(encoder)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="classifier")(layer(inputs)))
+    batch = {k: np.asarray(v, np.int32) for k, v in out["ids"].items()}
+    labels = np.asarray([1, 0, 1, 0])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    optimizer = keras.optimizers.Adam(1e-3)
+    variables = model.trainable_weights + list(encoder.trainable_variables)
+    before = encoder.trainable_variables[0].numpy().copy()
+    before_loss = float(loss_fn(labels, model(batch, training=False)))
+    with tf.GradientTape() as tape:  # one fine-tuning step, dropout on
+        loss = loss_fn(labels, model(batch, training=True))
+    grads = tape.gradient(loss, variables)
+    optimizer.apply_gradients(zip(grads, variables))
+    losses = [before_loss, float(loss_fn(labels, model(batch, training=False)))]
+    out["fine_tune"] = {"losses": losses, "none_gradients": sum(g is None for g in grads),
+                        "variables": len(variables),
+                        "encoder_moved": float(np.abs(encoder.trainable_variables[0].numpy()
+                                                      - before).max())}
+    mlm = tf.saved_model.load(args["mlm_encoder"]).mlm
+    mlm_out = mlm({**{k: tf.constant(v) for k, v in args["ids"].items()},
+                   "masked_lm_positions": tf.constant(args["positions"])})
+    out["mlm_logits"] = mlm_out["mlm_logits"].numpy().tolist()
+    print(json.dumps(out))
+""")
+
+
+def test_hub_pair_in_a_fresh_keras_model(encoder_export):
+    case = encoder_export
+    written = case["written"]
+    assert sorted(os.listdir(case["root"] / "out")) == ["encoder", "preprocessor"]
+    assert written["serving"] == str(case["root"] / "serving" / "3")
+    args = {"preprocessor": written["preprocessor"], "encoder": written["encoder"],
+            "mlm_encoder": case["mlm_dir"], "texts_a": TEXT_A[:4], "texts_b": TEXT_B[:4],
+            "ids": {k: v.tolist() for k, v in case["ids"].items()},
+            "positions": case["positions"].tolist()}
+    result = subprocess.run([sys.executable, "-c", HUB_USER, json.dumps(args)],
+                            cwd=str(case["root"]), env=ENV, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    # The preprocessor: FullTokenizer's ids, packed as the project packs them.
+    for key, value in case["ids"].items():
+        assert out["ids"][key] == value.tolist(), key
+        assert out["pair_ids"][key] == case["pair_ids"][key].tolist(), key
+    assert out["vocab_file"].splitlines() == VOCAB and out["do_lower_case"] is True
+    # The encoder: the project's outputs to 1e-5.
+    expected = case["expected"]
+    for key in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(out["encoded"][key], expected[key], atol=1e-5, err_msg=key)
+    for got, want in zip(out["encoded"]["encoder_outputs"], expected["encoder_outputs"]):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    assert out["has_mlm"] is False  # the checkpoint has no masked-LM head
+    np.testing.assert_allclose(out["mlm_logits"], expected["mlm_logits"], atol=1e-5)
+    # A Keras 3 model around the loaded encoder fine-tunes: every variable gets a
+    # gradient, the encoder's weights move, the loss falls.
+    tune = out["fine_tune"]
+    assert tune["none_gradients"] == 0 and tune["variables"] > 2
+    assert tune["encoder_moved"] > 0
+    assert tune["losses"][1] < tune["losses"][0]
+
+
+@pytest.mark.slow
+def test_edge_formats_agree_with_tensorflow(encoder_export):
+    """`bert export-encoder --edge_formats=tflite,onnx --quantize`: TFLite (fixed
+    length) and ONNX (any length) agree with TensorFlow to 1e-4; the quantized
+    variants run, within 0.1."""
+    if not _edge_extra():
+        pytest.skip("the edge extra is not installed (pip install -e '.[edge]': tf2onnx, "
+                    "onnxruntime, ai-edge-litert)")
+    from official_bert.commands import export_encoder
+    from official_bert.serving import edge
+
+    root = encoder_export["root"]
+    written = export_encoder.export(export_encoder.ExportEncoderConfig(
+        init_checkpoint=str(root / "ckpt"), output_dir=str(root / "edge"),
+        max_seq_length=SEQ, edge_formats=["tflite", "onnx"], quantize=True))
+    assert sorted(os.listdir(root / "edge")) == [
+        "encoder", "encoder.onnx", "encoder.tflite", "encoder_dynamic_range.tflite",
+        "encoder_int8.onnx", "preprocessor"]
+    expected, ids = encoder_export["expected"], encoder_export["ids"]
+    runners = {"tflite": edge.tflite_runner, "tflite_dynamic_range": edge.tflite_runner,
+               "onnx": edge.onnx_runner, "onnx_int8": edge.onnx_runner}
+    short = {k: v[:, :9] for k, v in ids.items()}  # ONNX: any length
+    for name, runner in runners.items():
+        run = runner(written[name])
+        out = run(ids)  # TFLite: the fixed length SEQ
+        exact = name in ("tflite", "onnx")
+        tolerance = 1e-4 if exact else 0.1
+        np.testing.assert_allclose(out["pooled_output"], expected["pooled_output"],
+                                   atol=tolerance, err_msg=name)
+        np.testing.assert_allclose(out["sequence_output"], expected["sequence_output"],
+                                   atol=tolerance, err_msg=name)
+        if name.startswith("onnx"):
+            shorter = run(short)
+            assert shorter["sequence_output"].shape == (4, 9, 16)
+            mask = ids["input_mask"]
+            for row in range(4):
+                n = min(mask[row].sum(), 9)
+                if mask[row].sum() <= 9:
+                    np.testing.assert_allclose(shorter["sequence_output"][row, :n],
+                                               expected["sequence_output"][row, :n],
+                                               atol=tolerance, err_msg=name)

@@ -108,8 +108,8 @@ def latest_version_dir(path: str) -> str | None:
     return None
 
 
-def track_captured_variables(module) -> list:
-    """Makes the `tf.Variable`s of the Keras models in `module` checkpointed objects.
+def track_captured_variables(module, layers=()) -> list:
+    """Makes the `tf.Variable`s of Keras models checkpointed objects of `module`.
 
     A Keras 3 variable wraps a `tf.Variable`; `tf.saved_model.save` writes
     the wrapper as a fresh variable (`Variable_N`) while the traced functions
@@ -118,12 +118,14 @@ def track_captured_variables(module) -> list:
     use, restores only checkpointed objects and then fails with "Could not
     find variable ...". Tracking the wrapped variables themselves (as
     `keras.export.ExportArchive` does) makes the session restore them too
-    (the TFLite converter needs the same). Returns them.
+    (the TFLite converter needs the same). The models are `layers` and the
+    Keras layers among `module`'s attributes. Returns the variables.
     """
     import keras
 
     seen, captured = set(), []
-    for value in list(vars(module).values()):
+    candidates = list(layers) + list(vars(module).values())
+    for value in candidates:
         if isinstance(value, keras.layers.Layer):
             for variable in value.variables:
                 inner = variable.value if isinstance(variable, keras.Variable) else variable
@@ -132,6 +134,16 @@ def track_captured_variables(module) -> list:
                     captured.append(inner)
     module._serving_variables = captured
     return captured
+
+
+class Untracked:
+    """Holds an object out of a SavedModel's object graph. A Keras model kept
+    as a `tf.Module` attribute would be saved with its wrapper variables, a
+    second copy of every weight beside the wrapped `tf.Variable`s the
+    functions read (`track_captured_variables`): the export twice its size."""
+
+    def __init__(self, value):
+        self.value = value
 
 
 def _vocab_tokens(vocab) -> list:
@@ -183,7 +195,7 @@ class ExportModule(tf.Module):
 
         if int(max_batch_size) < 1:
             raise ValueError(f"max_batch_size={max_batch_size}: must be at least 1")
-        self.model = model
+        self._model = Untracked(model)
         self.seq_length = int(seq_length)
         self.lower_case = bool(lower_case)
         self.max_batch_size = int(max_batch_size)
@@ -212,6 +224,11 @@ class ExportModule(tf.Module):
         self.serve_ids = tf.function(_named(self._checked_ids, list(IDS_KEYS)),
                                      input_signature=ids_specs)
         self.metadata = tf.function(self._metadata, input_signature=[])
+
+    @property
+    def model(self):
+        """The Keras model (kept out of the object graph: see `Untracked`)."""
+        return self._model.value
 
     # --- what a task defines ------------------------------------------------------
 
@@ -340,7 +357,7 @@ class ExportModule(tf.Module):
         """Writes `export_dir/<version>/` atomically (see the module docstring);
         returns the version directory."""
         export_dir = str(export_dir)
-        track_captured_variables(self)
+        track_captured_variables(self, [self.model])
         final = version_dir(export_dir, version)
         staging = io.make_temporary_dir(export_dir, "export")
         try:

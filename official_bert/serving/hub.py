@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.errors import UserError
-from official_bert.serving.base import (IDS_KEYS, _asset_files, _vocab_tokens,
+from official_bert.serving.base import (IDS_KEYS, Untracked, _asset_files, _vocab_tokens,
                                         track_captured_variables)
 from official_bert.text import text_layers, tokenization
 
@@ -141,9 +141,7 @@ def _encoder_outputs(outputs):
 
 
 def _inner_variables(layer) -> list:
-    holder = tf.Module()
-    holder.layer = layer
-    return track_captured_variables(holder)
+    return track_captured_variables(tf.Module(), [layer])
 
 
 # `variables` and `trainable_variables` are plain attributes here (a tf.Module
@@ -156,7 +154,7 @@ class _Encoder(_Trackable):
 
     def __init__(self, encoder, pretrainer=None):
         super().__init__()
-        self.encoder = encoder
+        self._encoder = Untracked(encoder)  # its tf.Variables are tracked, not it
         self.variables = _inner_variables(encoder)
         self.trainable_variables = [v for v in self.variables if v.trainable]
         self.regularization_losses = []
@@ -165,14 +163,14 @@ class _Encoder(_Trackable):
         for training in (False, True):
             call.get_concrete_function(_IDS_SPEC, training=training)
         self.__call__ = call
-        self.pretrainer = pretrainer
         if pretrainer is not None:
             self.mlm = _Mlm(pretrainer)
-        track_captured_variables(self)
 
     def signature(self):
+        encoder = self._encoder.value
+
         def serve(**inputs):
-            outputs = _encoder_outputs(self.encoder(inputs, training=False))
+            outputs = _encoder_outputs(encoder(inputs, training=False))
             layers = outputs.pop("encoder_outputs")
             outputs.update({f"encoder_outputs_{i}": x for i, x in enumerate(layers)})
             return outputs
@@ -185,7 +183,6 @@ class _Mlm(_Trackable):
 
     def __init__(self, pretrainer):
         super().__init__()
-        self.pretrainer = pretrainer
         self.variables = _inner_variables(pretrainer)
         self.trainable_variables = [v for v in self.variables if v.trainable]
         self.regularization_losses = []

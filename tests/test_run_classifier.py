@@ -144,7 +144,7 @@ def test_unknown_task_lists_the_known_ones(trained):
     result = run("run_classifier.py", "--task_name=sst-3", "--do_eval", f"--output_dir={trained['out']}")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert ("error: --task_name='sst-3' is unknown; known tasks: cola, mnli, mrpc, qnli, qqp, rte, "
-            "sst-2, sts-b, wnli, custom") in result.stderr
+            "sst-2, sts-b, wnli, xnli, xnli-<lang>, custom") in result.stderr
 
 
 def test_unknown_label_is_a_one_line_error(trained):

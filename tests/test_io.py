@@ -155,7 +155,8 @@ def test_publish_together_renames_every_file_then_writes_the_manifest(tmp_path, 
                       *[("rename", final) for final in staged],
                       ("write", str(manifest)), ("rename", str(manifest))]
     assert json.loads(manifest.read_text()) == {
-        "files": ["data-0.tfrecord", "data-1.tfrecord"], "instances": 7, "complete": True}
+        "files": ["data-0.tfrecord", "data-1.tfrecord"], "instances": 7, "complete": True,
+        "sizes": {"data-0.tfrecord": 15, "data-1.tfrecord": 15}}
     assert (tmp_path / "data-1.tfrecord").read_bytes() == b"data-1.tfrecord"
     assert hidden(tmp_path) == [".data.summary.json"]
 

@@ -93,8 +93,12 @@ class Preempted(Exception):
 
     EXIT_CODE = 75  # EX_TEMPFAIL: a temporary failure, try again
 
-    def __init__(self, step: int, checkpoint: str):
+    def __init__(self, step: int | None = None, checkpoint: str | None = None):
         self.step, self.checkpoint = step, checkpoint
+        if checkpoint is None:  # not while training: the checkpoints are all saved already
+            super().__init__("stopped by SIGTERM after training: nothing was lost; run the same "
+                             "command again to finish (it trains no further)")
+            return
         super().__init__(
             f"stopped by SIGTERM at step {step}: checkpoint {checkpoint} is saved; run the same "
             "command again to resume from it")

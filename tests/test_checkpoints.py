@@ -141,7 +141,7 @@ def test_google_tf1_checkpoint_loads_exactly(tmp_path):
     folder = tmp_path / "uncased_L-2_H-16_A-4"
     folder.mkdir()
     _save_tf1(folder / "bert_model.ckpt", tensors)
-    config = tiny_config().to_dict()
+    config = dict(tiny_config().to_dict(), hidden_act="gelu")  # as Google's files say it
     (folder / "bert_config.json").write_text(json.dumps(config))
     _write_vocab(folder / "vocab.txt")
 

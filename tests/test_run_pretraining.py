@@ -475,6 +475,10 @@ def test_sigterm_from_outside_at_a_random_moment(baseline, data):
     if process.returncode == 0:  # the run finished before the signal: nothing to resume
         return
     assert process.returncode == 75, stderr[-3000:]
+    if "after training" in stderr:  # during evaluation: all checkpoints were saved already
+        assert "stopped by SIGTERM after training: nothing was lost" in stderr
+        assert (out / "ckpt-8.index").exists()
+        return
     step = int(stderr.split("stopped by SIGTERM at step ")[1].split(":")[0])
     assert (out / f"ckpt-{step}.index").exists()
     resumed = run(*common(data, out, "--do_train", *EVAL))
@@ -482,3 +486,97 @@ def test_sigterm_from_outside_at_a_random_moment(baseline, data):
     after = results(resumed.stdout)
     for s in after:
         assert abs(after[s][0] - baseline["results"][s][0]) <= 1e-6, (s, after)
+
+
+PRETRAINING_SERVED = r"""
+import json, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("official_bert", "data_prep"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+args = json.loads(sys.argv[1])
+serve = tf.saved_model.load(args["export"]).signatures
+text = serve["serving_default"](text_a=tf.constant(args["text_a"]), text_b=tf.constant(args["text_b"]))
+ids = serve["serve_ids"](**{k: tf.constant(v, tf.int32) for k, v in args["ids"].items()})
+mlm = tf.saved_model.load(args["hub_encoder"]).mlm
+hub = mlm({**{k: tf.constant(v, tf.int32) for k, v in args["ids"].items()},
+           "masked_lm_positions": tf.constant(args["positions"], tf.int32)})
+print(json.dumps({"text": {k: v.numpy().tolist() for k, v in text.items() if v.dtype != tf.string},
+                  "ids": {k: v.numpy().tolist() for k, v in ids.items() if v.dtype != tf.string},
+                  "hub_mlm_logits": hub["mlm_logits"].numpy().tolist()}))
+"""
+
+
+@pytest.mark.slow
+def test_export_of_the_run_fills_masks_without_the_project(baseline, data):
+    """--export_dir of a trained run (no training): the masked LM and next sentence
+    in TF Serving's layout, answering raw text with [MASK]s in a process without the
+    project as the checkpoint's model does; and `bert export-encoder` on the same run
+    has the `mlm` sub-model (its masked-LM head is in the checkpoint)."""
+    import tensorflow as tf
+
+    from official_bert import checkpoints
+    from official_bert.commands import export_encoder
+    from official_bert.tasks import pretraining
+    from official_bert.text import tokenization
+
+    out, export = baseline["out"], data / "mlm_export"
+    result = run(*common(data, out, f"--export_dir={export}", "--export_version=5"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert os.listdir(export) == ["5"]
+    hub = export_encoder.export(export_encoder.ExportEncoderConfig(
+        init_checkpoint=str(out), output_dir=str(data / "hub"), max_seq_length=32))
+
+    vocab = tokenization.load_vocab_list(str(data / "vocab.txt"))
+    words = [t for t in vocab if t.isalnum()][:6]  # w0, w1, ... in this vocab
+    text_a = [f"{words[0]} [MASK] {words[1]}", f"[MASK] {words[2]} [MASK]"]
+    text_b = [f"{words[3]} {words[4]}", ""]
+    tokenizer = tokenization.FullTokenizer(str(data / "vocab.txt"), do_lower_case=True)
+    rows = []
+    for a, b in zip(text_a, text_b):
+        pieces = a.split("[MASK]")
+        tokens_a = tokenizer.tokenize(pieces[0])
+        for piece in pieces[1:]:
+            tokens_a += ["[MASK]"] + tokenizer.tokenize(piece)
+        rows.append(tokenization.pack_tokens(tokens_a, tokenizer.tokenize(b) if b else None, 16))
+    ids = {"input_word_ids": np.asarray([tokenizer.convert_tokens_to_ids(r[0]) for r in rows],
+                                        np.int32),
+           "input_mask": np.asarray([r[1] for r in rows], np.int32),
+           "input_type_ids": np.asarray([r[2] for r in rows], np.int32)}
+    mask_id = vocab.index("[MASK]")
+    positions = np.asarray([np.flatnonzero(r == mask_id)[:2].tolist() + [0] * (
+        2 - min(2, int((r == mask_id).sum()))) for r in ids["input_word_ids"]], np.int32)
+    # The checkpoint's model.
+    model = pretraining.PretrainingTask(
+        bert_config=checkpoints.read_checkpoint(str(out)).config).build_model()
+    tf.train.Checkpoint(model=model).read(tf.train.latest_checkpoint(str(out))).expect_partial()
+    expected = model({**ids, "masked_lm_positions": positions}, training=False)
+    probabilities = tf.nn.softmax(expected["masked_lm_logits"]).numpy()
+
+    args = {"export": str(export / "5"), "hub_encoder": hub["encoder"], "text_a": text_a,
+            "text_b": text_b, "ids": {k: v.tolist() for k, v in ids.items()},
+            "positions": positions.tolist()}
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONPATH", None)
+    served = subprocess.run([sys.executable, "-c", PRETRAINING_SERVED, json.dumps(args)],
+                            cwd=str(data), env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert served.returncode == 0, served.stderr[-3000:]
+    got = json.loads(served.stdout.strip().splitlines()[-1])
+    for signature in ("text", "ids"):
+        out_ = got[signature]
+        assert out_["num_masks"] == [1, 2]
+        assert out_["masked_lm_positions"][0][:1] == [int(positions[0, 0])]
+        assert out_["masked_lm_positions"][1] == positions[1].tolist()
+        np.testing.assert_allclose(out_["next_sentence_probabilities"],
+                                   tf.nn.softmax(expected["next_sentence_logits"]).numpy(),
+                                   atol=1e-5)
+        for row, count in ((0, 1), (1, 2)):
+            for m in range(count):
+                best = np.argsort(-probabilities[row, m], kind="stable")[:5]
+                assert out_["top_ids"][row][m] == best.tolist()
+    np.testing.assert_allclose(got["hub_mlm_logits"], expected["masked_lm_logits"].numpy(),
+                               atol=1e-5)

@@ -24,6 +24,7 @@ and a thin `run_*.py` (docs/guide.md shows one).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -33,7 +34,7 @@ import time
 from absl import logging
 
 from official_bert import io
-from official_bert.errors import BadFileError, RunDirectoryError, UserError
+from official_bert.errors import BadFileError, Preempted, RunDirectoryError, UserError
 
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -457,9 +458,32 @@ def run(task: Task) -> dict:
         raise UserError("--export_dir must not be --output_dir: give the SavedModels a "
                         "directory of their own")
 
-    with io.RunLock(config.output_dir):
+    with io.RunLock(config.output_dir), _sigterm_stops():
         _write_run_files(task, files)
         return _train_evaluate_predict_export(task, files)
+
+
+@contextlib.contextmanager
+def _sigterm_stops():
+    """SIGTERM (preemption) outside training stops the run at once with
+    `Preempted` (exit 75): evaluation, prediction and export are redone by the
+    same command, and every file is written atomically, so nothing is lost.
+    Training handles it itself, at a step boundary (`Trainer.train`)."""
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        del signum, frame
+        raise Preempted()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_run_files(task: Task, files: ModelFiles) -> None:

@@ -37,7 +37,7 @@ from typing import Dict, List, Optional
 from absl import logging
 
 from official_bert import io
-from official_bert.errors import BadFileError, UserError, not_utf8
+from official_bert.errors import BadFileError, UserError
 from official_bert.text import tokenization
 
 
@@ -126,18 +126,7 @@ def _field(obj, key, kind, where, path):
 
 def load_squad_json(input_file) -> list:
     """Reads a SQuAD file and returns its `data` list (structure checked)."""
-    if not io.exists(input_file):
-        raise SquadFormatError(input_file, "does not exist", fix="check the file name")
-    if io.isdir(input_file):
-        raise SquadFormatError(input_file, "is a directory, not a SQuAD JSON file")
-    try:
-        with io.open_file(input_file, encoding="utf-8-sig") as f:
-            dataset = json.load(f)
-    except json.JSONDecodeError as e:
-        raise SquadFormatError(input_file, f"is not valid JSON ({e.msg} at column {e.colno})",
-                               line=e.lineno) from None
-    except UnicodeDecodeError as e:
-        raise not_utf8(input_file, e) from None
+    dataset = io.read_json(input_file, SquadFormatError, what="a SQuAD JSON file")
     _expect(dataset, dict, "the top level", input_file)
     return _field(dataset, "data", list, "the top level", input_file)
 
@@ -806,8 +795,7 @@ def split_by_article(input_file, train_file, dev_file, num_train_articles: int) 
     if io.same_path(train_file, dev_file):
         raise UserError(f"--train_output and --dev_output are one file ({train_file})")
     data = load_squad_json(input_file)  # checks the file first: errors name the place
-    with io.open_file(input_file, encoding="utf-8") as f:
-        version = json.load(f).get("version", "")
+    version = io.read_json(input_file, SquadFormatError).get("version", "")
     if not 0 < num_train_articles < len(data):
         raise UserError(f"--num_train_articles={num_train_articles}: {input_file} has "
                         f"{len(data)} articles; the training part needs at least 1 and the dev "

@@ -244,6 +244,30 @@ def read_text(path: str) -> str:
                            fix="convert the file to UTF-8") from None
 
 
+def read_json(path: str, error: type[BadFileError] = BadFileError, *, what: str = "a JSON file",
+              missing_fix: str = "check the file name", directory_fix: str | None = None):
+    """The parsed JSON value of `path` (a UTF-8 file, a byte-order mark allowed).
+
+    Every way the file can be wrong is an `error` (a `BadFileError` type)
+    naming it: missing, a directory, not UTF-8 (with the line), not JSON
+    (with the line and column). `what` says what the file should have been.
+    """
+    from official_bert.errors import not_utf8
+
+    if not exists(path):
+        raise error(path, "does not exist", fix=missing_fix)
+    if isdir(path):
+        raise error(path, f"is a directory, not {what}", fix=directory_fix)
+    try:
+        with open_file(path, encoding="utf-8-sig") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise error(path, f"is not valid JSON ({e.msg} at column {e.colno})",
+                    line=e.lineno) from None
+    except UnicodeDecodeError as e:
+        raise not_utf8(path, e) from None
+
+
 def same_path(a: str, b: str) -> bool:
     """Whether two paths name the same file (symlinks and `..` resolved)."""
     if is_local(a) and is_local(b):

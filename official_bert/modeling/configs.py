@@ -15,7 +15,7 @@ import os
 from typing import Any, Mapping
 
 from official_bert import io
-from official_bert.errors import BadFileError, not_utf8
+from official_bert.errors import BadFileError
 
 # Activations the encoder implements (see `layers.get_activation`), under the
 # names a `BertConfig` holds (Hugging Face's). The two file formats name GELU
@@ -200,21 +200,10 @@ class BertConfig:
         key, names activations as Hugging Face does; any other as Google's
         `bert_config.json` does (see `ACTIVATIONS`)."""
         path = os.fspath(path)
-        if not io.exists(path):
-            raise ConfigError(
-                path, "does not exist", fix="pass --bert_config_file, or put "
-                "bert_config.json / config.json beside the checkpoint")
-        if io.isdir(path):
-            raise ConfigError(path, "is a directory, not a bert_config.json",
-                              fix="check --bert_config_file")
-        try:
-            with io.open_file(path, encoding="utf-8-sig") as f:
-                values = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ConfigError(path, f"is not valid JSON ({e.msg} at column {e.colno})",
-                              line=e.lineno) from None
-        except UnicodeDecodeError as e:
-            raise not_utf8(path, e) from None
+        values = io.read_json(
+            path, ConfigError, what="a bert_config.json", directory_fix="check --bert_config_file",
+            missing_fix="pass --bert_config_file, or put bert_config.json / config.json beside "
+            "the checkpoint")
         if not isinstance(values, dict):
             raise ConfigError(path, f"holds a JSON {type(values).__name__}, not an object of "
                               "BERT's keys")

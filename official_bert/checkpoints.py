@@ -30,7 +30,7 @@ from absl import logging
 
 from official_bert import io
 from official_bert.errors import BadFileError
-from official_bert.modeling.configs import BertConfig, ConfigError
+from official_bert.modeling.configs import TANH_GELUS, BertConfig, ConfigError
 
 HUGGINGFACE = "huggingface"
 GOOGLE_TF1 = "google_tf1"
@@ -660,12 +660,142 @@ def export_huggingface(encoder, output_dir, vocab_file=None, do_lower_case=None)
     return output_dir
 
 
+# The head variables google-research/bert's scripts create, outside `bert/`:
+# run_pretraining.py's masked LM and next sentence, run_classifier.py's
+# classifier, run_squad.py's span head. Their canonical names are google's.
+GOOGLE_HEAD_NAMES = (
+    "cls/predictions/transform/dense/kernel",
+    "cls/predictions/transform/dense/bias",
+    "cls/predictions/transform/LayerNorm/gamma",
+    "cls/predictions/transform/LayerNorm/beta",
+    "cls/predictions/output_bias",
+    "cls/seq_relationship/output_weights",
+    "cls/seq_relationship/output_bias",
+    "output_weights",
+    "output_bias",
+    "cls/squad/output_weights",
+    "cls/squad/output_bias",
+)
+GOOGLE_CHECKPOINT = "bert_model.ckpt"
+# What a model with the exact (erf) GELU may be written as for google's
+# modeling.py, whose only GELU is the tanh approximation (`--exact_gelu_as`).
+EXACT_GELU_CHOICES = ("refuse", "tanh", "gelu_exact")
+
+
+class ExactGeluError(CheckpointError):
+    """The model uses the exact GELU, which google's modeling.py cannot compute."""
+
+
+def gelu_tanh_difference(encoder, seed=0) -> float:
+    """The largest |difference| in `sequence_output` between `encoder` and the
+    same weights with the tanh GELU, on a fixed random batch (2 x 32 tokens):
+    what running an exact-GELU model under google's `gelu` changes."""
+    from official_bert.modeling.encoder import BertEncoder
+
+    config = dataclasses.replace(encoder.config, hidden_act="gelu_tanh")
+    tanh_encoder = BertEncoder.from_bert_config(config)
+    length = min(32, config.max_position_embeddings)
+    rng = np.random.default_rng(seed)
+    inputs = {"input_word_ids": rng.integers(1, config.vocab_size, (2, length)).astype("int32"),
+              "input_mask": np.ones((2, length), "int32"),
+              "input_type_ids": np.zeros((2, length), "int32")}
+    tanh_encoder(inputs)
+    assign_encoder_weights(tanh_encoder, get_encoder_weights(encoder))
+    exact = np.asarray(encoder(inputs, training=False)["sequence_output"], "float32")
+    tanh = np.asarray(tanh_encoder(inputs, training=False)["sequence_output"], "float32")
+    return float(np.max(np.abs(exact - tanh)))
+
+
+def export_google(encoder, output_dir, vocab_file=None, heads=None, exact_gelu_as="refuse"):
+    """Writes the encoder (and heads) as google-research/bert's TF1 checkpoint.
+
+    `output_dir` (new, or an empty directory) gets `bert_model.ckpt.index`,
+    `bert_model.ckpt.data-00000-of-00001` (float32 variables under the names
+    google's `modeling.py` and scripts create, kernels [in, out]; no optimizer
+    slots, no global step), `bert_config.json` and `vocab.txt`: what google's
+    `--init_checkpoint=$DIR/bert_model.ckpt --bert_config_file=... --vocab_file=...`
+    read. Everything is staged in a hidden directory beside it and renamed
+    into place, so the directory appears complete or not at all.
+
+    Args:
+        encoder: a `BertEncoder`.
+        output_dir: the directory to create.
+        vocab_file: copied as `vocab.txt` (None: none written).
+        heads: canonical name → array of head weights to write too (only
+            `GOOGLE_HEAD_NAMES`; others are refused), e.g. a checkpoint's
+            `cls/predictions/...` and `cls/seq_relationship/...`.
+        exact_gelu_as: for an encoder with the exact (erf) GELU, which
+            google's code does not have ("gelu" there is the tanh
+            approximation): "refuse" (`ExactGeluError`), "tanh" (write
+            "gelu": google's code runs it with the tanh GELU, outputs differ
+            by `gelu_tanh_difference`), or "gelu_exact" (this project's name:
+            read exactly here, refused by google's `get_activation` with
+            "Unsupported activation", never run as another network).
+
+    Returns:
+        The checkpoint prefix, `output_dir/bert_model.ckpt`.
+    """
+    import tensorflow as tf
+
+    output_dir = os.fspath(output_dir)
+    heads = dict(heads or {})
+    unknown = sorted(set(heads) - set(GOOGLE_HEAD_NAMES))
+    if unknown:
+        raise ValueError(f"not google-research/bert head names: {', '.join(unknown)}")
+    if exact_gelu_as not in EXACT_GELU_CHOICES:
+        raise ValueError(f"exact_gelu_as={exact_gelu_as!r}: one of {EXACT_GELU_CHOICES}")
+    config = encoder.config
+    config_dict = config.to_dict()
+    if config.hidden_act == "gelu":  # the exact GELU (BertConfig names it as Hugging Face)
+        if exact_gelu_as == "refuse":
+            raise ExactGeluError(
+                None, "the model uses the exact (erf) GELU, which google-research/bert's "
+                "modeling.py does not have (its \"gelu\" is the tanh approximation)",
+                fix="pass --exact_gelu_as=tanh to write \"gelu\" (google's code then runs "
+                    "the tanh GELU: outputs change slightly, the command says by how much) or "
+                    "--exact_gelu_as=gelu_exact (exact here; google's get_activation refuses it)")
+        if exact_gelu_as == "tanh":
+            config_dict["hidden_act"] = "gelu"
+    elif config.hidden_act not in TANH_GELUS + ("relu", "tanh"):
+        raise CheckpointError(
+            None, f"the model's activation {config.hidden_act!r} is not one google's "
+            "modeling.py has (gelu = tanh GELU, relu, tanh)")
+    if io.exists(output_dir) and (not io.isdir(output_dir) or io.listdir(output_dir)):
+        raise FileExistsError(output_dir)
+
+    tensors = {name: np.asarray(value, np.float32)
+               for name, value in get_encoder_weights(encoder).items()}
+    tensors.update({name: np.asarray(value, np.float32) for name, value in heads.items()})
+    names = sorted(tensors)
+    parent = os.path.dirname(output_dir.rstrip("/")) or "."
+    staging = io.make_temporary_dir(parent, os.path.basename(output_dir.rstrip("/")))
+    try:
+        # SaveV2 is what TF1's Saver runs: a V2 checkpoint, one data shard.
+        tf.raw_ops.SaveV2(prefix=io.join(staging, GOOGLE_CHECKPOINT),
+                          tensor_names=names, shape_and_slices=[""] * len(names),
+                          tensors=[tensors[n] for n in names])
+        io.atomic_write(io.join(staging, "bert_config.json"),
+                        json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
+        if vocab_file:
+            io.atomic_copy(vocab_file, io.join(staging, "vocab.txt"))
+        if io.exists(output_dir):  # an empty directory the user made: replaced
+            if io.is_local(output_dir):
+                os.rmdir(output_dir)
+            else:
+                io.remove_tree(output_dir)
+        io.rename(staging, output_dir)
+    finally:
+        io.remove_tree(staging)
+    return io.join(output_dir, GOOGLE_CHECKPOINT)
+
+
 __all__ = [
     "BertCheckpoint",
     "CheckpointError",
     "ConfigError",
     "assign_encoder_weights",
     "encoder_variables",
+    "export_google",
     "export_huggingface",
     "get_encoder_weights",
     "load_encoder",

@@ -34,6 +34,9 @@ COMMANDS = {
     "export-encoder": ("official_bert.commands.export_encoder",
                        "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) "
                        "from a checkpoint"),
+    "export-google": ("official_bert.commands.export_google",
+                      "google-research/bert's TF1 files (bert_model.ckpt, bert_config.json, "
+                      "vocab.txt) from a checkpoint"),
     "quickstart": ("official_bert.commands.quickstart", "the end-to-end demo on bundled data"),
 }
 

@@ -31,6 +31,8 @@ COMMANDS = {
     "ner": ("run_ner", "token tagging (CoNLL files), fine-tuned or feature-based"),
     "predict": ("official_bert.commands.predict", "labels for raw text lines from an export or a trained run"),
     "extract-features": ("extract_features", "per-layer token vectors or sentence vectors"),
+    "embed": ("official_bert.commands.embed",
+              "sentence embeddings of a text file (.npy / .jsonl) and a SavedModel that embeds"),
     "export-encoder": ("official_bert.commands.export_encoder",
                        "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) "
                        "from a checkpoint"),

@@ -1,0 +1,64 @@
+"""Sentence embeddings: a text file to float32 vectors, and a SavedModel that embeds.
+
+One text a line in `--input_file`; `--output_file` gets one vector a line, as
+`.npy` (float32 [lines, hidden]) or `.jsonl`. `--pooling=mean` (the default)
+averages the last layer over the tokens, as sentence-transformers does;
+`--pooling=cls` takes the [CLS] vector; vectors are L2-normalized unless
+`--nonormalize`. The input is streamed in sorted, batched chunks (constant
+memory), progress is logged, and the output appears complete or not at all
+and never replaces a file. `--export_dir` writes the same model and pooling as
+a TF Serving SavedModel whose `serving_default` takes raw text and returns
+`embedding` (`official_bert/serving/embedding.py`). The library side is
+`official_bert/tasks/embeddings.py`.
+
+Example (all-MiniLM-L6-v2 as sentence-transformers runs it: mean, normalized,
+256 WordPieces):
+  bert embed --init_checkpoint=path/to/all-MiniLM-L6-v2 --input_file=texts.txt \\
+      --output_file=/tmp/vectors.npy --export_dir=/tmp/minilm_embedder
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+from official_bert import app, cli_flags
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    flags.DEFINE_string("input_file", None, "Text file, one text a line (the whole line).")
+    flags.DEFINE_string("output_file", None,
+                        "Where the vectors go: a new .npy (float32 [lines, hidden]) or .jsonl "
+                        "file; never overwritten.")
+    flags.DEFINE_string("export_dir", None,
+                        "Also write a SavedModel to export_dir/<version>/: raw text in "
+                        "(serving_default), the embedding out.")
+    flags.DEFINE_integer("export_version", None,
+                         "The --export_dir version's number (default: seconds since the "
+                         "epoch). An existing version is never overwritten.")
+    flags.DEFINE_integer("max_batch_size", 256,
+                         "The --export_dir model refuses requests with more texts.")
+    flags.DEFINE_integer("batch_size", 64, "Texts per forward pass.")
+    flags.DEFINE_enum("pooling", "mean", ["mean", "cls"],
+                      "mean: the average of the last layer over the tokens "
+                      "(sentence-transformers'); cls: the [CLS] token's vector.")
+    flags.DEFINE_bool("normalize", True, "L2-normalize each vector (dot product = cosine).")
+    cli_flags.define_model_flags(max_seq_length=256)
+
+
+def main(argv):
+    app.refuse_arguments(argv)
+    from official_bert.tasks import embeddings
+
+    embeddings.run(cli_flags.from_flags(embeddings.EmbedConfig, FLAGS))
+
+
+def entry(argv=None):
+    """Console entry point (`bert embed`)."""
+    _define_flags()
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,176 @@
+"""`bert embed`: sentence embeddings to .npy / .jsonl, and the embedding SavedModel.
+
+The real check: all-MiniLM-L6-v2's mean-pooled, L2-normalized embeddings,
+from the command's .npy and from the SavedModel on raw text, against
+sentence-transformers' recipe computed with transformers and torch
+(`tests/reference/minilm_sentence_embeddings.json`, written by
+`tools/parity/minilm_sentence_embeddings.py`), to 1e-5.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, tiny_config
+from official_bert import checkpoints
+from official_bert.errors import BadFileError, UserError
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+from official_bert.modeling.pooling import sentence_embedding
+from official_bert.tasks import embeddings
+from official_bert.tasks.embeddings import EmbedConfig
+
+REFERENCE = pathlib.Path(__file__).parent / "reference" / "minilm_sentence_embeddings.json"
+WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "quickly", "home"]
+
+
+def _write_texts(path, texts):
+    path.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    return path
+
+
+def test_minilm_matches_sentence_transformers(minilm_dir, tmp_path):
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    expected = np.asarray(reference["embeddings"], np.float32)
+    texts = _write_texts(tmp_path / "texts.txt", reference["texts"])
+    written = embeddings.run(EmbedConfig(
+        input_file=str(texts), output_file=str(tmp_path / "vectors.npy"),
+        export_dir=str(tmp_path / "export"), export_version=1, init_checkpoint=str(minilm_dir),
+        max_seq_length=reference["max_seq_length"], batch_size=4))
+    vectors = np.load(tmp_path / "vectors.npy")
+    assert vectors.dtype == np.float32 and vectors.shape == (len(reference["texts"]), 384)
+    assert np.abs(vectors - expected).max() <= 1e-5
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+
+    import tensorflow_text  # noqa: F401  (the tokenizer's ops, as a server has them)
+
+    loaded = tf.saved_model.load(written["serving"])
+    served = loaded.signatures["serving_default"](text=tf.constant(reference["texts"]))
+    assert np.abs(served["embedding"].numpy() - expected).max() <= 1e-5
+    assert served["num_tokens"].numpy().tolist() == reference["num_tokens"]  # 256: cut as theirs
+    metadata = loaded.metadata()
+    assert metadata["pooling"].numpy() == b"mean" and bool(metadata["normalize"].numpy())
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A tiny checkpoint of this project's format with a word vocabulary."""
+    root = tmp_path_factory.mktemp("tiny_embed")
+    keras.utils.set_random_seed(11)
+    encoder = BertEncoder.from_bert_config(tiny_config())
+    encoder(dummy_inputs())
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    vocab += [f"unused{i}" for i in range(64 - len(vocab))]
+    (root / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    checkpoints.save_checkpoint(encoder, str(root / "model"), str(root / "vocab.txt"))
+    return root / "model", encoder
+
+
+def _texts(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, rng.integers(0, 20))) for _ in range(n)]
+
+
+def test_sentence_embedding_known_answer():
+    hidden = tf.constant([[[1.0, 2.0], [3.0, 6.0], [100.0, 100.0]],
+                          [[5.0, 0.0], [9.0, 9.0], [9.0, 9.0]],
+                          [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]])
+    mask = tf.constant([[1, 1, 0], [1, 0, 0], [0, 0, 0]])
+    mean = sentence_embedding(hidden, mask, "mean", normalize=False).numpy()
+    np.testing.assert_allclose(mean, [[2.0, 4.0], [5.0, 0.0], [0.0, 0.0]])
+    unit = sentence_embedding(hidden, mask, "mean").numpy()
+    np.testing.assert_allclose(unit, [[1 / 5 ** 0.5, 2 / 5 ** 0.5], [1.0, 0.0], [0.0, 0.0]],
+                               rtol=1e-6)
+    np.testing.assert_allclose(sentence_embedding(hidden, mask, "cls", False).numpy(),
+                               [[1.0, 2.0], [5.0, 0.0], [1.0, 1.0]])
+
+
+def test_streaming_order_and_formats(tiny_model, tmp_path, monkeypatch):
+    """Sorted, chunked batches give each text the vector it has alone, in input order;
+    .jsonl holds the same numbers; chunks bound the memory."""
+    model_dir, encoder = tiny_model
+    texts = _texts(37)
+    _write_texts(tmp_path / "in.txt", texts)
+    monkeypatch.setattr(embeddings, "CHUNK_BATCHES", 2)
+    chunk_sizes = []
+    original = embeddings.embed_texts
+
+    def recording(encoder, tokenizer, chunk, *args, **kwargs):
+        chunk_sizes.append(len(chunk))
+        return original(encoder, tokenizer, chunk, *args, **kwargs)
+
+    monkeypatch.setattr(embeddings, "embed_texts", recording)
+    for name in ("out.npy", "out.jsonl"):
+        embeddings.run(EmbedConfig(input_file=str(tmp_path / "in.txt"),
+                                   output_file=str(tmp_path / name),
+                                   init_checkpoint=str(model_dir), max_seq_length=16,
+                                   batch_size=3, pooling="cls", normalize=False))
+    assert chunk_sizes == [6] * 6 + [1] + [6] * 6 + [1]
+    vectors = np.load(tmp_path / "out.npy")
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["index"] for r in rows] == list(range(37))
+    np.testing.assert_allclose([r["embedding"] for r in rows], vectors, rtol=1e-7, atol=1e-7)
+    # Each text alone, padded to max_seq_length: the [CLS] vector of the encoder.
+    from official_bert.text.tokenization import FullTokenizer
+
+    tokenizer = FullTokenizer(str(model_dir / "vocab.txt"), do_lower_case=True)
+    for i in (0, 5, 36):
+        ids, mask, types = tokenizer.encode(texts[i], max_seq_length=16)
+        alone = encoder({"input_word_ids": np.array([ids], "int32"),
+                         "input_mask": np.array([mask], "int32"),
+                         "input_type_ids": np.array([types], "int32")}, training=False)
+        np.testing.assert_allclose(vectors[i], np.asarray(alone["sequence_output"])[0, 0],
+                                   atol=1e-5)
+
+
+def test_refusals_leave_nothing(tiny_model, tmp_path):
+    model_dir, _ = tiny_model
+    good = _write_texts(tmp_path / "in.txt", ["the cat", "a dog"])
+    (tmp_path / "taken.npy").write_bytes(b"someone's")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"the cat\na dog\nsat \xff on\n")
+
+    def run(**kwargs):
+        values = dict(input_file=str(good), output_file=str(tmp_path / "out.npy"),
+                      init_checkpoint=str(model_dir), max_seq_length=16)
+        values.update(kwargs)
+        return embeddings.run(EmbedConfig(**values))
+
+    with pytest.raises(UserError, match="exists: embed never overwrites"):
+        run(output_file=str(tmp_path / "taken.npy"))
+    assert (tmp_path / "taken.npy").read_bytes() == b"someone's"
+    with pytest.raises(UserError, match=r"end it with \.npy or \.jsonl"):
+        run(output_file=str(tmp_path / "out.csv"))
+    with pytest.raises(UserError, match="--output_file is --input_file"):
+        run(output_file=str(tmp_path / "same.npy"), input_file=str(tmp_path / "same.npy"))
+    with pytest.raises(BadFileError, match=r"bad.txt line 3 is not UTF-8"):
+        run(input_file=str(bad))
+    with pytest.raises(BadFileError, match="is empty"):
+        run(input_file=str(_write_texts(tmp_path / "empty.txt", [])))
+    with pytest.raises(UserError, match="--pooling='max'"):
+        run(pooling="max")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bad.txt", "empty.txt", "in.txt", "taken.npy"]
+
+
+def test_command_line_one_error_line(tiny_model, tmp_path):
+    model_dir, _ = tiny_model
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"the cat\n\xc3\x28 broken\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "official_bert.cli", "embed", f"--init_checkpoint={model_dir}",
+         f"--input_file={bad}", f"--output_file={tmp_path / 'out.npy'}",
+         "--max_seq_length=16"],
+        capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "bad.txt line 2 is not UTF-8" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]

@@ -41,6 +41,12 @@ flags.DEFINE_bool("dynamic_masking", False,
                   "Mask at read time, fresh every epoch (also re-masks static files). Unmasked "
                   "files are always masked at read time.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens masked by dynamic masking.")
+flags.DEFINE_integer("length_bucket_width", 0,
+                     "Length bucketing of training batches: each batch holds instances whose "
+                     "length rounded up to a multiple of this is the same, and is cut to it (less "
+                     "padding, max_seq_length / width shapes to compile; e.g. 16 or 32). 0: every "
+                     "batch is padded to --max_seq_length (--dynamic_padding does not apply to "
+                     "pre-training). Not on TPU.")
 cli_flags.define_run_flags(max_seq_length=128, modes=("train", "eval"), train_batch_size=32,
                            num_train_epochs=None, log_steps=100, seed=12345)
 

@@ -24,6 +24,12 @@ train either model. Beyond it:
   multiple of N output files each worker writes its own files; otherwise each
   worker writes a part of every output file and the parts are concatenated in
   worker order.
+* **Full-sentence packing** (`--packing=full_sentences`, RoBERTa's inputs):
+  instances filled with the next tokens of the sentence stream, across
+  documents with a [SEP] between two, no next-sentence pairs, no padding but
+  in the last instance of a pass (`pretraining_instances.FullSentencePacker`);
+  one-sentence documents are used too. The summary records the packing and
+  run_pretraining then trains the masked LM alone.
 * **Dynamic masking** (`--dynamic_masking`): unmasked pairs (input_ids,
   input_mask, segment_ids, next_sentence_labels; plus word_start_mask with
   `--do_whole_word_mask`); `official_bert.training.input_pipeline.pretraining_dataset`
@@ -281,6 +287,7 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
     the caller renames (or concatenates) them once every worker has succeeded.
     """
     from data_prep.fast_tokenization import CachedTokenizer
+    from data_prep.pretraining_instances import PackedInstanceMaker
 
     config = job.config
     stats = GenerationStats()
@@ -288,6 +295,7 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
     tokenizer = CachedTokenizer(job.vocab_file, do_lower_case=config.do_lower_case)
     vocab = VocabInfo(tokenizer.vocab, name=job.vocab_file)
     maker = InstanceMaker(config, vocab, rng, stats)
+    packed = PackedInstanceMaker(maker) if config.packing == "full_sentences" else None
     writers = []
     try:
         for path, tmp_path in zip(job.targets, job.temporaries):
@@ -304,8 +312,10 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
         add = shuffle.add
 
         def process(doc_id, document):
-            for _ in range(config.dupe_factor):
-                for record in maker.examples(doc_id, document):
+            for dupe in range(config.dupe_factor):
+                records = (packed.examples(document, dupe) if packed
+                           else maker.examples(doc_id, document))
+                for record in records:
                     add(record)
                 if progress is not None:
                     progress(stats)
@@ -328,6 +338,8 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
         foreign_taken = [0]
 
         def want_foreign() -> bool:
+            if packed:  # no random-next spans to draw
+                return False
             if foreign_taken[0] < config.lookahead_documents or foreign_rng.random() < sample_rate:
                 foreign_taken[0] += 1
                 return True
@@ -347,8 +359,9 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
             n_tokens = sum(map(len, document))
             stats.sentences += len(document)
             stats.tokens += n_tokens
-            maker.pool.add_document(doc_id, document, rng)
-            if len(document) < 2:
+            if not packed:
+                maker.pool.add_document(doc_id, document, rng)
+            if len(document) < 2 and not packed:
                 # Nothing to pair: no instances (it can still be a random next).
                 stats.documents_one_sentence += 1
             else:
@@ -364,6 +377,9 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
         while pending:
             doc_id_, document_, _ = pending.popleft()
             process(doc_id_, document_)
+        if packed:
+            for record in packed.finish():
+                add(record)
         shuffle.drain()
         for writer in writers:
             writer.commit(rename=False)
@@ -452,7 +468,7 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
     if n_docs == 0:
         raise BadFileError(", ".join(inputs), "holds no documents (only blank lines, or "
                            "nothing)", fix="check --input_file")
-    if n_docs < 2:
+    if n_docs < 2 and config.packing == "sentence_pairs":
         raise BadFileError(", ".join(inputs), "holds only 1 document; next-sentence "
                            "prediction needs at least 2", fix="separate documents with a "
                            "blank line")
@@ -468,7 +484,7 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
                       tuple(temporaries[t] for t in targets[w])) for w in range(workers)]
     log(f"create_pretraining_data: {len(inputs)} input file(s) → {len(outputs)} output "
         f"file(s), {workers} worker(s), {'dynamic' if config.dynamic_masking else 'static'} "
-        f"masking, dupe_factor {config.dupe_factor}, max_seq_length {config.max_seq_length}")
+        f"masking, {config.packing.replace('_', ' ')}, dupe_factor {config.dupe_factor}, max_seq_length {config.max_seq_length}")
     staged = {o: temporaries[o] if direct else io.temporary_name(o) for o in outputs}
     try:
         if workers == 1:
@@ -503,6 +519,8 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
             "num_workers": workers,
             "config": dataclasses.asdict(config),
             "format": "dynamic" if config.dynamic_masking else "static",
+            "packing": config.packing,
+            "next_sentence_prediction": config.packing == "sentence_pairs",
             "seconds": elapsed,
             "documents_per_second": totals["documents"] / elapsed,
             "instances_per_second": totals["instances"] / elapsed,
@@ -541,6 +559,10 @@ def format_summary(summary: dict) -> str:
     def pct(x):
         return "n/a" if x is None else f"{100 * x:.2f}%"
 
+    if summary.get("packing", "sentence_pairs") == "sentence_pairs":
+        pairs = (f"next sentence random {pct(summary['next_sentence_random_fraction'])}, ")
+    else:
+        pairs = "full sentences (no next-sentence pairs), "
     lines = [
         f"documents {summary['documents']} ({summary['documents_one_sentence']} with one "
         f"sentence and {summary['documents_empty']} empty: no instances), sentences "
@@ -549,7 +571,7 @@ def format_summary(summary: dict) -> str:
         f"instances {summary['instances']} in {summary['seconds']:.1f}s "
         f"({summary['instances_per_second']:.0f}/s, {summary['documents_per_second']:.1f} "
         f"documents/s, {summary['num_workers']} workers)",
-        f"next sentence random {pct(summary['next_sentence_random_fraction'])}, padding "
+        f"{pairs}padding "
         f"{pct(summary['padding_fraction'])}, tokens/instance "
         f"{summary['tokens_per_instance'] or 0:.1f}",
     ]
@@ -597,6 +619,12 @@ def _define_flags():
     # Beyond google-research/bert:
     flags.DEFINE_bool("dynamic_masking", False,
                       "Write unmasked pairs; the input pipeline masks them at read time.")
+    flags.DEFINE_enum("packing", "sentence_pairs", ["sentence_pairs", "full_sentences"],
+                      "sentence_pairs: google's [CLS] A [SEP] B [SEP] with next-sentence labels. "
+                      "full_sentences: RoBERTa's, each instance filled with the next "
+                      "max_seq_length - 2 tokens of the sentence stream, across documents with "
+                      "a [SEP] between them; no padding, no next-sentence task (run_pretraining "
+                      "turns it off).")
     flags.DEFINE_integer("num_workers", 0, "Worker processes (0: all cores).")
     flags.DEFINE_bool("gzip", False, "Write gzip-compressed TFRecords.")
     flags.DEFINE_bool("skip_bad_lines", False,
@@ -624,6 +652,7 @@ def main(argv):
         masked_lm_prob=FLAGS.masked_lm_prob,
         short_seq_prob=FLAGS.short_seq_prob,
         dupe_factor=FLAGS.dupe_factor,
+        packing=FLAGS.packing,
         do_lower_case=FLAGS.do_lower_case,
         do_whole_word_mask=FLAGS.do_whole_word_mask,
         dynamic_masking=FLAGS.dynamic_masking,

@@ -23,6 +23,20 @@ What is the same as google-research/bert:
     words, skipping words that do not fit);
   * output features, names, types and shapes (see `ExampleCodec`).
 
+Full-sentence packing (`packing="full_sentences"`, RoBERTa's FULL-SENTENCES
+inputs, no next-sentence task; `FullSentencePacker`): each instance is
+`[CLS]` + the next `max_seq_length - 2` tokens of the stream of sentences
++ `[SEP]`, the stream crossing document boundaries with a `[SEP]` between two
+documents (none where a boundary falls between two instances: the closing
+`[SEP]` marks it). Instances are full, so there is no padding but in a pass's
+last one; unlike RoBERTa, which keeps sentences whole and pads the rest, the
+sentence at an instance's end continues in the next instance (as Hugging
+Face's `run_mlm.py` groups texts). Segment ids are all 0 and
+`next_sentence_labels` a constant 0 (google's readers still read the files);
+the set's summary says `packing: full_sentences`, and run_pretraining then
+trains the masked LM alone. Each of the `dupe_factor` passes is its own
+stream over the worker's documents in order, masked afresh.
+
 What differs, on purpose (each is documented where it happens):
   1. Next-sentence labels are exactly balanced. google's code always uses a
      random B when the chunk holds one sentence (a long sentence, a short
@@ -63,6 +77,9 @@ from data_prep import tfrecord_io
 from official_bert.errors import BadFileError, UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# sentence_pairs: google's [CLS] A [SEP] B [SEP] with next-sentence labels;
+# full_sentences: RoBERTa's packed sentence stream, no next-sentence task.
+PACKINGS = ("sentence_pairs", "full_sentences")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +91,7 @@ class PretrainingDataConfig:
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
     dupe_factor: int = 10
+    packing: str = "sentence_pairs"  # or "full_sentences" (see the module docstring)
     do_lower_case: bool = True
     do_whole_word_mask: bool = False
     dynamic_masking: bool = False
@@ -99,6 +117,9 @@ class PretrainingDataConfig:
             raise UserError(f"--short_seq_prob={self.short_seq_prob} must be in [0, 1]")
         if self.dupe_factor < 1:
             raise UserError("--dupe_factor must be at least 1")
+        if self.packing not in PACKINGS:
+            raise UserError(f"--packing={self.packing} is unknown; use one of "
+                            f"{', '.join(PACKINGS)}")
         for name in ("random_next_pool_size", "random_next_spans_per_document",
                      "lookahead_documents", "shuffle_buffer_size"):
             if getattr(self, name) < 1:
@@ -289,7 +310,9 @@ class ExampleCodec:
         mask = self.mask_entries.get(n)
         if mask is None:
             mask = self.mask_entries[n] = self._int_entry("input_mask", self.ones[n] + pad)
-        segments = self.zeros[len_a + 2] + self.ones[len_b + 1] + pad
+        # len_b None: one segment ([CLS] text [SEP], full-sentence packing).
+        segments = (self.zeros[n] if len_b is None
+                    else self.zeros[len_a + 2] + self.ones[len_b + 1]) + pad
         return [self._int_entry("input_ids", input_ids), mask,
                 self._int_entry("segment_ids", segments)]
 
@@ -556,6 +579,98 @@ class InstanceMaker:
                 yield codec.static(tokens, len_a, len_b, positions, labels, is_random_next)
 
 
+class FullSentencePacker:
+    """One stream of documents cut into full instances (the module docstring's
+    full-sentence packing): `add` a document, get the instances it completed.
+
+    Args:
+      length: tokens per instance between [CLS] and the closing [SEP]
+        (`max_seq_length - 2`).
+      sep_id: the [SEP] put between two documents within an instance.
+    """
+
+    def __init__(self, length: int, sep_id: int):
+        self.length = length
+        self.sep_id = sep_id
+        self.content: list[int] = []
+        self.started = False
+
+    def add(self, document: Sequence[Sequence[int]]) -> list[list[int]]:
+        full = []
+        if self.started and self.content:
+            self.content.append(self.sep_id)  # a document boundary inside the instance
+            if len(self.content) == self.length:
+                full.append(self.content)
+                self.content = []
+        self.started = True
+        for sentence in document:
+            start = 0
+            while start < len(sentence):  # a sentence is split only where an instance ends
+                take = self.length - len(self.content)
+                self.content.extend(sentence[start: start + take])
+                start += take
+                if len(self.content) == self.length:
+                    full.append(self.content)
+                    self.content = []
+        return full
+
+    def finish(self) -> list[list[int]]:
+        """The last, partly filled instance (if any)."""
+        rest, self.content = ([self.content] if self.content else []), []
+        return rest
+
+
+class PackedInstanceMaker:
+    """Full-sentence instances of one worker's documents (`packing="full_sentences"`).
+
+    Shares `InstanceMaker`'s masking, statistics and codec: `dupe_factor`
+    packers, one per pass, each seeing every document in order.
+    """
+
+    def __init__(self, maker: InstanceMaker):
+        self.maker = maker
+        length = maker.config.max_seq_length - 2  # [CLS] ... [SEP]
+        self.packers = [FullSentencePacker(length, maker.vocab.sep_id)
+                        for _ in range(maker.config.dupe_factor)]
+
+    def examples(self, document: Sequence[Sequence[int]], dupe: int) -> Iterator[bytes]:
+        """Serialized examples that `document` completes in pass `dupe`."""
+        for content in self.packers[dupe].add(document):
+            yield self._example(content)
+
+    def finish(self) -> Iterator[bytes]:
+        """Each pass's last instance."""
+        for packer in self.packers:
+            for content in packer.finish():
+                yield self._example(content)
+
+    def _example(self, content: list[int]) -> bytes:
+        maker = self.maker
+        vocab, stats = maker.vocab, maker.stats
+        tokens = [vocab.cls_id, *content, vocab.sep_id]
+        # The [SEP]s between documents are never masked: the masking sees the
+        # text without them ([CLS] words [SEP], one segment), positions mapped back.
+        text = [i for i in range(1, len(tokens) - 1) if tokens[i] != vocab.sep_id]
+        stats.instances += 1
+        stats.real_tokens += len(tokens)
+        stats.maskable_tokens += len(text)
+        if maker.config.dynamic_masking:
+            word_starts = None
+            if maker.config.do_whole_word_mask:
+                is_cont = vocab.is_continuation
+                # A piece after [CLS]/[SEP] starts a word (its head is in the instance before).
+                word_starts = [1 if i == 0 or tokens[i - 1] in (vocab.cls_id, vocab.sep_id)
+                               or not is_cont[t] else 0 for i, t in enumerate(tokens)]
+            return maker.codec.dynamic(tokens, len(content), None, False, word_starts)
+        plain = [vocab.cls_id, *(tokens[i] for i in text), vocab.sep_id]
+        positions, labels = maker._mask(plain, len(text), 0)
+        for p in positions:
+            tokens[text[p - 1]] = plain[p]
+        positions = [text[p - 1] for p in positions]
+        stats.masked += len(positions)
+        return maker.codec.static(tokens, len(content), None, positions, labels, False)
+
+
 class ShuffleBuffer:
     """Emits items in a random order using at most `size` items of memory."""
 
@@ -586,7 +701,9 @@ def count_summary(stats: dict, config: PretrainingDataConfig) -> dict:
     instances = stats["instances"]
     masked = stats["masked"]
     out = dict(stats)
-    out["next_sentence_random_fraction"] = stats["random_next"] / instances if instances else None
+    out["next_sentence_random_fraction"] = (stats["random_next"] / instances
+                                            if instances and config.packing == "sentence_pairs"
+                                            else None)
     out["padding_fraction"] = (1 - stats["real_tokens"] / (instances * config.max_seq_length)
                                if instances else None)
     out["tokens_per_instance"] = stats["real_tokens"] / instances if instances else None

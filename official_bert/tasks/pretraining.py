@@ -39,6 +39,9 @@ class PretrainingConfig:
         dynamic_masking: mask at read time, fresh every epoch (also re-masks
             static files; unmasked files are always masked at read time).
         masked_lm_prob: fraction of tokens masked by dynamic masking.
+        length_bucket_width: 0 = training batches padded to max_seq_length;
+            else batches of one length bucket, cut to it
+            (`input_pipeline.pretraining_dataset`).
     """
 
     input_file: str | None = None
@@ -47,6 +50,7 @@ class PretrainingConfig:
     max_eval_steps: int = 100
     dynamic_masking: bool = False
     masked_lm_prob: float = 0.15
+    length_bucket_width: int = 0
 
 
 class PretrainingTask(base.Task):
@@ -82,6 +86,9 @@ class PretrainingTask(base.Task):
         super().__init__(run or base.RunConfig(), bert_config=bert_config)
         self.config = config or PretrainingConfig()
         self.summary = None
+        # False for data without sentence pairs (--packing=full_sentences):
+        # the masked LM alone is trained and evaluated.
+        self.next_sentence = True
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
@@ -124,6 +131,17 @@ class PretrainingTask(base.Task):
         mlm_correct = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32),
                                        labels), tf.float32)
 
+        local_weights = tf.reduce_sum(weights)
+        metrics = {
+            "masked_lm_accuracy": (tf.reduce_sum(mlm_correct * weights), local_weights),
+            "masked_lm_loss": (mlm_sum, local_weights),
+        }
+        loss = mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)
+        if not self.next_sentence:
+            # A zero term keeps the head's gradients defined (zero), so the
+            # optimizer and the checkpoints see the same variables either way.
+            return loss + 0.0 * tf.reduce_sum(outputs["next_sentence_logits"]), metrics
+
         nsp_logits = outputs["next_sentence_logits"]
         nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
         nsp_xent = tf.nn.sparse_softmax_cross_entropy_with_logits(nsp_labels, nsp_logits)
@@ -131,16 +149,10 @@ class PretrainingTask(base.Task):
         nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32),
                                        nsp_labels), tf.float32)
 
-        loss = (mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)
-                + nsp_sum / tf.maximum(normalizers["examples"], 1.0))
-        local_weights = tf.reduce_sum(weights)
+        loss += nsp_sum / tf.maximum(normalizers["examples"], 1.0)
         local_examples = tf.cast(tf.size(nsp_labels), tf.float32)
-        metrics = {
-            "masked_lm_accuracy": (tf.reduce_sum(mlm_correct * weights), local_weights),
-            "masked_lm_loss": (mlm_sum, local_weights),
-            "next_sentence_accuracy": (tf.reduce_sum(nsp_correct), local_examples),
-            "next_sentence_loss": (nsp_sum, local_examples),
-        }
+        metrics["next_sentence_accuracy"] = (tf.reduce_sum(nsp_correct), local_examples)
+        metrics["next_sentence_loss"] = (nsp_sum, local_examples)
         return loss, metrics
 
     # --- inputs ---------------------------------------------------------------------
@@ -162,10 +174,18 @@ class PretrainingTask(base.Task):
                             f"--num_train_steps={run.num_train_steps}")
         if not 0 < config.masked_lm_prob < 1:
             raise UserError(f"--masked_lm_prob must be in (0, 1), got {config.masked_lm_prob}")
+        if not 0 <= config.length_bucket_width <= run.max_seq_length:
+            raise UserError(f"--length_bucket_width must be between 0 (off) and "
+                            f"--max_seq_length={run.max_seq_length}, got "
+                            f"{config.length_bucket_width}")
+        if config.length_bucket_width and run.distribution_strategy == "tpu":
+            raise UserError("--length_bucket_width needs batches of varying length, which a "
+                            "TPU cannot take: leave it at 0 on TPU")
         self.train_files = io.expand_paths(config.input_file, "input_file")
         self.eval_files = (io.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)
         self.summary = _summary_beside(self.train_files)
+        self.next_sentence = _has_sentence_pairs(self.train_files, self.eval_files)
 
     def fallback_vocab_file(self):
         """The vocabulary the generator's summary names (when --vocab_file and
@@ -236,7 +256,9 @@ class PretrainingTask(base.Task):
                 is_training=training, dynamic_masking=True if config.dynamic_masking else None,
                 vocab_file=self.files.vocab_file, vocab_size=self.files.config.vocab_size,
                 masked_lm_prob=config.masked_lm_prob, input_context=context, seed=run.seed,
-                drop_remainder=drop_remainder)
+                drop_remainder=drop_remainder,
+                length_bucket_width=config.length_bucket_width if training else 0,
+                bucket_batches=run.gradient_accumulation_steps)
 
         return dataset_fn
 
@@ -266,6 +288,35 @@ class PretrainingTask(base.Task):
         return serving.export_pretraining_model(
             model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
             export_dir, version=version)
+
+
+def _has_sentence_pairs(train_files, eval_files) -> bool:
+    """Whether the data has next-sentence pairs: False when the sets' manifests
+    say `packing: full_sentences` (one stream of sentences, a constant label),
+    which turns next-sentence prediction off with one line. Sets of both
+    kinds together are refused."""
+    packings = {}
+    for path in dict.fromkeys([*train_files, *eval_files]):
+        for sidecar in (io.sidecar_path(path), io.legacy_sidecar_path(path)):
+            if io.exists(sidecar):
+                try:
+                    summary = json.loads(io.read_text(sidecar))
+                except (OSError, ValueError):
+                    continue
+                packings[path] = ((summary.get("config") or {}).get("packing")
+                                  or "sentence_pairs")
+                break
+    if len(set(packings.values())) > 1:
+        pairs = next(p for p, k in packings.items() if k != "full_sentences")
+        packed = next(p for p, k in packings.items() if k == "full_sentences")
+        raise UserError(f"{packed} was made with --packing=full_sentences (no next-sentence "
+                        f"pairs) but {pairs} with sentence pairs: train on one kind (give "
+                        "--input_file and --eval_input_file of one kind)")
+    if "full_sentences" in packings.values():
+        logging.warning("The input was made with --packing=full_sentences (no next-sentence "
+                        "pairs): training the masked LM only, no next-sentence loss or metrics")
+        return False
+    return True
 
 
 def _summary_beside(files):

@@ -33,6 +33,19 @@ repeated when training, read in parallel with `interleave`, records shuffled,
 batched with `drop_remainder`, parsed (and masked) per batch in parallel,
 prefetched. Gzip files are detected. With a `seed` the order and the masks
 are deterministic.
+
+Length bucketing (`length_bucket_width`, run_pretraining's
+`--length_bucket_width`): every instance is padded to `seq_length` in the
+files, but a batch needs only its longest instance. The shuffled records are
+grouped by their length rounded up to a multiple of the width (the bucket;
+`tf.data.Dataset.group_by_window`), each batch is made of one bucket's records
+(`batch_size` of them, so the global batch is exact) and cut to the bucket's
+length. The length counted is the last real token's and the last masked
+position's, so every `masked_lm_positions` entry stays inside the cut batch.
+Dynamic masking masks the cut batch. The same records arrive, in another
+order (a bucket's batch leaves when it is full); at most
+`seq_length / width` shapes (each one a trace, and an XLA compilation under
+`--jit_compile`).
 """
 
 from __future__ import annotations
@@ -50,6 +63,8 @@ STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_position
                    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 DYNAMIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")
 WORD_START_FEATURE = "word_start_mask"
+# The file features with one value per token, cut to the batch's length by bucketing.
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", WORD_START_FEATURE)
 
 
 def _compression(path: str) -> str:
@@ -273,6 +288,8 @@ def pretraining_dataset(
     shuffle_buffer_size: int = 10_000,
     cycle_length: int | None = None,
     drop_remainder: bool = True,
+    length_bucket_width: int = 0,
+    bucket_batches: int = 1,
 ) -> tf.data.Dataset:
     """A `tf.data.Dataset` of pre-training batches (see the module docstring).
 
@@ -295,10 +312,19 @@ def pretraining_dataset(
       whole_word_masking: None = when the files carry `word_start_mask`.
       input_context: a `tf.distribute.InputContext` (per-worker sharding).
       seed: makes file order, shuffling and masks deterministic.
+      length_bucket_width: 0 = every batch is `seq_length` long; else batches
+        of records of one length bucket (lengths rounded up to a multiple of
+        this), each cut to its bucket's length (see the module docstring).
+      bucket_batches: with bucketing, this many consecutive batches come from
+        one bucket (gradient accumulation stacks them: they must have one
+        length).
     """
     if seq_length < 1 or max_predictions_per_seq < 1 or batch_size < 1:
         raise UserError("--max_seq_length, --max_predictions_per_seq and the batch size must "
                         "be positive")
+    if length_bucket_width < 0 or bucket_batches < 1:
+        raise UserError(f"--length_bucket_width must be 0 (off) or positive, got "
+                        f"{length_bucket_width}")
     files = io.expand_paths(file_patterns, "input_file")
     compressions, kinds, word_start_files = [], [], 0
     for path in files:
@@ -369,15 +395,23 @@ def pretraining_dataset(
         d = d.shard(num_pipelines, pipeline_id)
     if is_training:
         d = d.shuffle(shuffle_buffer_size, seed=local_seed, reshuffle_each_iteration=True)
-    d = d.batch(per_replica_batch, drop_remainder=drop_remainder)
+    if length_bucket_width:
+        d = _bucket_batches(d, per_replica_batch, length_bucket_width, seq_length,
+                            max_predictions_per_seq, files_static, drop_remainder,
+                            bucket_batches)
+    else:
+        d = d.batch(per_replica_batch, drop_remainder=drop_remainder)
 
     spec = (_static_spec(seq_length, max_predictions_per_seq) if files_static
             else _dynamic_spec(seq_length, word_starts))
 
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, spec)
-        return {name: (tf.cast(t, tf.int32) if t.dtype == tf.int64 else t)
-                for name, t in parsed.items()}
+        parsed = {name: (tf.cast(t, tf.int32) if t.dtype == tf.int64 else t)
+                  for name, t in parsed.items()}
+        if length_bucket_width:
+            parsed = _cut_to_bucket(parsed, length_bucket_width)
+        return parsed
 
     def to_output(parsed, input_ids):
         return {
@@ -425,6 +459,67 @@ def pretraining_dataset(
         d = d.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
                   deterministic=deterministic)
     return d.prefetch(tf.data.AUTOTUNE)
+
+
+def _used_length(parsed):
+    """Per record (int32 [batch]): 1 + the last position that must be kept,
+    a real token (`input_mask`) or a masked-LM prediction."""
+    mask = parsed["input_mask"]
+    after = tf.range(1, tf.shape(mask)[1] + 1)[None, :]
+    used = tf.reduce_max(tf.where(mask > 0, after, 0), axis=1)
+    if "masked_lm_positions" in parsed:
+        predicted = tf.where(parsed["masked_lm_weights"] > 0,
+                             parsed["masked_lm_positions"] + 1, 0)
+        used = tf.maximum(used, tf.reduce_max(predicted, axis=1))
+    return tf.maximum(used, 1)
+
+
+def _bucket_length(used, width, seq_length):
+    """The length a record of `used` positions is cut to: `used` rounded up to
+    a multiple of `width`, at most `seq_length` (`bucketed_length`'s rule)."""
+    return tf.minimum(seq_length, (used + width - 1) // width * width)
+
+
+def _cut_to_bucket(parsed, width):
+    """Cuts a parsed batch's per-token features to its bucket's length."""
+    seq_length = tf.shape(parsed["input_mask"])[1]
+    length = _bucket_length(tf.reduce_max(_used_length(parsed)), width, seq_length)
+    return {name: t[:, :length] if name in SEQUENCE_FEATURES else t
+            for name, t in parsed.items()}
+
+
+def _bucket_batches(d, batch_size, width, seq_length, max_predictions_per_seq, static,
+                    drop_remainder, bucket_batches):
+    """Serialized records → batches of serialized records of one length bucket.
+
+    The lengths are parsed in chunks (cheap: `input_mask` and, for masked
+    files, the masked positions), then `group_by_window` collects each bucket's
+    records and lets `bucket_batches` batches out as soon as it has them; it
+    is sequential, so the order is deterministic given the input's.
+    """
+    length_spec = {"input_mask": tf.io.FixedLenFeature([seq_length], tf.int64)}
+    if static:
+        length_spec["masked_lm_positions"] = tf.io.FixedLenFeature(
+            [max_predictions_per_seq], tf.int64)
+        length_spec["masked_lm_weights"] = tf.io.FixedLenFeature(
+            [max_predictions_per_seq], tf.float32)
+
+    def with_bucket(serialized):
+        parsed = tf.io.parse_example(serialized, length_spec)
+        parsed["input_mask"] = tf.cast(parsed["input_mask"], tf.int32)
+        if static:
+            parsed["masked_lm_positions"] = tf.cast(parsed["masked_lm_positions"], tf.int32)
+        bucket = (_bucket_length(_used_length(parsed), width, seq_length) - 1) // width
+        return serialized, tf.cast(bucket, tf.int64)
+
+    d = d.batch(256).map(with_bucket, num_parallel_calls=tf.data.AUTOTUNE,
+                         deterministic=True).unbatch()
+    d = d.group_by_window(
+        key_func=lambda serialized, bucket: bucket,
+        reduce_func=lambda bucket, records: records.batch(batch_size,
+                                                          drop_remainder=drop_remainder),
+        window_size=batch_size * bucket_batches)
+    return d.map(lambda serialized, bucket: serialized)
 
 
 # === In-memory features (fine-tuning) ===

@@ -44,7 +44,7 @@ def data(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("padding")
     vocab, tokens = synthetic_vocab(tmp / "vocab.txt")
     corpus = synthetic_corpus(tmp / "corpus.txt", n_docs=20)
-    out = {"root": tmp, "vocab": str(vocab), "corpus": corpus}
+    out = {"root": tmp, "vocab": str(vocab), "tokens": tokens, "corpus": corpus}
     for name, dynamic in (("static", False), ("dynamic", True)):
         path = str(tmp / f"{name}.tfrecord")
         create_pretraining_data(str(corpus), path, str(vocab), PretrainingDataConfig(
@@ -191,6 +191,46 @@ def corpus_documents(data):
     text = pathlib.Path(data["corpus"]).read_text(encoding="utf-8")
     return [[i for line in doc.splitlines() for i in tokenizer.ids(line.strip())]
             for doc in text.split("\n\n") if doc.strip()]
+
+
+def test_packer_known_answers():
+    from data_prep.pretraining_instances import FullSentencePacker
+
+    packer = FullSentencePacker(5, sep_id=SEP)
+    # A [SEP] between documents inside an instance; a sentence split at an instance's end.
+    assert packer.add([[1, 2], [3]]) == []
+    assert packer.add([[4, 5, 6, 7]]) == [[1, 2, 3, SEP, 4]]
+    assert packer.add([[8]]) == [[5, 6, 7, SEP, 8]]
+    # A boundary that falls between two instances gets no [SEP] (the closing one marks it).
+    assert packer.add([[9, 10, 11, 12, 13]]) == [[9, 10, 11, 12, 13]]
+    assert packer.add([[14, 15, 16, 17]]) == []
+    # A separator that fills the last place ends the instance.
+    assert packer.add([[18]]) == [[14, 15, 16, 17, SEP]]
+    assert packer.finish() == [[18]] and packer.finish() == []
+
+
+def test_one_sentence_documents_are_packed(tmp_path, data):
+    corpus = tmp_path / "short.txt"
+    corpus.write_text("w1 w2 w3 .\n\nw4 w5 .\n\nw6 .\n", encoding="utf-8")
+    path = str(tmp_path / "short.tfrecord")
+    summary = create_pretraining_data(str(corpus), path, data["vocab"], PretrainingDataConfig(
+        max_seq_length=8, max_predictions_per_seq=2, dupe_factor=1, packing="full_sentences",
+        dynamic_masking=True), num_workers=1, progress_seconds=0, log=None)
+    assert summary["instances"] == 2 and summary["documents_one_sentence"] == 0
+    ids = [list(tf.io.parse_single_example(r, {"input_ids": tf.io.FixedLenFeature(
+        [8], tf.int64)})["input_ids"].numpy()) for r in tf.data.TFRecordDataset(path)]
+    w = {t: i for i, t in enumerate(data["tokens"])}
+    assert sorted(ids) == sorted([
+        [CLS, w["w1"], w["w2"], w["w3"], w["."], SEP, w["w4"], SEP],
+        [CLS, w["w5"], w["."], SEP, w["w6"], w["."], SEP, 0]])
+    # One document is enough (there is no next sentence to draw).
+    one = tmp_path / "one.txt"
+    one.write_text("w1 w2 .\n", encoding="utf-8")
+    assert create_pretraining_data(str(one), str(tmp_path / "one.tfrecord"), data["vocab"],
+                                   PretrainingDataConfig(max_seq_length=8, dupe_factor=1,
+                                                         max_predictions_per_seq=2,
+                                                         packing="full_sentences"),
+                                   num_workers=1, progress_seconds=0, log=None)["instances"] == 1
 
 
 def contents(records, dynamic):

@@ -41,6 +41,20 @@ flags.DEFINE_bool("dynamic_masking", False,
                   "Mask at read time, fresh every epoch (also re-masks static files). Unmasked "
                   "files are always masked at read time.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens masked by dynamic masking.")
+flags.DEFINE_enum("input_format", "tfrecord", ["tfrecord", "text"],
+                  "tfrecord: create_pretraining_data's files. text: --input_file is the "
+                  "sentence-per-line corpus itself (a blank line between documents); instances "
+                  "are made on the fly with the generator's code (needs --vocab_file).")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Mask whole words: with --input_format=text, or dynamic masking of files made "
+                  "with --do_whole_word_mask.")
+flags.DEFINE_integer("max_ngram_size", 1,
+                     "Mask spans of up to this many contiguous words (--do_whole_word_mask) or "
+                     "word pieces, length n drawn with probability proportional to 1/n "
+                     "(official/nlp's flag): with --input_format=text or --dynamic_masking.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "--input_format=text: probability of a shorter target length (as "
+                   "create_pretraining_data's flag).")
 flags.DEFINE_integer("length_bucket_width", 0,
                      "Length bucketing of training batches: each batch holds instances whose "
                      "length rounded up to a multiple of this is the same, and is cut to it (less "

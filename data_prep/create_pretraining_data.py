@@ -24,6 +24,10 @@ train either model. Beyond it:
   multiple of N output files each worker writes its own files; otherwise each
   worker writes a part of every output file and the parts are concatenated in
   worker order.
+* **N-gram masking** (`--max_ngram_size=N`, official/nlp's flag): spans of up
+  to N whole words (`--do_whole_word_mask`) or word pieces, length n drawn
+  ∝ 1/n (`pretraining_instances.choose_ngrams`); the summary gives the masked
+  spans' length distribution.
 * **Full-sentence packing** (`--packing=full_sentences`, RoBERTa's inputs):
   instances filled with the next tokens of the sentence stream, across
   documents with a [SEP] between two, no next-sentence pairs, no padding but
@@ -72,6 +76,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import dataclasses
+import itertools
 import json
 import multiprocessing
 import os
@@ -238,6 +243,37 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
             doc_index += 1
 
 
+def check_text_corpus(files: Sequence[str], vocab_file: str, flag: str = "input_file") -> None:
+    """Checks a corpus before it is read on the fly (run_pretraining
+    --input_format=text), where an error would surface deep in `tf.data`: the
+    vocabulary, at least 2 documents, and every byte UTF-8 (reads each file
+    once, in blocks; the first bad line is named).
+
+    Raises:
+      BadFileError / UserError: naming the file (and line) and the fix.
+    """
+    import codecs
+
+    from official_bert.errors import not_utf8
+
+    load_vocab_info(vocab_file)
+    n_docs = count_documents(files, limit=2)
+    if n_docs < 2:
+        raise BadFileError(", ".join(files), f"holds {n_docs} document(s); next-sentence "
+                           "prediction needs at least 2", fix=f"check --{flag}: one sentence "
+                           "per line, a blank line between documents")
+    for path in files:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            with io.open_file(path, "rb") as f:
+                while block := f.read(1 << 22):
+                    decoder.decode(block)
+                decoder.decode(b"", final=True)
+        except UnicodeDecodeError as e:
+            raise not_utf8(path, e, fix=f"convert the file to UTF-8 (or make TFRecords with "
+                           "create_pretraining_data --skip_bad_lines)") from None
+
+
 class LazyDocument(collections.abc.Sequence):
     """Another worker's document as the random-next pool sees it: its raw lines,
     each decoded and tokenized only when a span first reaches it (a sampled
@@ -279,6 +315,155 @@ class WorkerJob:
     temporaries: tuple[str, ...]  # where it writes them (the caller publishes them)
 
 
+def worker_records(maker: InstanceMaker, ids: Callable[[str], list[int]],
+                   input_files: Sequence[str], worker_index: int, num_workers: int,
+                   foreign_rng: random.Random,
+                   progress: Callable[[GenerationStats], None] | None = None,
+                   ) -> Iterator[bytes]:
+    """Worker `worker_index` of `num_workers`' serialized instances, in the
+    order they are made (before any shuffling): its documents of
+    `input_files` (`read_documents`), each `dupe_factor` times. The files of
+    `create_pretraining_data` (`run_worker`) and run_pretraining's
+    --input_format=text (`input_pipeline.text_records`) both come from here.
+
+    Args:
+      maker: the worker's `InstanceMaker` (its config, random generator, stats).
+      ids: text → token ids (the tokenizer).
+      input_files: the corpus, in the order every worker reads it.
+      worker_index, num_workers: which share (documents by bytes, as `read_documents`).
+      foreign_rng: draws the other workers' documents for the random-next pool.
+      progress: called with the stats after each document and each pass.
+    """
+    from data_prep.pretraining_instances import PackedInstanceMaker
+
+    config = maker.config
+    stats = maker.stats
+    rng = maker.rng
+    packed = PackedInstanceMaker(maker) if config.packing == "full_sentences" else None
+
+    def process(doc_id, document):
+        for dupe in range(config.dupe_factor):
+            records = (packed.examples(document, dupe) if packed
+                       else maker.examples(doc_id, document))
+            for record in records:
+                yield record
+            if progress is not None:
+                progress(stats)
+
+    # Documents wait in `pending` until enough others have been read, so
+    # that the first ones also find random-next spans of other documents.
+    pending: collections.deque = collections.deque()
+    pending_tokens = 0
+    # Documents are assigned by bytes, so one worker may own a single huge
+    # book and nothing else: with only its own documents in its pool, it
+    # would have no "different document" to draw a random next B from.
+    # Every worker therefore also puts spans of the other workers'
+    # documents in its pool: all of the first `lookahead_documents` it
+    # meets (so a small corpus is fully shared), then a 1-in-N sample
+    # (bounded extra work on a large one). Drawn from its own generator,
+    # so the output stays deterministic.
+    sample_rate = 1.0 / num_workers
+    foreign_taken = [0]
+
+    def want_foreign() -> bool:
+        if packed:  # no random-next spans to draw
+            return False
+        if foreign_taken[0] < config.lookahead_documents or foreign_rng.random() < sample_rate:
+            foreign_taken[0] += 1
+            return True
+        return False
+
+    documents = read_documents(input_files, worker_index, num_workers,
+                               config.skip_bad_lines, stats, want_foreign=want_foreign)
+    for doc_id, lines, owned in documents:
+        if not owned:
+            maker.pool.add_document(doc_id, LazyDocument(lines, ids), foreign_rng)
+            continue
+        document = [s for s in map(ids, lines) if s]
+        stats.documents += 1
+        if not document:
+            stats.documents_empty += 1
+            continue
+        n_tokens = sum(map(len, document))
+        stats.sentences += len(document)
+        stats.tokens += n_tokens
+        if not packed:
+            maker.pool.add_document(doc_id, document, rng)
+        if len(document) < 2 and not packed:
+            # Nothing to pair: no instances (it can still be a random next).
+            stats.documents_one_sentence += 1
+        else:
+            pending.append((doc_id, document, n_tokens))
+            pending_tokens += n_tokens
+        while pending and (len(pending) > config.lookahead_documents or (
+                pending_tokens > config.lookahead_tokens and len(pending) > 1)):
+            doc_id_, document_, n_ = pending.popleft()
+            pending_tokens -= n_
+            yield from process(doc_id_, document_)
+        if progress is not None:
+            progress(stats)
+    while pending:
+        doc_id_, document_, _ = pending.popleft()
+        yield from process(doc_id_, document_)
+    if packed:
+        yield from packed.finish()
+
+
+def worker_rngs(random_seed: int, worker_index: int, num_workers: int, pass_index: int = 0
+                ) -> tuple[random.Random, random.Random]:
+    """The random generators of a worker: (instances, other workers' documents
+    for the random-next pool), seeded with (random_seed, worker, num_workers)
+    and, after the first pass of `stream_records`, the pass."""
+    tail = f"/{pass_index}" if pass_index else ""
+    return (random.Random(f"{random_seed}/{worker_index}/{num_workers}{tail}"),
+            random.Random(f"{random_seed}/foreign/{worker_index}{tail}"))
+
+
+def stream_records(input_files: Sequence[str], vocab_file: str, config: PretrainingDataConfig,
+                   worker_index: int = 0, num_workers: int = 1, passes: int | None = None,
+                   shuffle_files: bool = True) -> Iterator[bytes]:
+    """Serialized instances made on the fly, pass after pass over the corpus
+    (run_pretraining --input_format=text, through `input_pipeline.text_records`).
+
+    Each pass is `worker_records` with `dupe_factor` 1: the files' own code,
+    so the same statistics as `create_pretraining_data`'s output, with new
+    pairs and masks every pass. The first pass reads the files in the order
+    given with `run_worker`'s seeds, so its instances are exactly those of
+    `create_pretraining_data --dupe_factor=1` with as many workers (in
+    another order: no shuffle buffer here, the reader shuffles). Pass p > 0
+    reads them in an order shuffled with (random_seed, p), the same for every
+    worker (so all agree on who owns which document), and seeds the worker's
+    generators with p too. A pass that makes no instance (this worker owns
+    no document with two sentences) ends the stream instead of looping forever.
+
+    Args:
+      input_files: the corpus (expanded paths).
+      vocab_file: the WordPiece vocabulary.
+      config: the generation config (its dupe_factor is ignored: 1 per pass).
+      worker_index, num_workers: this input pipeline's share of the documents.
+      passes: how many passes (None: forever).
+      shuffle_files: shuffle the file order of each pass (else as given).
+    """
+    from data_prep.fast_tokenization import CachedTokenizer
+
+    config = dataclasses.replace(config, dupe_factor=1)
+    tokenizer = CachedTokenizer(vocab_file, do_lower_case=config.do_lower_case)
+    vocab = VocabInfo(tokenizer.vocab, name=vocab_file)
+    made = 0
+    for p in itertools.count() if passes is None else range(passes):
+        files = list(input_files)
+        if p and shuffle_files:
+            random.Random(f"{config.random_seed}/files/{p}").shuffle(files)
+        rng, foreign_rng = worker_rngs(config.random_seed, worker_index, num_workers, p)
+        maker = InstanceMaker(config, vocab, rng)
+        for record in worker_records(maker, tokenizer.ids, files, worker_index, num_workers,
+                                     foreign_rng):
+            made += 1
+            yield record
+        if not made:
+            return
+
+
 def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | None = None
                ) -> dict:
     """Generates this worker's share; leaves its files as uncommitted temporaries.
@@ -287,15 +472,13 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
     the caller renames (or concatenates) them once every worker has succeeded.
     """
     from data_prep.fast_tokenization import CachedTokenizer
-    from data_prep.pretraining_instances import PackedInstanceMaker
 
     config = job.config
     stats = GenerationStats()
-    rng = random.Random(f"{config.random_seed}/{job.worker_index}/{job.num_workers}")
+    rng, foreign_rng = worker_rngs(config.random_seed, job.worker_index, job.num_workers)
     tokenizer = CachedTokenizer(job.vocab_file, do_lower_case=config.do_lower_case)
     vocab = VocabInfo(tokenizer.vocab, name=job.vocab_file)
     maker = InstanceMaker(config, vocab, rng, stats)
-    packed = PackedInstanceMaker(maker) if config.packing == "full_sentences" else None
     writers = []
     try:
         for path, tmp_path in zip(job.targets, job.temporaries):
@@ -311,75 +494,9 @@ def run_worker(job: WorkerJob, progress: Callable[[GenerationStats], None] | Non
         shuffle = ShuffleBuffer(config.shuffle_buffer_size, rng, sink)
         add = shuffle.add
 
-        def process(doc_id, document):
-            for dupe in range(config.dupe_factor):
-                records = (packed.examples(document, dupe) if packed
-                           else maker.examples(doc_id, document))
-                for record in records:
-                    add(record)
-                if progress is not None:
-                    progress(stats)
-
-        # Documents wait in `pending` until enough others have been read, so
-        # that the first ones also find random-next spans of other documents.
-        pending: collections.deque = collections.deque()
-        pending_tokens = 0
-        ids = tokenizer.ids
-        # Documents are assigned by bytes, so one worker may own a single huge
-        # book and nothing else: with only its own documents in its pool, it
-        # would have no "different document" to draw a random next B from.
-        # Every worker therefore also puts spans of the other workers'
-        # documents in its pool: all of the first `lookahead_documents` it
-        # meets (so a small corpus is fully shared), then a 1-in-N sample
-        # (bounded extra work on a large one). Drawn from its own generator,
-        # so the output stays deterministic.
-        foreign_rng = random.Random(f"{config.random_seed}/foreign/{job.worker_index}")
-        sample_rate = 1.0 / job.num_workers
-        foreign_taken = [0]
-
-        def want_foreign() -> bool:
-            if packed:  # no random-next spans to draw
-                return False
-            if foreign_taken[0] < config.lookahead_documents or foreign_rng.random() < sample_rate:
-                foreign_taken[0] += 1
-                return True
-            return False
-
-        documents = read_documents(job.input_files, job.worker_index, job.num_workers,
-                                   config.skip_bad_lines, stats, want_foreign=want_foreign)
-        for doc_id, lines, owned in documents:
-            if not owned:
-                maker.pool.add_document(doc_id, LazyDocument(lines, ids), foreign_rng)
-                continue
-            document = [s for s in map(ids, lines) if s]
-            stats.documents += 1
-            if not document:
-                stats.documents_empty += 1
-                continue
-            n_tokens = sum(map(len, document))
-            stats.sentences += len(document)
-            stats.tokens += n_tokens
-            if not packed:
-                maker.pool.add_document(doc_id, document, rng)
-            if len(document) < 2 and not packed:
-                # Nothing to pair: no instances (it can still be a random next).
-                stats.documents_one_sentence += 1
-            else:
-                pending.append((doc_id, document, n_tokens))
-                pending_tokens += n_tokens
-            while pending and (len(pending) > config.lookahead_documents or (
-                    pending_tokens > config.lookahead_tokens and len(pending) > 1)):
-                doc_id_, document_, n_ = pending.popleft()
-                pending_tokens -= n_
-                process(doc_id_, document_)
-            if progress is not None:
-                progress(stats)
-        while pending:
-            doc_id_, document_, _ = pending.popleft()
-            process(doc_id_, document_)
-        if packed:
-            for record in packed.finish():
-                add(record)
+        for record in worker_records(maker, tokenizer.ids, job.input_files, job.worker_index,
+                                     job.num_workers, foreign_rng, progress):
+            add(record)
         shuffle.drain()
         for writer in writers:
             writer.commit(rename=False)
@@ -509,7 +626,7 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
                         io.remove(part)
                     io.sync(out)
 
-        totals = {f: sum(r[f] for r in results) for f in GenerationStats.FIELDS}
+        totals = GenerationStats.total(results)
         elapsed = time.monotonic() - start
         summary = count_summary(totals, config)
         summary.update({
@@ -582,6 +699,9 @@ def format_summary(summary: dict) -> str:
             f"{pct(summary['masked_as_mask_fraction'])}, random "
             f"{pct(summary['masked_as_random_fraction'])}, kept "
             f"{pct(summary['masked_as_kept_fraction'])}")
+        if summary.get("masked_ngram_size_fractions"):
+            lines.append("masked n-grams by length (1, 2, ...): " + ", ".join(
+                pct(x) for x in summary["masked_ngram_size_fractions"]))
     else:
         lines.append("masking: dynamic (at read time)")
     return "\n".join(lines)
@@ -606,6 +726,11 @@ def _define_flags():
                       "models and False for cased models.")
     flags.DEFINE_bool("do_whole_word_mask", False,
                       "Whether to use whole word masking rather than per-WordPiece masking.")
+    flags.DEFINE_integer("max_ngram_size", 1,
+                         "Mask spans of up to this many contiguous words (with "
+                         "--do_whole_word_mask) or word pieces, span length n drawn with "
+                         "probability proportional to 1/n (official/nlp's flag). 1: single "
+                         "tokens/words.")
     flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
     flags.DEFINE_integer("max_predictions_per_seq", 20,
                          "Maximum number of masked LM predictions per sequence.")
@@ -655,6 +780,7 @@ def main(argv):
         packing=FLAGS.packing,
         do_lower_case=FLAGS.do_lower_case,
         do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_ngram_size=FLAGS.max_ngram_size,
         dynamic_masking=FLAGS.dynamic_masking,
         random_seed=FLAGS.random_seed,
         random_next_pool_size=FLAGS.random_next_pool_size,

@@ -23,6 +23,14 @@ What is the same as google-research/bert:
     words, skipping words that do not fit);
   * output features, names, types and shapes (see `ExampleCodec`).
 
+N-gram masking (`max_ngram_size` > 1; tensorflow/models official/nlp's
+`--max_ngram_size`, SpanBERT-like spans): `choose_ngrams` masks spans of 1 to
+`max_ngram_size` contiguous units (whole words with `do_whole_word_mask`,
+word pieces without; never across [SEP]), the span length n drawn with
+probability ∝ 1/n as official/nlp draws it, within the same budget of masked
+tokens; each masked token is then [MASK] / random / kept 80/10/10 as above.
+`max_ngram_size=1` runs the code above unchanged (byte-identical files).
+
 Full-sentence packing (`packing="full_sentences"`, RoBERTa's FULL-SENTENCES
 inputs, no next-sentence task; `FullSentencePacker`): each instance is
 `[CLS]` + the next `max_seq_length - 2` tokens of the stream of sentences
@@ -94,6 +102,7 @@ class PretrainingDataConfig:
     packing: str = "sentence_pairs"  # or "full_sentences" (see the module docstring)
     do_lower_case: bool = True
     do_whole_word_mask: bool = False
+    max_ngram_size: int = 1
     dynamic_masking: bool = False
     random_seed: int = 12345
     # Streaming bounds (memory does not grow with the corpus):
@@ -120,6 +129,13 @@ class PretrainingDataConfig:
         if self.packing not in PACKINGS:
             raise UserError(f"--packing={self.packing} is unknown; use one of "
                             f"{', '.join(PACKINGS)}")
+        if self.max_ngram_size < 1:
+            raise UserError(f"--max_ngram_size={self.max_ngram_size} must be at least 1 "
+                            "(1: single tokens or, with --do_whole_word_mask, single words)")
+        if self.max_ngram_size > 1 and self.dynamic_masking:
+            raise UserError("--max_ngram_size applies where tokens are masked: with "
+                            "--dynamic_masking that is run_pretraining, so pass "
+                            f"--max_ngram_size={self.max_ngram_size} there instead")
         for name in ("random_next_pool_size", "random_next_spans_per_document",
                      "lookahead_documents", "shuffle_buffer_size"):
             if getattr(self, name) < 1:
@@ -224,6 +240,67 @@ class RandomNextPool:
         if m >= len(ends):
             m = len(ends) - 1
         return flat[: ends[m]]
+
+
+def choose_ngrams(units: Sequence[Sequence[int]], budget: int, max_ngram_size: int,
+                  rng: random.Random) -> list[tuple[int, int]]:
+    """Spans of contiguous units to mask: [(first unit, n), ...] in the order chosen.
+
+    tensorflow/models official/nlp's `_masking_ngrams`, with its semantics:
+    every run of n = 1..`max_ngram_size` units whose positions touch (so never
+    across [SEP]) is a candidate; each draw picks n with probability ∝ 1/n,
+    then a random candidate of that length; chosen spans never overlap and
+    hold at most `budget` tokens in all. Two deliberate differences: a drawn
+    candidate that overlaps or does not fit is discarded and the next one *of
+    the same n* is tried (official/nlp draws n again, which under-represents
+    long spans); n is drawn from `rng` (official/nlp uses the global `random`,
+    so its output does not follow --random_seed).
+
+    A candidate that does not fit now never fits later (spans only accumulate
+    and the budget only shrinks), so discarding it is safe, and each n drawn
+    while some span of every length still fits is exactly ∝ 1/n (the tests
+    check this). Near the end of the budget only shorter spans fit, so over
+    whole sequences short spans are a little more frequent than 1/n.
+
+    Args:
+      units: the maskable units in position order, each a list of token
+        positions (a word's pieces, or one piece).
+      budget: the most tokens to mask.
+      max_ngram_size: the longest span, in units.
+      rng: the generator's random source.
+    """
+    num_units = len(units)
+    # breaks[i]: units before i that do not touch their successor (a prefix count).
+    breaks = [0] * (num_units + 1)
+    costs = [0] * (num_units + 1)  # tokens in units before i (a prefix sum)
+    for i, unit in enumerate(units):
+        touches = i + 1 < num_units and units[i + 1][0] == unit[-1] + 1
+        breaks[i + 1] = breaks[i] + (not touches)
+        costs[i + 1] = costs[i] + len(unit)
+    candidates = {}
+    for n in range(1, max_ngram_size + 1):
+        starts = [s for s in range(num_units - n + 1) if breaks[s + n - 1] == breaks[s]]
+        rng.shuffle(starts)
+        candidates[n] = starts
+    sizes = [n for n in candidates if candidates[n]]
+    taken = bytearray(num_units)
+    used = 0
+    chosen: list[tuple[int, int]] = []
+    while used < budget and sizes:
+        n = rng.choices(sizes, weights=[1.0 / m for m in sizes])[0]
+        pool = candidates[n]
+        while pool:
+            start = pool.pop()
+            cost = costs[start + n] - costs[start]
+            if used + cost <= budget and not any(taken[start: start + n]):
+                break
+        else:  # no span of n units fits any more
+            sizes.remove(n)
+            continue
+        taken[start: start + n] = b"\x01" * n
+        used += cost
+        chosen.append((start, n))
+    return chosen
 
 
 def truncation(len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
@@ -349,9 +426,30 @@ class GenerationStats:
     def __init__(self):
         for f in self.FIELDS:
             setattr(self, f, 0)
+        # With n-gram masking: masked spans by length (index n - 1).
+        self.masked_ngrams_by_size: list[int] = []
+
+    def count_ngram(self, n: int) -> None:
+        counts = self.masked_ngrams_by_size
+        if len(counts) < n:
+            counts.extend([0] * (n - len(counts)))
+        counts[n - 1] += 1
 
     def as_dict(self) -> dict:
-        return {f: getattr(self, f) for f in self.FIELDS}
+        out = {f: getattr(self, f) for f in self.FIELDS}
+        if self.masked_ngrams_by_size:
+            out["masked_ngrams_by_size"] = list(self.masked_ngrams_by_size)
+        return out
+
+    @classmethod
+    def total(cls, results: Sequence[dict]) -> dict:
+        """The sum of several workers' `as_dict()`s."""
+        out = {f: sum(r[f] for r in results) for f in cls.FIELDS}
+        sizes = [r["masked_ngrams_by_size"] for r in results if "masked_ngrams_by_size" in r]
+        if sizes:
+            out["masked_ngrams_by_size"] = [sum(c) for c in
+                                            itertools.zip_longest(*sizes, fillvalue=0)]
+        return out
 
 
 class InstanceMaker:
@@ -476,7 +574,9 @@ class InstanceMaker:
         num_candidates = len_a + len_b
         k = self._num_to_predict(num_candidates)
         random_ = self.rng.random
-        if not self.config.do_whole_word_mask:
+        if self.config.max_ngram_size > 1:
+            positions = self._ngram_positions(tokens, len_a, len_b, k)
+        elif not self.config.do_whole_word_mask:
             # k distinct candidates, uniformly (Floyd's algorithm: k draws, no
             # shuffle of all candidates as google does; same distribution).
             picks = set()
@@ -543,6 +643,23 @@ class InstanceMaker:
                 self.stats.whole_word_candidates_skipped += 1
                 continue
             positions.extend(group)
+        positions.sort()
+        return positions
+
+    def _ngram_positions(self, tokens, len_a, len_b, k) -> list[int]:
+        """Positions of `choose_ngrams`' spans of whole words (with
+        do_whole_word_mask) or of word pieces (without)."""
+        if self.config.do_whole_word_mask:
+            units = self._word_groups(tokens, len_a, len_b)
+        else:
+            units = [[p] for p in itertools.chain(range(1, 1 + len_a),
+                                                  range(len_a + 2, len_a + 2 + len_b))]
+        positions: list[int] = []
+        count_ngram = self.stats.count_ngram
+        for start, n in choose_ngrams(units, k, self.config.max_ngram_size, self.rng):
+            count_ngram(n)
+            for unit in units[start: start + n]:
+                positions.extend(unit)
         positions.sort()
         return positions
 
@@ -715,5 +832,8 @@ def count_summary(stats: dict, config: PretrainingDataConfig) -> dict:
         out["masked_as_mask_fraction"] = stats["masked_as_mask"] / masked if masked else None
         out["masked_as_random_fraction"] = stats["masked_as_random"] / masked if masked else None
         out["masked_as_kept_fraction"] = stats["masked_as_kept"] / masked if masked else None
+        sizes = stats.get("masked_ngrams_by_size")
+        if sizes and sum(sizes):
+            out["masked_ngram_size_fractions"] = [c / sum(sizes) for c in sizes]
     return out
 

@@ -42,6 +42,15 @@ class PretrainingConfig:
         length_bucket_width: 0 = training batches padded to max_seq_length;
             else batches of one length bucket, cut to it
             (`input_pipeline.pretraining_dataset`).
+        input_format: "tfrecord" (the files of create_pretraining_data) or
+            "text": the sentence-per-line corpus itself, instances made on the
+            fly by the generator's code (`input_pipeline.text_records`).
+        do_whole_word_mask: mask whole words (text, and dynamic masking of
+            files made with --do_whole_word_mask).
+        max_ngram_size: mask spans of up to this many words/pieces, length
+            n ∝ 1/n (text, and dynamic masking).
+        short_seq_prob: text: probability of a shorter target length, as
+            create_pretraining_data's flag.
     """
 
     input_file: str | None = None
@@ -51,6 +60,10 @@ class PretrainingConfig:
     dynamic_masking: bool = False
     masked_lm_prob: float = 0.15
     length_bucket_width: int = 0
+    input_format: str = "tfrecord"
+    do_whole_word_mask: bool = False
+    max_ngram_size: int = 1
+    short_seq_prob: float = 0.1
 
 
 class PretrainingTask(base.Task):
@@ -181,11 +194,40 @@ class PretrainingTask(base.Task):
         if config.length_bucket_width and run.distribution_strategy == "tpu":
             raise UserError("--length_bucket_width needs batches of varying length, which a "
                             "TPU cannot take: leave it at 0 on TPU")
+        if config.input_format not in ("tfrecord", "text"):
+            raise UserError(f"--input_format={config.input_format} is unknown: use tfrecord "
+                            "(create_pretraining_data's files) or text (the corpus itself)")
+        if config.max_ngram_size < 1:
+            raise UserError(f"--max_ngram_size must be at least 1, got {config.max_ngram_size}")
+        if not 0 <= config.short_seq_prob <= 1:
+            raise UserError(f"--short_seq_prob must be in [0, 1], got {config.short_seq_prob}")
+        if self.text and config.dynamic_masking:
+            raise UserError("--dynamic_masking is for TFRecords: with --input_format=text "
+                            "every pass is masked afresh already; leave it out")
         self.train_files = io.expand_paths(config.input_file, "input_file")
         self.eval_files = (io.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)
         self.summary = _summary_beside(self.train_files)
         self.next_sentence = _has_sentence_pairs(self.train_files, self.eval_files)
+
+    @property
+    def text(self) -> bool:
+        """Whether the inputs are raw text (--input_format=text)."""
+        return self.config.input_format == "text"
+
+    def text_config(self):
+        """The generator's config for --input_format=text (the run's lengths,
+        casing and seed; the data flags of create_pretraining_data)."""
+        from data_prep.pretraining_instances import PretrainingDataConfig
+
+        config, run = self.config, self.run
+        return PretrainingDataConfig(
+            max_seq_length=run.max_seq_length,
+            max_predictions_per_seq=config.max_predictions_per_seq,
+            masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
+            dupe_factor=1, do_lower_case=bool(self.files.do_lower_case),
+            do_whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size,
+            random_seed=12345 if run.seed is None else run.seed)
 
     def fallback_vocab_file(self):
         """The vocabulary the generator's summary names (when --vocab_file and
@@ -211,6 +253,19 @@ class PretrainingTask(base.Task):
                 from official_bert.errors import BadFileError
 
                 raise BadFileError(self.files.vocab_file, "lacks [MASK], which masking needs")
+        if self.text:
+            from data_prep import create_pretraining_data
+
+            if self.files.vocab_file is None:
+                raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
+            for flag, files in (("input_file", self.train_files),
+                                ("eval_input_file", self.eval_files)):
+                if flag == "input_file" or self.config.eval_input_file:
+                    create_pretraining_data.check_text_corpus(files, self.files.vocab_file, flag)
+            logging.info("%d train file(s), %d eval file(s) of text; instances made on the "
+                         "fly (masking, next sentence: create_pretraining_data's)",
+                         len(self.train_files), len(self.eval_files))
+            return
         checks = [("input_file", self._dataset_fn(self.train_files, 1, True))] \
             if self.run.do_train else []
         if self.run.do_eval:
@@ -232,11 +287,15 @@ class PretrainingTask(base.Task):
         `BadFileError`), or None: the `Trainer` asks when reading fails."""
         from official_bert.training import input_pipeline
 
+        if self.text:
+            return None  # text is checked whole before training (check_text_corpus)
         files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
         return input_pipeline.find_bad_file(files)
 
     def run_files(self) -> dict:
         casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")
+        if self.text:
+            casing = bool(self.files.do_lower_case)
         if not isinstance(casing, bool):
             return {}
         # The casing the data was tokenized with, for the fine-tuning scripts.
@@ -258,7 +317,10 @@ class PretrainingTask(base.Task):
                 masked_lm_prob=config.masked_lm_prob, input_context=context, seed=run.seed,
                 drop_remainder=drop_remainder,
                 length_bucket_width=config.length_bucket_width if training else 0,
-                bucket_batches=run.gradient_accumulation_steps)
+                bucket_batches=run.gradient_accumulation_steps,
+                whole_word_masking=True if config.do_whole_word_mask else None,
+                max_ngram_size=config.max_ngram_size,
+                text_config=self.text_config() if self.text else None)
 
         return dataset_fn
 

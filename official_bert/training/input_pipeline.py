@@ -34,6 +34,15 @@ batched with `drop_remainder`, parsed (and masked) per batch in parallel,
 prefetched. Gzip files are detected. With a `seed` the order and the masks
 are deterministic.
 
+N-gram masking (`max_ngram_size` > 1, masking at read time): spans of up to
+that many whole words (with `word_start_mask`) or pieces, length n ∝ 1/n
+(`choose_ngrams`, the generator's `choose_ngrams` in the graph).
+
+Raw text (`text_config`, run_pretraining's `--input_format=text`): the
+sentence-per-line corpus itself; the generator's own code makes static
+instances on the fly (`text_records`), then the same shuffle, batching and
+parsing as for files.
+
 Length bucketing (`length_bucket_width`, run_pretraining's
 `--length_bucket_width`): every instance is padded to `seq_length` in the
 files, but a batch needs only its longest instance. The shuffled records are
@@ -52,6 +61,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import dataclasses
+import itertools
 import re
 
 import tensorflow as tf
@@ -200,14 +211,86 @@ def _dynamic_spec(seq_length, word_starts):
     return spec
 
 
+def choose_ngrams(candidates, unit_starts, k, max_ngram_size: int, seed, max_spans: int):
+    """In-graph `data_prep.pretraining_instances.choose_ngrams`, per row of a batch.
+
+    Units are runs of positions, each begun where `unit_starts` is 1 (whole
+    words, or every position for word pieces); a unit is maskable when it
+    holds `candidates` (so [CLS]/[SEP]/padding split spans). Each of
+    `max_spans` rounds draws n ∝ 1/n among the lengths with a span that still
+    fits (free units, at most the `k` tokens left), then a random such span
+    (fixed random scores per length and start: the first fitting one in a
+    random order, as the generator's shuffled lists). Rows with nothing left
+    to mask skip the round.
+
+    Args:
+      candidates: bool [B, L], the maskable positions.
+      unit_starts: int/bool [B, L], 1 where a unit begins.
+      k: int32 [B], the most tokens to mask per row.
+      max_ngram_size: the longest span, in units.
+      seed: a stateless seed (int [2]).
+      max_spans: rounds (`max_predictions_per_seq` suffices: a span has ≥ 1 token).
+
+    Returns:
+      (chosen: bool [B, L] the masked positions, span_sizes: int32 [B,
+      max_spans] the chosen spans' lengths in order, 0 where a round chose none).
+    """
+    N = max_ngram_size
+    batch = tf.shape(candidates)[0]
+    length = tf.shape(candidates)[1]
+    unit_id = tf.maximum(tf.cumsum(tf.cast(unit_starts, tf.int32), axis=1) - 1, 0)
+    rows = tf.range(batch)[:, None] * length
+    pieces = tf.reshape(tf.math.unsorted_segment_sum(
+        tf.cast(candidates, tf.int32), unit_id + rows, batch * length), [batch, length])
+    is_unit = pieces > 0
+
+    def shift(x, j):  # x[:, u + j], zero-filled past the end
+        return tf.concat([x[:, j:], tf.zeros_like(x[:, :j])], axis=1) if j else x
+
+    seeds = tf.random.experimental.stateless_split(seed, num=max_spans + 1)
+    scores = tf.random.stateless_uniform([batch, N, length], seeds[0])
+    log_weights = tf.math.log(1.0 / tf.range(1, N + 1, dtype=tf.float32))[None, :]
+    shifted_pieces = [shift(pieces, j) for j in range(N)]
+    taken = tf.zeros([batch, length], tf.bool)
+    remaining = tf.cast(k, tf.int32)
+    sizes = []
+    for i in range(max_spans):
+        free = is_unit & ~taken
+        run, cost, fits = free, tf.zeros_like(pieces), []
+        for n in range(1, N + 1):  # fits[n-1][b, u]: units u..u+n-1 free and within budget
+            if n > 1:
+                run = run & shift(free, n - 1)
+            cost = cost + shifted_pieces[n - 1]
+            fits.append(run & (cost <= remaining[:, None]))
+        fits = tf.stack(fits, axis=1)  # [B, N, L]
+        available = tf.reduce_any(fits, axis=2)  # [B, N]
+        any_available = tf.reduce_any(available, axis=1)
+        logits = tf.where(available, log_weights, -1e9)
+        n_index = tf.random.stateless_categorical(logits, 1, seeds[i + 1],
+                                                  dtype=tf.int32)[:, 0]
+        span_fits = tf.gather(fits, n_index, batch_dims=1)  # [B, L]
+        span_scores = tf.gather(scores, n_index, batch_dims=1)
+        start = tf.argmax(tf.where(span_fits, span_scores, -1.0), axis=1, output_type=tf.int32)
+        units = tf.range(length)[None, :]
+        span = ((units >= start[:, None]) & (units <= (start + n_index)[:, None])
+                & any_available[:, None])
+        taken |= span
+        remaining -= tf.reduce_sum(tf.where(span, pieces, 0), axis=1)
+        sizes.append(tf.where(any_available, n_index + 1, 0))
+    chosen = candidates & tf.gather(taken, unit_id, batch_dims=1)
+    return chosen, tf.stack(sizes, axis=1)
+
+
 def mask_batch(input_ids, input_mask, seed, *, max_predictions_per_seq: int,
                masked_lm_prob: float, mask_token_id: int, random_token_ids,
-               unmaskable_token_ids: Sequence[int], word_starts=None):
+               unmaskable_token_ids: Sequence[int], word_starts=None,
+               max_ngram_size: int = 1):
     """Masks a batch of token ids (int32 [B, L]) the way the static generator does.
 
     Returns (masked input ids, masked_lm_positions, masked_lm_ids, masked_lm_weights).
     `seed`: a stateless seed (int [2]). `word_starts` (int [B, L], 1 where a
-    word begins): mask whole words only.
+    word begins): mask whole words only. `max_ngram_size` > 1: spans of up to
+    that many words (with `word_starts`) or pieces (`choose_ngrams`).
     """
     input_ids = tf.convert_to_tensor(input_ids, tf.int32)
     batch = tf.shape(input_ids)[0]
@@ -222,7 +305,10 @@ def mask_batch(input_ids, input_mask, seed, *, max_predictions_per_seq: int,
     k = tf.floor(n * masked_lm_prob + tf.random.stateless_uniform([batch], seeds[0]))
     k = tf.cast(tf.clip_by_value(k, 1.0, tf.minimum(float(P), tf.maximum(n, 1.0))), tf.int32)
     scores = tf.random.stateless_uniform(tf.shape(input_ids), seeds[1])
-    if word_starts is None:
+    if max_ngram_size > 1:
+        units = tf.ones_like(input_ids) if word_starts is None else word_starts
+        chosen, _ = choose_ngrams(candidates, units, k, max_ngram_size, seeds[4], P)
+    elif word_starts is None:
         # The k candidates with the lowest random scores.
         keyed = tf.where(candidates, scores, 2.0)
         order = tf.argsort(keyed, axis=1, stable=True)
@@ -290,6 +376,8 @@ def pretraining_dataset(
     drop_remainder: bool = True,
     length_bucket_width: int = 0,
     bucket_batches: int = 1,
+    max_ngram_size: int = 1,
+    text_config=None,
 ) -> tf.data.Dataset:
     """A `tf.data.Dataset` of pre-training batches (see the module docstring).
 
@@ -318,6 +406,10 @@ def pretraining_dataset(
       bucket_batches: with bucketing, this many consecutive batches come from
         one bucket (gradient accumulation stacks them: they must have one
         length).
+      max_ngram_size: dynamic masking masks spans of up to this many words
+        or pieces (`choose_ngrams`); > 1 needs masking at read time.
+      text_config: a `PretrainingDataConfig`: `file_patterns` are raw text,
+        the instances are made on the fly (`text_records`; needs `vocab_file`).
     """
     if seq_length < 1 or max_predictions_per_seq < 1 or batch_size < 1:
         raise UserError("--max_seq_length, --max_predictions_per_seq and the batch size must "
@@ -327,7 +419,14 @@ def pretraining_dataset(
                         f"{length_bucket_width}")
     files = io.expand_paths(file_patterns, "input_file")
     compressions, kinds, word_start_files = [], [], 0
-    for path in files:
+    if text_config is not None:  # raw text: the generator makes static (masked) records
+        if not vocab_file:
+            raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
+        text_config = dataclasses.replace(text_config, max_seq_length=seq_length,
+                                          max_predictions_per_seq=max_predictions_per_seq)
+        text_config.validate()
+        kinds = [True]
+    for path in files if text_config is None else []:
         compression, features = inspect_file(path)
         compressions.append(compression)
         kinds.append(_check_features(path, features, seq_length, max_predictions_per_seq))
@@ -343,6 +442,10 @@ def pretraining_dataset(
     if not dynamic_masking and not files_static:
         raise BadFileError(files[0], "holds unmasked (dynamic) pre-training data",
                            fix="it needs dynamic masking (--dynamic_masking)")
+    if max_ngram_size > 1 and not dynamic_masking and text_config is None:
+        raise UserError(f"--max_ngram_size={max_ngram_size} masks at read time, but "
+                        f"{files[0]} is masked already: pass --dynamic_masking too, or make "
+                        "the files with create_pretraining_data --max_ngram_size")
     word_starts = False
     if dynamic_masking:
         has_word_starts = not files_static and word_start_files == len(files)
@@ -377,22 +480,12 @@ def pretraining_dataset(
     deterministic = seed is not None or not is_training
     local_seed = None if seed is None else seed + 1_000_003 * pipeline_id
 
-    d = tf.data.Dataset.from_tensor_slices((files, compressions))
-    shard_records = num_pipelines > 1 and len(files) < num_pipelines
-    if num_pipelines > 1 and not shard_records:
-        d = d.shard(num_pipelines, pipeline_id)
-    n_files = len(files) if shard_records else -(-len(files) // num_pipelines)
-    if is_training:
-        d = d.shuffle(max(n_files, 1), seed=local_seed, reshuffle_each_iteration=True)
-        d = d.repeat()
-    d = d.interleave(
-        lambda path, compression: tf.data.TFRecordDataset(path, compression_type=compression),
-        cycle_length=cycle_length or max(1, min(n_files, 8)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic,
-    )
-    if shard_records:
-        d = d.shard(num_pipelines, pipeline_id)
+    if text_config is not None:
+        d = text_records(files, vocab_file, text_config, pipeline_id, num_pipelines,
+                         is_training)
+    else:
+        d = _file_records(files, compressions, pipeline_id, num_pipelines, is_training,
+                          local_seed, cycle_length, deterministic)
     if is_training:
         d = d.shuffle(shuffle_buffer_size, seed=local_seed, reshuffle_each_iteration=True)
     if length_bucket_width:
@@ -431,7 +524,8 @@ def pretraining_dataset(
         mask_args = dict(max_predictions_per_seq=max_predictions_per_seq,
                          masked_lm_prob=masked_lm_prob, mask_token_id=mask_token_id,
                          random_token_ids=random_token_ids,
-                         unmaskable_token_ids=(cls_token_id, sep_token_id))
+                         unmaskable_token_ids=(cls_token_id, sep_token_id),
+                         max_ngram_size=max_ngram_size)
 
         def parse_and_mask(serialized, seed_pair):
             p = parse(serialized)
@@ -459,6 +553,67 @@ def pretraining_dataset(
         d = d.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
                   deterministic=deterministic)
     return d.prefetch(tf.data.AUTOTUNE)
+
+
+def _file_records(files, compressions, pipeline_id, num_pipelines, is_training, local_seed,
+                  cycle_length, deterministic) -> tf.data.Dataset:
+    """The serialized records of this input pipeline's share of TFRecord `files`."""
+    d = tf.data.Dataset.from_tensor_slices((files, compressions))
+    shard_records = num_pipelines > 1 and len(files) < num_pipelines
+    if num_pipelines > 1 and not shard_records:
+        d = d.shard(num_pipelines, pipeline_id)
+    n_files = len(files) if shard_records else -(-len(files) // num_pipelines)
+    if is_training:
+        d = d.shuffle(max(n_files, 1), seed=local_seed, reshuffle_each_iteration=True)
+        d = d.repeat()
+    d = d.interleave(
+        lambda path, compression: tf.data.TFRecordDataset(path, compression_type=compression),
+        cycle_length=cycle_length or max(1, min(n_files, 8)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
+    if shard_records:
+        d = d.shard(num_pipelines, pipeline_id)
+    return d
+
+
+def text_records(files: Sequence[str], vocab_file: str, config, pipeline_id: int = 0,
+                 num_pipelines: int = 1, is_training: bool = True) -> tf.data.Dataset:
+    """Serialized static instances made on the fly from a sentence-per-line corpus.
+
+    run_pretraining's --input_format=text: `tf.data.Dataset.from_generator`
+    over `data_prep.create_pretraining_data.stream_records`, i.e. the
+    generator's own code (`worker_records`, `InstanceMaker`): the same pairs,
+    next-sentence labels, masking and statistics as the files of
+    `create_pretraining_data --dupe_factor=1`, new pairs and masks every pass.
+    Input pipeline `pipeline_id` of `num_pipelines` makes the instances of its
+    own documents (the generator's assignment of documents to workers, by
+    bytes); training passes over the corpus forever (each pass in another
+    file order), evaluation once in file order. Deterministic for
+    `config.random_seed`.
+
+    Args:
+      files: the corpus files (one sentence per line, a blank line between documents).
+      vocab_file: the WordPiece vocabulary.
+      config: a `data_prep.pretraining_instances.PretrainingDataConfig`.
+      pipeline_id, num_pipelines: this input pipeline's share.
+      is_training: passes forever with shuffled files, else one pass.
+    """
+    from data_prep import create_pretraining_data
+
+    files = list(files)
+
+    def chunks(size=256):
+        # Records leave Python in chunks: one call into the generator per
+        # record would cost more than making it.
+        stream = create_pretraining_data.stream_records(
+            files, vocab_file, config, pipeline_id, num_pipelines,
+            passes=None if is_training else 1, shuffle_files=is_training)
+        while chunk := list(itertools.islice(stream, size)):
+            yield chunk
+
+    return tf.data.Dataset.from_generator(
+        chunks, output_signature=tf.TensorSpec([None], tf.string)).unbatch()
 
 
 def _used_length(parsed):

@@ -277,26 +277,41 @@ def choose_ngrams(units: Sequence[Sequence[int]], budget: int, max_ngram_size: i
         touches = i + 1 < num_units and units[i + 1][0] == unit[-1] + 1
         breaks[i + 1] = breaks[i] + (not touches)
         costs[i + 1] = costs[i] + len(unit)
-    candidates = {}
-    for n in range(1, max_ngram_size + 1):
-        starts = [s for s in range(num_units - n + 1) if breaks[s + n - 1] == breaks[s]]
-        rng.shuffle(starts)
-        candidates[n] = starts
-    sizes = [n for n in candidates if candidates[n]]
     taken = bytearray(num_units)
     used = 0
+
+    def fits(start: int, n: int) -> bool:
+        return (breaks[start + n - 1] == breaks[start]
+                and used + costs[start + n] - costs[start] <= budget
+                and not any(taken[start: start + n]))
+
+    sizes = list(range(1, min(max_ngram_size, num_units) + 1))
+    total = sum(1.0 / m for m in sizes)
     chosen: list[tuple[int, int]] = []
+    random_ = rng.random
     while used < budget and sizes:
-        n = rng.choices(sizes, weights=[1.0 / m for m in sizes])[0]
-        pool = candidates[n]
-        while pool:
-            start = pool.pop()
-            cost = costs[start + n] - costs[start]
-            if used + cost <= budget and not any(taken[start: start + n]):
+        u = random_() * total  # n with probability (1/n) / total
+        for n in sizes:
+            u -= 1.0 / n
+            if u < 0:
                 break
-        else:  # no span of n units fits any more
-            sizes.remove(n)
-            continue
+        # A uniformly random span of n units among those that fit: a few
+        # random tries (almost always enough), else all of them listed. A span
+        # that does not fit now never will, so this equals drawing from
+        # official/nlp's shuffled list and discarding what does not fit.
+        starts = num_units - n + 1
+        for _ in range(8):
+            start = int(random_() * starts)
+            if fits(start, n):
+                break
+        else:
+            fitting = [s for s in range(starts) if fits(s, n)]
+            if not fitting:  # no span of n units fits any more
+                sizes.remove(n)
+                total = sum(1.0 / m for m in sizes)
+                continue
+            start = fitting[int(random_() * len(fitting))]
+        cost = costs[start + n] - costs[start]
         taken[start: start + n] = b"\x01" * n
         used += cost
         chosen.append((start, n))

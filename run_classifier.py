@@ -7,8 +7,9 @@ download glue` makes it), XNLI (xnli, xnli-<lang>; `bert download xnli`) or
 `--data_dir`/train.*, dev.*, test.* or given by `--train_file --eval_file
 --predict_file`, with `--text_a_column` (`--text_b_column` for pairs) and
 `--label_column`; the labels are `--labels`, or read from the training data
-(sorted), or a float score with `--regression`. What it writes:
-`official_bert/tasks/classification.py`.
+(sorted), or a float score with `--regression`. Texts longer than
+`--max_seq_length`: `--long_document=windows` (with `--doc_stride`,
+`--window_pooling`). What it writes: `official_bert/tasks/classification.py`.
 
 Example (SST-2 from all-MiniLM-L6-v2):
   python run_classifier.py --task_name=sst-2 --data_dir=../shared/data/glue/SST-2 \\
@@ -41,6 +42,19 @@ flags.DEFINE_integer("max_predict_examples", None, "Predict the first N test exa
 flags.DEFINE_bool("cache_features", True,
                   "Keep converted features as TFRecords in output_dir/features and re-use "
                   "them while the data, vocabulary and settings are unchanged.")
+flags.DEFINE_enum("long_document", "truncate", ["truncate", "windows"],
+                  "truncate: read the first --max_seq_length tokens (BERT's way). windows: read "
+                  "the whole text in windows of --max_seq_length - 2 tokens every --doc_stride, "
+                  "classify each and pool their logits (--window_pooling) in training, "
+                  "evaluation, prediction and the export. Single-text tasks.")
+flags.DEFINE_integer("doc_stride", 128, "--long_document=windows: tokens between the starts "
+                     "of a document's windows (run_squad.py's flag).")
+flags.DEFINE_enum("window_pooling", "mean", ["mean", "max"],
+                  "--long_document=windows: a document's logits are the mean, or per class the "
+                  "max, of its windows' logits.")
+flags.DEFINE_integer("max_windows", 16, "--long_document=windows: windows per document at "
+                     "most (a longer document's tail is not read; a warning counts them). All "
+                     "of a document's windows are in its training batch.")
 cli_flags.define_run_flags(max_seq_length=128, train_batch_size=32)
 
 

@@ -76,6 +76,9 @@ class InputExample:
     text_b: Optional[str] = None
     label: Optional[Union[str, float]] = None
     line: int = 0
+    # The file's own id of the row (GLUE test sets' `index` column, QQP's `id`),
+    # when the task names such a column and the file has it.
+    index: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +93,8 @@ class Columns:
     keep: Optional[Tuple[Column, str]] = None
     # (raw label, label) pairs read as the label (XNLI-MT's "contradictory").
     label_map: Tuple[Tuple[str, str], ...] = ()
+    # The row's own id (`InputExample.index`): read when the header has it.
+    index: Optional[Column] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +112,9 @@ class TaskSpec:
             set; later ones (MNLI mismatched) are evaluated too when present.
         test_files: the same for prediction.
         metric_kind: a key of `classification_metrics.TASK_METRICS`.
+        submission_files: ((test split suffix, file name), ...): the GLUE
+            leaderboard's file for each test set (`submission_text`); empty
+            for tasks that are not on it.
     """
 
     name: str
@@ -119,6 +127,7 @@ class TaskSpec:
     metric_kind: str = "multiclass"
     file_format: Optional[str] = None  # None: from the file name's extension
     dev_columns: Optional[Columns] = None  # the dev files' columns when not `columns` (XNLI)
+    submission_files: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def is_regression(self) -> bool:
@@ -137,27 +146,49 @@ class TaskSpec:
 
 
 _PAIR_LABELS = ("entailment", "not_entailment")
+# GLUE's test files keep each row's id in an `index` column (QQP: `id`); the
+# leaderboard's files name every prediction by it.
+_INDEX = "index"
+
+
+def _glue(name, labels, columns, submission, test_columns=None, **kwargs) -> TaskSpec:
+    """A GLUE task whose test rows carry their id (`Columns.index`) and whose
+    test predictions go to the leaderboard file(s) `submission`."""
+    index = kwargs.pop("index", _INDEX)
+    test_columns = test_columns or dataclasses.replace(columns, label=None)
+    test_files = kwargs.get("test_files", (("", "test.tsv"),))
+    if isinstance(submission, str):
+        submission = ((test_files[0][0], submission),)
+    return TaskSpec(name, labels, columns, test_columns=dataclasses.replace(test_columns,
+                                                                            index=index),
+                    submission_files=submission, **kwargs)
+
+
 GLUE_TASKS = {
-    "cola": TaskSpec("cola", ("0", "1"), Columns(3, None, 1, header=False),
-                     test_columns=Columns("sentence"), metric_kind="matthews"),
-    "sst-2": TaskSpec("sst-2", ("0", "1"), Columns("sentence", None, "label"),
-                      metric_kind="binary"),
-    "mrpc": TaskSpec("mrpc", ("0", "1"), Columns("#1 String", "#2 String", "Quality"),
-                     metric_kind="binary"),
-    "sts-b": TaskSpec("sts-b", None, Columns("sentence1", "sentence2", "score"),
-                      metric_kind="regression"),
-    "qqp": TaskSpec("qqp", ("0", "1"), Columns("question1", "question2", "is_duplicate"),
-                    metric_kind="binary"),
-    "mnli": TaskSpec("mnli", ("contradiction", "entailment", "neutral"),
-                     Columns("sentence1", "sentence2", "gold_label"),
-                     dev_files=(("", "dev_matched.tsv"), ("mismatched", "dev_mismatched.tsv")),
-                     test_files=(("", "test_matched.tsv"), ("mismatched", "test_mismatched.tsv"))),
-    "qnli": TaskSpec("qnli", _PAIR_LABELS, Columns("question", "sentence", "label"),
-                     metric_kind="binary"),
-    "rte": TaskSpec("rte", _PAIR_LABELS, Columns("sentence1", "sentence2", "label"),
-                    metric_kind="binary"),
-    "wnli": TaskSpec("wnli", ("0", "1"), Columns("sentence1", "sentence2", "label"),
-                     metric_kind="binary"),
+    "cola": _glue("cola", ("0", "1"), Columns(3, None, 1, header=False), "CoLA.tsv",
+                  test_columns=Columns("sentence"), metric_kind="matthews"),
+    "sst-2": _glue("sst-2", ("0", "1"), Columns("sentence", None, "label"), "SST-2.tsv",
+                   metric_kind="binary"),
+    "mrpc": _glue("mrpc", ("0", "1"), Columns("#1 String", "#2 String", "Quality"), "MRPC.tsv",
+                  metric_kind="binary"),
+    "sts-b": _glue("sts-b", None, Columns("sentence1", "sentence2", "score"), "STS-B.tsv",
+                   metric_kind="regression"),
+    "qqp": _glue("qqp", ("0", "1"), Columns("question1", "question2", "is_duplicate"), "QQP.tsv",
+                 metric_kind="binary", index="id"),
+    # AX, GLUE's diagnostic set, is predicted with the MNLI model: `bert download
+    # glue/diagnostic` puts it beside the MNLI directory.
+    "mnli": _glue("mnli", ("contradiction", "entailment", "neutral"),
+                  Columns("sentence1", "sentence2", "gold_label"),
+                  (("", "MNLI-m.tsv"), ("mismatched", "MNLI-mm.tsv"), ("ax", "AX.tsv")),
+                  dev_files=(("", "dev_matched.tsv"), ("mismatched", "dev_mismatched.tsv")),
+                  test_files=(("", "test_matched.tsv"), ("mismatched", "test_mismatched.tsv"),
+                              ("ax", "../diagnostic/diagnostic.tsv"))),
+    "qnli": _glue("qnli", _PAIR_LABELS, Columns("question", "sentence", "label"), "QNLI.tsv",
+                  metric_kind="binary"),
+    "rte": _glue("rte", _PAIR_LABELS, Columns("sentence1", "sentence2", "label"), "RTE.tsv",
+                 metric_kind="binary"),
+    "wnli": _glue("wnli", ("0", "1"), Columns("sentence1", "sentence2", "label"), "WNLI.tsv",
+                  metric_kind="binary"),
 }
 ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "mnli-m": "mnli"}
 CUSTOM = "custom"
@@ -235,7 +266,10 @@ def custom_task(text_a_column: str, text_b_column: Optional[str] = None,
 
 def find_data_file(data_dir: str, name: str) -> str:
     """`data_dir/name`, or for a name without extension the first of
-    name.tsv, name.csv, name.jsonl that exists."""
+    name.tsv, name.csv, name.jsonl that exists. A name starting with "../"
+    is beside `data_dir` (MNLI's AX), resolved here: gs:// paths have no parent links."""
+    while name.startswith("../"):
+        data_dir, name = os.path.dirname(os.fspath(data_dir).rstrip("/")), name[3:]
     path = io.join(data_dir, name)
     if os.path.splitext(name)[1]:
         return path
@@ -334,10 +368,13 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
         raise UserError(f"no label column is defined for {path}; pass --label_column")
     allowed = set(labels) if labels is not None else None
     index = None
+    row_id = None  # where the row's own id is (`columns.index`), when the file has it
     examples = []
     for number, row in _rows(path, fmt):
         if fmt == "jsonl":
             fields = {}
+            if columns.index is not None and row.get(columns.index) is not None:
+                fields["index"] = str(row[columns.index])
             for key, column in wanted.items():
                 if column not in row:
                     raise GlueFormatError(
@@ -360,10 +397,14 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
                             f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
                 index = {key: (c if isinstance(c, int) else header.index(c))
                          for key, c in wanted.items()}
+                if columns.index in header:
+                    row_id = header.index(columns.index)
                 continue
             if index is None:
                 index = dict(wanted)
             fields = {}
+            if row_id is not None and row_id < len(row):
+                fields["index"] = row[row_id].strip()
             for key, position in index.items():
                 if position >= len(row):
                     raise GlueFormatError(
@@ -396,7 +437,7 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
                 label = raw
         examples.append(InputExample(
             guid=f"{split or 'example'}-{len(examples)}", text_a=fields["text_a"],
-            text_b=fields.get("text_b"), label=label, line=number))
+            text_b=fields.get("text_b"), label=label, line=number, index=fields.get("index")))
     if not examples:
         raise GlueFormatError(path, "holds no examples (only blank lines or a header)")
     return examples
@@ -521,6 +562,77 @@ def iter_text_lines(lines, pair: bool, name: str):
         yield fields[0], fields[1] if pair else None
 
 
+# === The GLUE leaderboard's files ===
+
+# gluebenchmark.com takes a zip of one TSV per test set, `index<TAB>prediction`:
+# the test file's own row id, and the label string (0/1 for CoLA, SST-2,
+# MRPC, QQP, WNLI; entailment/... for MNLI, QNLI, RTE, AX) or STS-B's score.
+SUBMISSION_HEADER = ("index", "prediction")
+# Rows of each official test set (GLUE's test files).
+GLUE_TEST_ROWS = {"CoLA.tsv": 1063, "SST-2.tsv": 1821, "MRPC.tsv": 1725, "STS-B.tsv": 1379,
+                  "QQP.tsv": 390965, "MNLI-m.tsv": 9796, "MNLI-mm.tsv": 9847, "QNLI.tsv": 5463,
+                  "RTE.tsv": 3000, "WNLI.tsv": 146, "AX.tsv": 1104}
+# What run_classifier.py keeps in its --output_dir: the task, labels, casing, length.
+CLASSIFIER_CONFIG = "classifier_config.json"
+# Each task's directory in GLUE's layout (`bert download glue`).
+GLUE_DIRECTORIES = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B",
+                    "qqp": "QQP", "mnli": "MNLI", "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI"}
+
+
+def submission_file(task: TaskSpec, suffix: str) -> Optional[str]:
+    """The leaderboard file of the task's test set `suffix`, or None."""
+    return dict(task.submission_files).get(suffix)
+
+
+def submission_text(task: TaskSpec, examples: Sequence[InputExample], predictions) -> str:
+    """The leaderboard file's text: the header, then `index<TAB>prediction` per
+    example in file order. The index is the example's own (`Columns.index`),
+    its 0-based row number when the file has no such column.
+
+    Args:
+        predictions: a label string per example, or a float score (regression).
+    """
+    rows = ["\t".join(SUBMISSION_HEADER)]
+    for position, (example, prediction) in enumerate(zip(examples, predictions)):
+        index = example.index if example.index is not None else str(position)
+        value = f"{float(prediction):.6f}" if task.is_regression else str(prediction)
+        rows.append(f"{index}\t{value}")
+    return "\n".join(rows) + "\n"
+
+
+def read_submission(text: str, task: TaskSpec, name: str) -> List[Tuple[str, str]]:
+    """[(index, prediction)] of a leaderboard file, every row checked: the
+    header, two fields, a known label (a finite number for regression), no
+    index twice. `BadFileError` names `name` and the line."""
+    lines = text.splitlines()
+    if not lines or tuple(lines[0].split("\t")) != SUBMISSION_HEADER:
+        raise BadFileError(name, "does not start with the header index<TAB>prediction",
+                           line=1, fix="write it with run_classifier.py --do_predict")
+    rows, seen = [], {}
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip():
+            raise BadFileError(name, f"has {line!r}, not index<TAB>prediction", line=number)
+        index, prediction = fields
+        if index in seen:
+            raise BadFileError(name, f"has the index {index!r} twice (lines {seen[index]} and "
+                               f"{number})", line=number)
+        seen[index] = number
+        if task.is_regression:
+            try:
+                legal = np.isfinite(float(prediction))
+            except ValueError:
+                legal = False
+            if not legal:
+                raise BadFileError(name, f"has the score {prediction!r}, not a finite number",
+                                   line=number)
+        elif prediction not in task.labels:
+            raise BadFileError(name, f"has the label {prediction!r}", line=number,
+                               fix=f"{task.name}'s labels are {', '.join(task.labels)}")
+        rows.append((index, prediction))
+    return rows
+
+
 # === Features ===
 
 
@@ -568,6 +680,59 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length
     return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids,
             "label": label_ids(examples, labels),
             "example_index": np.arange(n, dtype=np.int32)}
+
+
+def window_spans(num_tokens: int, window: int, stride: int,
+                 max_windows: Optional[int] = None) -> List[Tuple[int, int]]:
+    """(start, length) of each window over `num_tokens` tokens: starts 0,
+    stride, 2 stride, ... until a window reaches the end (at least one window,
+    SQuAD's `doc_stride` rule), the first `max_windows` of them.
+
+    Example:
+    >>> window_spans(10, 4, 3)
+    [(0, 4), (3, 4), (6, 4)]
+    """
+    count = 1 + -(-max(num_tokens - window, 0) // stride)
+    if max_windows:
+        count = min(count, max_windows)
+    return [(k * stride, min(window, num_tokens - k * stride)) for k in range(count)]
+
+
+def convert_examples_windows(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
+                             labels: Optional[Sequence[str]], doc_stride: int,
+                             max_windows: int) -> Tuple[dict, int]:
+    """`convert_examples` for documents longer than the model (single-text tasks).
+
+    Each text's tokens are cut into windows of `max_seq_length - 2` every
+    `doc_stride` (`window_spans`), each packed `[CLS] window [SEP]`. The id
+    arrays are [n, windows, max_seq_length], `windows` the most any example
+    needs (at most `max_windows`); an example's rows past its last window are
+    all 0 (the model skips them: `BertClassifier`).
+
+    Returns:
+        (the arrays, as `convert_examples`'s; how many examples had more
+        windows than `max_windows`, their tails not read).
+    """
+    ids_of = getattr(tokenizer, "ids", None) or (
+        lambda text: tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)))
+    vocab = tokenizer.vocab
+    cls, sep = vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN]
+    pad = vocab.get(tokenization.PAD_TOKEN, 0)
+    window = max_seq_length - 2
+    tokens = [ids_of(example.text_a) for example in examples]
+    spans = [window_spans(len(t), window, doc_stride) for t in tokens]
+    cut = sum(len(s) > max_windows for s in spans)
+    spans = [s[:max_windows] for s in spans]
+    n, width = len(examples), max(map(len, spans), default=1)
+    word_ids = np.full((n, width, max_seq_length), pad, np.int32)
+    mask = np.zeros((n, width, max_seq_length), np.int32)
+    for i, (ids, example_spans) in enumerate(zip(tokens, spans)):
+        for w, (start, length) in enumerate(example_spans):
+            word_ids[i, w, :length + 2] = [cls] + list(ids[start:start + length]) + [sep]
+            mask[i, w, :length + 2] = 1
+    return {"input_word_ids": word_ids, "input_mask": mask,
+            "input_type_ids": np.zeros_like(mask), "label": label_ids(examples, labels),
+            "example_index": np.arange(n, dtype=np.int32)}, cut
 
 
 CACHE_VERSION = 1

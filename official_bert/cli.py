@@ -29,6 +29,8 @@ COMMANDS = {
     "squad-split": ("data_prep.squad", "split a SQuAD file into train and dev by article"),
     "swag": ("run_swag", "multiple choice (SWAG layout)"),
     "ner": ("run_ner", "token tagging (CoNLL files), fine-tuned or feature-based"),
+    "glue-submission": ("official_bert.commands.glue_submission",
+                        "the GLUE leaderboard's zip from a directory of predicted runs"),
     "predict": ("official_bert.commands.predict", "labels for raw text lines from an export or a trained run"),
     "extract-features": ("extract_features", "per-layer token vectors or sentence vectors"),
     "embed": ("official_bert.commands.embed",

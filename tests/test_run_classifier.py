@@ -88,6 +88,9 @@ def test_eval_counts_every_example_once(trained):
     assert float(results["eval_loss"]) == pytest.approx(loss, abs=1e-5)
     accuracy = np.mean(probabilities.argmax(axis=1) == labels)
     assert float(results["eval_accuracy"]) == pytest.approx(accuracy)
+    # GLUE's leaderboard file: the test file's index and the most probable label.
+    assert (trained["out"] / "SST-2.tsv").read_text() == "index\tprediction\n" + "".join(
+        f"{i}\t{k}\n" for i, k in enumerate(probabilities.argmax(axis=1)))
 
 
 def test_run_directory(trained):

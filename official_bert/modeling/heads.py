@@ -81,6 +81,39 @@ def _load_dense_head(dense, weights, kernel_name, bias_name, hidden) -> bool:
 # === Classification ===
 
 
+WINDOW_POOLINGS = ("mean", "max")
+
+
+def pool_window_logits(logits, document, num_documents, pooling="mean"):
+    """Each document's logits from its windows' logits.
+
+    "mean": the average over the document's windows; "max": per class the
+    largest (so a label shown by any one window wins). Used in training (the
+    loss is the document's, on the pooled logits), evaluation, prediction and
+    the SavedModel alike.
+
+    Args:
+        logits: float32 [windows, classes], the windows of all documents.
+        document: int32 [windows], the document (0 .. num_documents-1) of each
+            window; every document has at least one.
+        num_documents: the number of documents.
+        pooling: "mean" or "max".
+
+    Returns:
+        float32 [num_documents, classes].
+
+    Example:
+    >>> pool_window_logits(tf.constant([[1., 0.], [3., -2.], [5., 5.]]),
+    ...                    tf.constant([0, 0, 1]), 2, "mean").numpy().tolist()
+    [[2.0, -1.0], [5.0, 5.0]]
+    """
+    if pooling == "mean":
+        return tf.math.unsorted_segment_mean(logits, document, num_documents)
+    if pooling == "max":
+        return tf.math.unsorted_segment_max(logits, document, num_documents)
+    raise ValueError(f"pooling={pooling!r}: one of {WINDOW_POOLINGS}")
+
+
 @keras.saving.register_keras_serializable(package="official_bert")
 class BertClassifier(keras.Model):
     """Sentence(-pair) classification or regression on the pooled `[CLS]` vector C.
@@ -93,10 +126,18 @@ class BertClassifier(keras.Model):
     `input_mask`, `input_type_ids`; other keys are ignored). Output: float32
     logits [batch, num_classes] whatever the dtype policy.
 
+    Documents longer than the model (`run_classifier.py --long_document=windows`):
+    given [batch, windows, seq] inputs, each document's windows (those with a
+    token; all-padding rows are skipped, not computed) are classified and
+    their logits pooled (`pool_window_logits`, `window_pooling`) into the
+    document's [batch, num_classes] logits. The weights are the same either
+    way: a checkpoint serves both.
+
     Args:
         encoder: a `BertEncoder`.
         num_classes: int. Number of labels; 1 for regression.
         dropout: float. Dropout rate on C (`hidden_dropout_prob` in BERT).
+        window_pooling: "mean" or "max": how windows' logits are pooled.
 
     `load_head_weights(checkpoint)` reads a fine-tuned classifier's head
     (Google `output_weights`/`output_bias`, Hugging Face `classifier.*`).
@@ -110,13 +151,16 @@ class BertClassifier(keras.Model):
     TensorShape([2, 3])
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, window_pooling="mean", **kwargs):
         super().__init__(**kwargs)
         if int(num_classes) < 1:
             raise ValueError(f"num_classes={num_classes}; need at least 1 (1 = regression)")
+        if window_pooling not in WINDOW_POOLINGS:
+            raise ValueError(f"window_pooling={window_pooling!r}: one of {WINDOW_POOLINGS}")
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.dropout_rate = float(dropout)
+        self.window_pooling = window_pooling
         policy = _head_policy(encoder)
         self.dropout = keras.layers.Dropout(dropout, dtype=policy)
         self.classifier = keras.layers.Dense(
@@ -124,16 +168,28 @@ class BertClassifier(keras.Model):
             name="classifier")
 
     def call(self, inputs, training=False):
+        if inputs["input_word_ids"].shape.rank == 3:
+            return self._call_windows(inputs, training)
         pooled = self.encoder({k: inputs[k] for k in ENCODER_INPUTS},
                               training=training)["pooled_output"]
         logits = self.classifier(self.dropout(pooled, training=training))
         return tf.cast(logits, tf.float32)
+
+    def _call_windows(self, inputs, training):
+        """[batch, windows, seq] → the documents' pooled logits [batch, classes]."""
+        real = tf.reduce_any(tf.not_equal(inputs["input_mask"], 0), axis=-1)
+        where = tf.where(real)  # [windows with a token, 2]: (document, window)
+        logits = self.call({k: tf.gather_nd(inputs[k], where) for k in ENCODER_INPUTS},
+                           training=training)
+        return pool_window_logits(logits, tf.cast(where[:, 0], tf.int32),
+                                  tf.shape(real)[0], self.window_pooling)
 
     def get_config(self):
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_classes": self.num_classes,
             "dropout": self.dropout_rate,
+            "window_pooling": self.window_pooling,
             **_base_config(self),
         }
 

@@ -19,6 +19,14 @@ Signatures:
         inputs:  as serving_default
         outputs: input_word_ids, input_mask, input_type_ids  int32 [batch, seq_length]
 
+A model trained with `--long_document=windows` is exported as
+`WindowedClassifierServing`: serving_default takes the whole text, makes
+the windows in the graph (max_seq_length - 2 tokens every doc_stride, at
+most max_windows, as `data_prep.glue.convert_examples_windows` does) and
+returns the pooled outputs; serve_ids takes a document's packed windows,
+int32 [batch, windows, seq] (rows of padding after its last window), and
+`metadata()` adds long_document, doc_stride, window_pooling and max_windows.
+
 (`serve_ids` was called `token_ids` before the serving contract.) A
 single-sentence model has no `text_b` input (TF Serving rejects a request
 that sends one); `bert predict` says so in a sentence. The loaded object also
@@ -83,7 +91,9 @@ class ClassifierServing(ExportModule):
         return self.serve_token_ids(text_layers.trim_padding(self._pack(text_a, text_b)))
 
     def serve_token_ids(self, inputs):
-        logits = self.model(inputs, training=False)
+        return self._outputs(self.model(inputs, training=False))
+
+    def _outputs(self, logits):
         if self.regression:
             return {"score": logits[:, 0]}
         probabilities = tf.nn.softmax(logits, axis=-1)
@@ -104,9 +114,55 @@ class ClassifierServing(ExportModule):
         return texts
 
 
+class WindowedClassifierServing(ClassifierServing):
+    """`ClassifierServing` for documents longer than the model (single text).
+
+    Args:
+        as `ClassifierServing`, and
+        windows: {"doc_stride", "max_windows", "window_pooling"} as the model
+            was trained (`ClassificationConfig.windows`).
+    """
+
+    IDS_RANK = 3  # serve_ids: [batch, windows, seq]
+
+    def __init__(self, model, vocab, lower_case, seq_length, labels, windows,
+                 max_batch_size=MAX_BATCH_SIZE):
+        super().__init__(model, vocab, lower_case, seq_length, labels, pair=False,
+                         max_batch_size=max_batch_size)
+        self.doc_stride = int(windows["doc_stride"])
+        self.max_windows = int(windows["max_windows"])
+        self.window_pooling = str(windows["window_pooling"])
+
+    def serve_text(self, text_a, text_b=None):
+        from official_bert.modeling.heads import pool_window_logits
+
+        ids = self.tokenizer(text_a)  # [batch, (tokens)]
+        length = tf.cast(ids.row_lengths(), tf.int32)
+        window = self.seq_length - 2
+        # data_prep.glue.window_spans: starts 0, s, 2s, ... until one reaches the end.
+        count = 1 + (tf.maximum(length - window, 0) + self.doc_stride - 1) // self.doc_stride
+        windows = tf.ragged.range(tf.minimum(count, self.max_windows))  # [batch, (windows)]
+        document = tf.cast(windows.value_rowids(), tf.int32)
+        start = windows.flat_values * self.doc_stride
+        size = tf.minimum(window, tf.gather(length, document) - start)
+        positions = tf.ragged.range(start, start + size)  # [windows, (tokens)]
+        offsets = tf.gather(tf.cast(ids.row_starts(), tf.int32), document)
+        pieces = positions.with_flat_values(tf.gather(
+            ids.flat_values, positions.flat_values + tf.repeat(offsets, positions.row_lengths())))
+        packed = text_layers.trim_padding(self.pack([pieces]))
+        logits = self.model(packed, training=False)  # [windows, classes]
+        return self._outputs(pool_window_logits(logits, document, tf.shape(length)[0],
+                                                self.window_pooling))
+
+    def metadata_entries(self):
+        return {**super().metadata_entries(), "long_document": "windows",
+                "doc_stride": self.doc_stride, "max_windows": self.max_windows,
+                "window_pooling": self.window_pooling}
+
+
 def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: int,
                       labels, pair: bool, export_dir: str, version: int | None = None,
-                      max_batch_size: int = MAX_BATCH_SIZE) -> str:
+                      max_batch_size: int = MAX_BATCH_SIZE, windows: dict | None = None) -> str:
     """Writes the classifier SavedModel in TF Serving's layout; returns its version dir.
 
     Args:
@@ -119,13 +175,19 @@ def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: i
         export_dir: the TF Serving model directory (versions inside).
         version: the version number (default: seconds since the epoch).
         max_batch_size: requests with more examples are refused.
+        windows: the window settings of a --long_document=windows model
+            (`WindowedClassifierServing`), or None.
     """
     num_outputs = 1 if labels is None else len(labels)
     if getattr(model, "num_classes", num_outputs) != num_outputs:
         raise ValueError(f"the model has {model.num_classes} outputs but {num_outputs} "
                          f"label(s) were given ({labels})")
-    module = ClassifierServing(model, vocab_file, do_lower_case, seq_length, labels, pair,
-                               max_batch_size=max_batch_size)
+    if windows:
+        module = WindowedClassifierServing(model, vocab_file, do_lower_case, seq_length, labels,
+                                           windows, max_batch_size=max_batch_size)
+    else:
+        module = ClassifierServing(model, vocab_file, do_lower_case, seq_length, labels, pair,
+                                   max_batch_size=max_batch_size)
     return module.save(export_dir, version)
 
 
@@ -201,9 +263,14 @@ class ClassifierPredictor:
         except AssertionError as e:
             raise checkpoints.CheckpointError(f"{latest} does not fit the classifier in "
                                               f"{path}: {str(e).splitlines()[0]}") from None
-        module = ClassifierServing(
-            model, io.join(path, "vocab.txt"), config.get("do_lower_case", True),
-            config["max_seq_length"], labels, config["pair"])
+        vocab, lower_case = io.join(path, "vocab.txt"), config.get("do_lower_case", True)
+        if config.get("long_document") == "windows":
+            model.window_pooling = config["window_pooling"]
+            module = WindowedClassifierServing(model, vocab, lower_case,
+                                               config["max_seq_length"], labels, config)
+        else:
+            module = ClassifierServing(model, vocab, lower_case, config["max_seq_length"],
+                                       labels, config["pair"])
         self._serve = module.serve
         self.max_batch_size = module.max_batch_size
         self.pair = bool(config["pair"])

@@ -9,7 +9,10 @@ Files in --output_dir besides the checkpoints: `classifier_config.json` (task,
 labels, casing, length: what `bert predict` needs), `features/` (cached
 TFRecords), `eval_results.txt` (eval_accuracy, eval_loss, the task's metrics;
 MNLI adds `eval_mismatched_*`), `test_results[_<split>].tsv` (the probability
-of each label, in label order; the score for regression).
+of each label, in label order; the score for regression) and, for a GLUE
+task, the leaderboard's file of each test set (`CoLA.tsv`, ..., `MNLI-m.tsv`,
+`MNLI-mm.tsv`, `AX.tsv`: `index<TAB>prediction`, `data_prep.glue.submission_text`),
+which `bert glue-submission` collects into the zip gluebenchmark.com takes.
 """
 
 from __future__ import annotations
@@ -21,12 +24,11 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from data_prep.glue import CLASSIFIER_CONFIG
 from official_bert import io
 from official_bert.errors import UserError
 from official_bert.modeling.heads import BertClassifier
 from official_bert.tasks import base
-
-CLASSIFIER_CONFIG = "classifier_config.json"
 
 
 @dataclasses.dataclass
@@ -44,6 +46,17 @@ class ClassificationConfig:
         regression: custom: the label is a float score.
         max_eval_examples, max_predict_examples: use the first N only.
         cache_features: keep converted features in output_dir/features.
+        long_document: "truncate" (BERT's: the first max_seq_length tokens)
+            or "windows": the whole text in windows of max_seq_length - 2
+            tokens every `doc_stride`, each classified, the logits pooled by
+            `window_pooling` ("mean" or "max") into the document's, in
+            training (the loss is on the pooled logits, all of a document's
+            windows in its batch), evaluation, prediction and the export.
+            Single-text tasks.
+        doc_stride: tokens between the starts of a document's windows.
+        window_pooling: "mean" or "max" (`heads.pool_window_logits`).
+        max_windows: windows per document at most (the first; a longer
+            document's tail is not read, and a warning says how many).
     """
 
     task_name: str | None = None
@@ -59,6 +72,18 @@ class ClassificationConfig:
     max_eval_examples: int | None = None
     max_predict_examples: int | None = None
     cache_features: bool = True
+    long_document: str = "truncate"
+    doc_stride: int = 128
+    window_pooling: str = "mean"
+    max_windows: int = 16
+
+    @property
+    def windows(self) -> dict | None:
+        """The window settings with --long_document=windows, else None."""
+        if self.long_document != "windows":
+            return None
+        return {"doc_stride": self.doc_stride, "window_pooling": self.window_pooling,
+                "max_windows": self.max_windows}
 
 
 class ClassificationTask(base.Task):
@@ -104,12 +129,21 @@ class ClassificationTask(base.Task):
     def is_regression(self) -> bool:
         return self.num_classes == 1
 
+    def jit_compile(self) -> bool:
+        # The windows with a token are picked at run time (a shape XLA cannot fix).
+        if self.run.jit_compile and self.config.windows:
+            logging.warning("--jit_compile is off with --long_document=windows (each batch has "
+                            "its own number of windows)")
+            return False
+        return self.run.jit_compile
+
     def build_model(self):
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
         encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertClassifier(encoder, self.num_classes,
-                               dropout=self.bert_config.hidden_dropout_prob)
+                               dropout=self.bert_config.hidden_dropout_prob,
+                               window_pooling=self.config.window_pooling)
         model(dummy_inputs())
         return model
 
@@ -154,6 +188,31 @@ class ClassificationTask(base.Task):
             value = getattr(config, name)
             if value is not None and value <= 0:
                 raise UserError(f"--{name} must be positive, got {value}")
+        self._check_window_flags()
+
+    def _check_window_flags(self):
+        from official_bert.modeling.heads import WINDOW_POOLINGS
+
+        config = self.config
+        if config.long_document not in ("truncate", "windows"):
+            raise UserError(f"--long_document={config.long_document!r}: use truncate (the "
+                            "first --max_seq_length tokens) or windows")
+        if config.window_pooling not in WINDOW_POOLINGS:
+            raise UserError(f"--window_pooling={config.window_pooling!r}: use "
+                            f"{' or '.join(WINDOW_POOLINGS)}")
+        if config.windows is None:
+            return
+        window = self.run.max_seq_length - 2
+        if not 0 < config.doc_stride <= window:
+            raise UserError(f"--doc_stride={config.doc_stride} must be in 1..{window} (a "
+                            f"window's {window} tokens at --max_seq_length="
+                            f"{self.run.max_seq_length}), or tokens between windows are "
+                            "never read")
+        if config.max_windows <= 0:
+            raise UserError(f"--max_windows must be positive, got {config.max_windows}")
+        if self.spec.is_pair:
+            raise UserError(f"--long_document=windows reads one long text; {self.spec.name} "
+                            "is a pair task (text_a and text_b): use --long_document=truncate")
 
     def _split_files(self, split: str) -> list:
         """[(suffix, path, required)] of `split` ("train", "dev", "test")."""
@@ -252,11 +311,14 @@ class ClassificationTask(base.Task):
                   "do_lower_case": self.files.do_lower_case,
                   "text_a_column": spec.columns.text_a if custom else None,
                   "text_b_column": spec.columns.text_b if custom else None}
+        if self.config.windows:
+            config.update(long_document="windows", **self.config.windows)
         return {CLASSIFIER_CONFIG: json.dumps(config, indent=2) + "\n"}
 
     def output_files(self) -> list:
         return [f"test_results{'_' + suffix if suffix else ''}.tsv"
-                for suffix, _ in self.spec.test_files]
+                for suffix, _ in self.spec.test_files] + [
+                    name for _, name in self.spec.submission_files]
 
     # --- data -----------------------------------------------------------------------
 
@@ -267,6 +329,18 @@ class ClassificationTask(base.Task):
         if not hasattr(self, "_tokenizer"):
             self._tokenizer = fast_tokenization.CachedTokenizer(
                 files.vocab_file, do_lower_case=files.do_lower_case)
+        windows = self.config.windows
+        if windows:  # not cached: converting windows is as quick as reading them back
+            arrays, cut = glue.convert_examples_windows(
+                examples, self._tokenizer, self.run.max_seq_length, self.spec.labels,
+                windows["doc_stride"], windows["max_windows"])
+            logging.info("%s: %d documents in %d windows", split, len(examples),
+                         int(arrays["input_mask"][:, :, 0].sum()))
+            if cut:
+                logging.warning("%s: %d of %d documents need more than --max_windows=%d "
+                                "windows: their ends are not read", split, cut,
+                                len(examples), windows["max_windows"])
+            return arrays
         cache_dir = self.output_path("features") if self.config.cache_features else None
         arrays = glue.cached_features(examples, self._tokenizer, files.vocab_file,
                                       files.do_lower_case, self.run.max_seq_length,
@@ -307,6 +381,7 @@ class ClassificationTask(base.Task):
         return results
 
     def predict(self, trainer) -> None:
+        from data_prep import glue
         from official_bert.metrics import classification as metrics
 
         for suffix, path, examples in self.predict_sets:
@@ -317,10 +392,19 @@ class ClassificationTask(base.Task):
             io.atomic_write(out, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"
                                          for row in rows))
             logging.info("Wrote %d predictions of %s to %s", len(rows), path, out)
+            name = glue.submission_file(self.spec, suffix)
+            if name:
+                predictions = (logits[:, 0] if self.is_regression else
+                               [self.spec.labels[i] for i in logits.argmax(-1)])
+                io.atomic_write(self.output_path(name),
+                                glue.submission_text(self.spec, examples, predictions))
+                logging.info("Wrote GLUE's %s (bert glue-submission zips it)",
+                             self.output_path(name))
 
     def export(self, model, export_dir, version):
         from official_bert.serving import classification
 
         return classification.export_classifier(
             model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
-            self.spec.labels, self.spec.is_pair, export_dir, version=version)
+            self.spec.labels, self.spec.is_pair, export_dir, version=version,
+            windows=self.config.windows)

@@ -1,0 +1,213 @@
+"""The GLUE leaderboard's zip from a directory of `run_classifier.py` runs.
+
+`run_classifier.py --do_predict` on a GLUE task writes, beside
+`test_results.tsv`, the leaderboard's file of each test set (`CoLA.tsv`,
+`SST-2.tsv`, `MRPC.tsv`, `STS-B.tsv`, `QQP.tsv`, `MNLI-m.tsv`, `MNLI-mm.tsv`,
+`QNLI.tsv`, `RTE.tsv`, `WNLI.tsv`, and `AX.tsv` from the MNLI run when
+`diagnostic/diagnostic.tsv` lies beside its data:
+`data_prep.glue.submission_text`). This command finds the runs in
+`--runs_dir` (it and its subdirectories: each run's `classifier_config.json`
+names its task), checks every file, and writes the zip gluebenchmark.com
+takes (the eleven files at its top level):
+
+* every file is there; missing ones are named, with the run that should
+  have written them, and the zip is refused unless `--allow_missing`;
+* each file has the header `index<TAB>prediction`, a legal label on every
+  row (0/1, the task's label strings, a finite STS-B score), no index twice;
+* it has as many rows as the test set: with `--glue_dir` (GLUE's layout,
+  as `bert download glue` writes it) the very indices of each test file, in
+  its order; without, the official test sets' row counts
+  (`data_prep.glue.GLUE_TEST_ROWS`).
+
+Nothing is written unless all of it holds. The zip is written atomically; an
+existing `--output_file` is replaced only when it is an earlier zip of this
+command (never another file).
+
+Example:
+  bert glue-submission --runs_dir=runs/glue --glue_dir=$DATA/glue \\
+      --output_file=runs/glue_submission.zip
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io as _bytes_io
+import zipfile
+
+from absl import flags, logging
+
+from official_bert import app, io
+from official_bert.errors import BadFileError, UserError
+
+FLAGS = flags.FLAGS
+
+# The zip's comment: what marks a file as this command's (and so replaceable).
+ZIP_COMMENT = b"official_bert glue-submission"
+
+
+@dataclasses.dataclass
+class GlueSubmissionConfig:
+    """The command's settings (its flags' names).
+
+    Args:
+        runs_dir: a directory holding run_classifier.py runs (it, or its
+            subdirectories, one run each).
+        output_file: the zip to write.
+        glue_dir: GLUE's data, to check each file against its test set's
+            indices (default: the official row counts only).
+        allow_missing: zip the files there are, naming those missing.
+    """
+
+    runs_dir: str | None = None
+    output_file: str | None = None
+    glue_dir: str | None = None
+    allow_missing: bool = False
+
+
+def _runs(runs_dir: str) -> dict:
+    """{run directory: its GLUE TaskSpec} for `runs_dir` and its subdirectories."""
+    from data_prep import glue
+
+    candidates = [runs_dir] + [io.join(runs_dir, name) for name in sorted(io.listdir(runs_dir))]
+    runs = {}
+    for directory in candidates:
+        path = io.join(directory, glue.CLASSIFIER_CONFIG)
+        if not io.isdir(directory) or not io.exists(path):
+            continue
+        task_name = io.read_json(path, what="a run_classifier.py run's config").get("task_name")
+        spec = glue.GLUE_TASKS.get(str(task_name).lower())
+        if spec is None:
+            logging.info("%s: task %s is not on the GLUE leaderboard; skipped", directory,
+                         task_name)
+            continue
+        runs[directory] = spec
+    return runs
+
+
+def _expected_indices(spec, suffix: str, glue_dir: str) -> tuple:
+    """(the test file, its row ids in order) of the task's test set `suffix`."""
+    from data_prep import glue
+
+    name = dict(spec.test_files)[suffix]
+    path = glue.find_data_file(io.join(glue_dir, glue.GLUE_DIRECTORIES[spec.name]), name)
+    examples = glue.read_split(spec, path, "test")
+    return path, [e.index if e.index is not None else str(i) for i, e in enumerate(examples)]
+
+
+def collect(config: GlueSubmissionConfig) -> dict:
+    """{file name in the zip: its text}, every file checked (module docstring)."""
+    from data_prep import glue
+
+    if not config.runs_dir:
+        raise UserError("--runs_dir is required (the directory of your run_classifier.py runs)")
+    if not io.isdir(config.runs_dir):
+        raise UserError(f"--runs_dir {config.runs_dir} is not a directory")
+    if config.glue_dir and not io.isdir(config.glue_dir):
+        raise UserError(f"--glue_dir {config.glue_dir} is not a directory (GLUE's data, as "
+                        "`bert download glue` writes it)")
+    runs = _runs(config.runs_dir)
+    owner = {}  # leaderboard file → (run directory, spec, test split suffix)
+    for directory, spec in runs.items():
+        for suffix, name in spec.submission_files:
+            if name in owner:
+                raise UserError(f"--runs_dir holds two {spec.name} runs ({owner[name][0]} and "
+                                f"{directory}): which one's {name}? Keep one, or point "
+                                "--runs_dir at a directory of one run per task")
+            owner[name] = (directory, spec, suffix)
+    files, missing = {}, []
+    for name in glue.GLUE_TEST_ROWS:
+        directory, spec, suffix = owner.get(name, (None, None, None))
+        path = io.join(directory, name) if directory else None
+        if path is None or not io.exists(path):
+            why = (f"not in the run {directory}: predict its test set with --do_predict"
+                   if directory else "no run of its task")
+            missing.append(f"{name} ({why})")
+            continue
+        rows = glue.read_submission(io.read_text(path), spec, path)
+        if config.glue_dir:
+            test_path, indices = _expected_indices(spec, suffix, config.glue_dir)
+        else:
+            test_path, indices = "the official test set", None
+        count = len(indices) if indices is not None else glue.GLUE_TEST_ROWS[name]
+        if len(rows) != count:
+            raise BadFileError(path, f"has {len(rows)} predictions, {test_path} has {count} "
+                               "rows", fix="predict the whole test set (without "
+                               "--max_predict_examples)")
+        if indices is not None:
+            for number, ((index, _), expected) in enumerate(zip(rows, indices), 2):
+                if index != expected:
+                    raise BadFileError(path, f"has the index {index!r} where {test_path} has "
+                                       f"{expected!r}", line=number,
+                                       fix="predict this test file with --do_predict")
+        files[name] = io.read_text(path)
+    if missing and not config.allow_missing:
+        raise UserError(f"missing: {'; '.join(missing)}. Pass --allow_missing to zip the "
+                        f"{len(files)} file(s) there are (the leaderboard scores a missing "
+                        "task as 0)")
+    if not files:
+        raise UserError(f"--runs_dir {config.runs_dir} holds no GLUE predictions "
+                        "(run_classifier.py --do_predict writes them)")
+    for line in missing:
+        logging.warning("missing %s", line)
+    return files
+
+
+def write_zip(files: dict, output_file: str) -> None:
+    """The zip, atomically; an existing file is replaced only when it is one of ours."""
+    if io.exists(output_file):
+        try:
+            with io.open_file(output_file, "rb") as f, zipfile.ZipFile(f) as old:
+                ours = old.comment == ZIP_COMMENT
+        except (zipfile.BadZipFile, OSError, IsADirectoryError):
+            ours = False
+        if not ours:
+            raise UserError(f"--output_file {output_file} exists and is not a zip this command "
+                            "wrote; nothing was written: choose another --output_file")
+    buffer = _bytes_io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.comment = ZIP_COMMENT
+        for name, text in files.items():
+            # A fixed date: the same predictions make the same bytes.
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text,
+                             zipfile.ZIP_DEFLATED)
+    io.atomic_write(output_file, buffer.getvalue())
+
+
+def make_submission(config: GlueSubmissionConfig) -> list:
+    """Checks everything, then writes the zip; returns the names in it."""
+    if not config.output_file:
+        raise UserError("--output_file is required (the zip to write, e.g. glue_submission.zip)")
+    io.refuse_output_over_input({"--output_file": config.output_file},
+                                {"runs_dir": config.runs_dir, "glue_dir": config.glue_dir})
+    files = collect(config)
+    write_zip(files, config.output_file)
+    logging.info("Wrote %s: %s", config.output_file, ", ".join(files))
+    return list(files)
+
+
+def _define_flags():
+    flags.DEFINE_string("runs_dir", None, "Directory of run_classifier.py runs (it, or one "
+                        "subdirectory per task), each predicted with --do_predict.")
+    flags.DEFINE_string("output_file", None, "The zip to write (gluebenchmark.com's upload).")
+    flags.DEFINE_string("glue_dir", None, "GLUE's data (bert download glue): check each file "
+                        "against its test set's indices; default: the official row counts.")
+    flags.DEFINE_bool("allow_missing", False, "Zip the files there are when some tasks are "
+                      "missing (they are named).")
+
+
+def main(argv):
+    app.refuse_arguments(argv)
+    from official_bert import cli_flags
+
+    names = make_submission(cli_flags.from_flags(GlueSubmissionConfig, FLAGS))
+    print(f"{FLAGS.output_file}: {len(names)} file(s): {', '.join(names)}")
+
+
+def entry(argv=None):
+    """Console entry point (`bert glue-submission`)."""
+    _define_flags()
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

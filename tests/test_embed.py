@@ -174,3 +174,22 @@ def test_command_line_one_error_line(tiny_model, tmp_path):
     assert len(errors) == 1 and "bad.txt line 2 is not UTF-8" in errors[0], result.stderr
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]
+
+
+def test_cloud_paths(tiny_model, tmp_path):
+    """gs:// goes through tf.io.gfile; TensorFlow's ram:// file system stands in for it."""
+    import io as pyio
+
+    model_dir, _ = tiny_model
+    root = f"ram://embed/{tmp_path.name}"
+    texts = _texts(9, seed=3)
+    with tf.io.gfile.GFile(f"{root}/in.txt", "w") as f:
+        f.write("".join(t + "\n" for t in texts))
+    _write_texts(tmp_path / "in.txt", texts)
+    for base in (root, str(tmp_path)):
+        embeddings.run(EmbedConfig(input_file=f"{base}/in.txt", output_file=f"{base}/out.npy",
+                                   init_checkpoint=str(model_dir), max_seq_length=16))
+    with tf.io.gfile.GFile(f"{root}/out.npy", "rb") as f:
+        remote = np.load(pyio.BytesIO(f.read()))
+    np.testing.assert_array_equal(remote, np.load(tmp_path / "out.npy"))
+    assert remote.shape == (9, 16)

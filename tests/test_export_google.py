@@ -278,3 +278,17 @@ def test_command_line(tmp_path):
     assert "sequence_output moves by up to" in done.stdout
     assert f"checkpoint\t{tmp_path / 'out' / 'bert_model.ckpt'}" in done.stdout
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_cloud_path_output(tmp_path):
+    """gs:// goes through tf.io.gfile; TensorFlow's ram:// file system stands in for it."""
+    source = _hf_pretraining_dir(tmp_path / "hf")
+    output = f"ram://export_google/{tmp_path.name}/out"
+    prefix = export(ExportGoogleConfig(init_checkpoint=str(source), output_dir=output,
+                                       exact_gelu_as="gelu_exact"))
+    assert sorted(tf.io.gfile.listdir(output)) == [
+        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
+        "vocab.txt"]
+    before, after = checkpoints.read_checkpoint(str(source)), checkpoints.read_checkpoint(prefix)
+    for name, value in before.weights.items():
+        np.testing.assert_array_equal(after.weights[name], value, err_msg=name)

@@ -193,3 +193,28 @@ def test_cloud_paths(tiny_model, tmp_path):
         remote = np.load(pyio.BytesIO(f.read()))
     np.testing.assert_array_equal(remote, np.load(tmp_path / "out.npy"))
     assert remote.shape == (9, 16)
+
+
+def test_savedmodel_in_a_tf1_session_as_tf_serving(tiny_model, tmp_path):
+    """TF Serving loads a SavedModel into a TF1 session: the raw-text signature
+    answers there as `bert embed` writes, and refuses a request over max_batch_size."""
+    import tensorflow_text  # noqa: F401  (the tokenizer's ops, which TF Serving links)
+
+    model_dir, _ = tiny_model
+    texts = _texts(5, seed=4)
+    _write_texts(tmp_path / "in.txt", texts)
+    written = embeddings.run(EmbedConfig(
+        input_file=str(tmp_path / "in.txt"), output_file=str(tmp_path / "out.npy"),
+        export_dir=str(tmp_path / "export"), max_batch_size=4,
+        init_checkpoint=str(model_dir), max_seq_length=16))
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == [
+        pathlib.Path(written["serving"]).name]  # one version, no staging left
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], written["serving"])
+        signature = meta.signature_def["serving_default"]
+        feed = signature.inputs["text"].name
+        fetch = signature.outputs["embedding"].name
+        served = session.run(fetch, {feed: texts[:4]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="max_batch_size"):
+            session.run(fetch, {feed: texts})
+    np.testing.assert_allclose(served, np.load(tmp_path / "out.npy")[:4], atol=1e-6)

@@ -685,13 +685,15 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length
 def window_spans(num_tokens: int, window: int, stride: int,
                  max_windows: Optional[int] = None) -> List[Tuple[int, int]]:
     """(start, length) of each window over `num_tokens` tokens: starts 0,
-    stride, 2 stride, ... until a window reaches the end (at least one window,
-    SQuAD's `doc_stride` rule), the first `max_windows` of them.
+    stride, 2 stride, ... until a window reaches the end (at least one window),
+    the first `max_windows` of them. A stride longer than the window is the
+    window (google's run_squad.py rule: no token is skipped).
 
     Example:
     >>> window_spans(10, 4, 3)
     [(0, 4), (3, 4), (6, 4)]
     """
+    stride = min(stride, window)
     count = 1 + -(-max(num_tokens - window, 0) // stride)
     if max_windows:
         count = min(count, max_windows)

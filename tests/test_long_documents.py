@@ -37,6 +37,7 @@ def test_window_spans():
     assert glue.window_spans(4, 4, 2) == [(0, 4)]  # fits: one window
     assert glue.window_spans(0, 4, 2) == [(0, 0)]  # empty text: [CLS] [SEP]
     assert glue.window_spans(11, 4, 2, max_windows=2) == [(0, 4), (2, 4)]
+    assert glue.window_spans(10, 4, 9) == [(0, 4), (4, 4), (8, 2)]  # stride = window
 
 
 def test_convert_examples_windows(vocab_file):
@@ -106,7 +107,7 @@ def test_export_makes_the_same_windows_and_answers(vocab_file, tmp_path):
         for _ in range(9)]
     examples = [glue.InputExample(str(i), t) for i, t in enumerate(texts)]
     arrays, cut = glue.convert_examples_windows(examples, FullTokenizer(vocab_file), 10,
-                                                ["alpha", "beta"], 5, 4)
+                                                ["alpha", "beta"], windows["doc_stride"], 4)
     assert cut > 0  # some texts have more than 4 windows: both cut them alike
     expected = tf.nn.softmax(model({k: arrays[k] for k in PACKED_KEYS})).numpy()
     loaded = tf.saved_model.load(path)
@@ -124,7 +125,7 @@ def test_export_makes_the_same_windows_and_answers(vocab_file, tmp_path):
 
 
 @pytest.mark.parametrize("flags,message", [
-    (dict(long_document="windows", doc_stride=15), "--doc_stride=15 must be in 1..14"),
+    (dict(long_document="windows", doc_stride=0), "--doc_stride must be positive, got 0"),
     (dict(long_document="windows", doc_stride=8, max_windows=0), "--max_windows must be positive"),
     (dict(long_document="pages"), "--long_document='pages': use truncate"),
     (dict(long_document="windows", doc_stride=8, task_name="mrpc"), "mrpc is a pair task"),

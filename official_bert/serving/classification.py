@@ -140,10 +140,11 @@ class WindowedClassifierServing(ClassifierServing):
         length = tf.cast(ids.row_lengths(), tf.int32)
         window = self.seq_length - 2
         # data_prep.glue.window_spans: starts 0, s, 2s, ... until one reaches the end.
-        count = 1 + (tf.maximum(length - window, 0) + self.doc_stride - 1) // self.doc_stride
+        stride = min(self.doc_stride, window)
+        count = 1 + (tf.maximum(length - window, 0) + stride - 1) // stride
         windows = tf.ragged.range(tf.minimum(count, self.max_windows))  # [batch, (windows)]
         document = tf.cast(windows.value_rowids(), tf.int32)
-        start = windows.flat_values * self.doc_stride
+        start = windows.flat_values * stride
         size = tf.minimum(window, tf.gather(length, document) - start)
         positions = tf.ragged.range(start, start + size)  # [windows, (tokens)]
         offsets = tf.gather(tf.cast(ids.row_starts(), tf.int32), document)

@@ -53,7 +53,8 @@ class ClassificationConfig:
             training (the loss is on the pooled logits, all of a document's
             windows in its batch), evaluation, prediction and the export.
             Single-text tasks.
-        doc_stride: tokens between the starts of a document's windows.
+        doc_stride: tokens between the starts of a document's windows (at most
+            a window's max_seq_length - 2, as in run_squad.py).
         window_pooling: "mean" or "max" (`heads.pool_window_logits`).
         max_windows: windows per document at most (the first; a longer
             document's tail is not read, and a warning says how many).
@@ -202,12 +203,8 @@ class ClassificationTask(base.Task):
                             f"{' or '.join(WINDOW_POOLINGS)}")
         if config.windows is None:
             return
-        window = self.run.max_seq_length - 2
-        if not 0 < config.doc_stride <= window:
-            raise UserError(f"--doc_stride={config.doc_stride} must be in 1..{window} (a "
-                            f"window's {window} tokens at --max_seq_length="
-                            f"{self.run.max_seq_length}), or tokens between windows are "
-                            "never read")
+        if config.doc_stride <= 0:  # one larger than a window is a window (run_squad's rule)
+            raise UserError(f"--doc_stride must be positive, got {config.doc_stride}")
         if config.max_windows <= 0:
             raise UserError(f"--max_windows must be positive, got {config.max_windows}")
         if self.spec.is_pair:

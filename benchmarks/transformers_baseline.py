@@ -14,7 +14,11 @@ so its vocabulary projection runs over every position; next-sentence labels;
 backward; `clip_grad_norm_(1.0)`; torch's AdamW); `classifier` the same for
 `BertForSequenceClassification`; `inference` one eager forward of `BertModel`
 under `torch.inference_mode()`. `--dtype=bfloat16` runs the step under CPU
-autocast. Prints one JSON line: seconds of every timed step.
+autocast. Prints one JSON line: seconds of every timed step. `onnx` instead
+writes `BertModel` (random weights, float32) to `--onnx_output` with
+`torch.onnx.export` (dynamic batch and length; needs `onnx` and `onnxscript` in
+that Python): the ONNX file ONNX Runtime and OpenVINO users serve
+(`benchmarks/serving_speed.py`).
 """
 
 import argparse
@@ -24,7 +28,7 @@ import time
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=["pretraining", "classifier", "inference"],
+    parser.add_argument("--mode", choices=["pretraining", "classifier", "inference", "onnx"],
                         default="pretraining")
     parser.add_argument("--num_layers", type=int, default=12)
     parser.add_argument("--hidden_size", type=int, default=768)
@@ -38,6 +42,7 @@ def main():
     parser.add_argument("--warmup_steps", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--onnx_output", default=None, help="--mode=onnx: the file to write.")
     args = parser.parse_args()
 
     import torch
@@ -57,6 +62,9 @@ def main():
                   token_type_ids=(torch.arange(seq)[None, :] >= seq // 2).long().repeat(batch, 1))
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
 
+    if args.mode == "onnx":
+        _export_onnx(torch, transformers.BertModel(config).eval(), inputs, args.onnx_output)
+        return
     if args.mode == "inference":
         model = transformers.BertModel(config).eval()
 
@@ -103,6 +111,29 @@ def main():
     print(json.dumps({"seconds": seconds, "torch": torch.__version__,
                       "transformers": transformers.__version__,
                       "threads": torch.get_num_threads()}))
+
+
+def _export_onnx(torch, model, inputs, path):
+    """BertModel → ONNX (opset 17), inputs int64 [batch, seq] with both dimensions
+    dynamic, outputs last_hidden_state and pooler_output."""
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    dynamic = {name: {0: "batch", 1: "sequence"} for name in names}
+
+    class Positional(torch.nn.Module):  # the exporter passes inputs by position
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids)
+            return out.last_hidden_state, out.pooler_output
+
+    with torch.no_grad():
+        torch.onnx.export(Positional().eval(), tuple(inputs[k] for k in names), path,
+                          input_names=names, output_names=["last_hidden_state", "pooler_output"],
+                          dynamic_axes=dynamic, opset_version=17, dynamo=False)
+    print(json.dumps({"onnx": path, "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -26,3 +26,39 @@ def test_step_floor_runs_exactly_the_counted_matmul_flops():
     outputs = run()
     assert len(outputs) == 2 * (6 * 3 + 6) + 2 * 3
     assert np.all(np.isfinite([o.numpy() for o in outputs]))
+
+
+def test_serving_speed_interleaves_the_engines_and_divides_right():
+    from benchmarks import serving_speed
+
+    calls = []
+
+    def engine(name, seconds):
+        def run(request):
+            calls.append((name, request))
+            return seconds
+        return run
+
+    runs = {"ours": engine("ours", 1), "ort_fp32": engine("ort_fp32", 2),
+            "ov_bf16": engine("ov_bf16", 3)}
+    seconds = serving_speed.time_interleaved(runs, {"b1": "one", "batch": "many"},
+                                             {"b1": 2, "batch": 1}, rounds=3)
+    # One untimed call per engine and request, then 3 rounds of 2 + 1 timed calls.
+    assert len(calls) == 3 * 2 + 3 * 3 * 3
+    assert {name: {k: len(v) for k, v in s.items()} for name, s in seconds.items()} == {
+        name: {"b1": 6, "batch": 3} for name in runs}
+    # The order rotates by one engine each round.
+    firsts = [calls[6 + r * 9][0] for r in range(3)]
+    assert firsts == ["ours", "ort_fp32", "ov_bf16"]
+    assert all(request == "one" for _, request in calls[6:8])
+
+    rows = serving_speed.summarize(
+        {"ours": {"b1": [0.05, 0.04, 0.06], "batch": [2.0, 4.0, 3.0]},
+         "ort_fp32": {"b1": [0.1, 0.2, 0.1], "batch": [8.0, 8.0, 8.0]}}, 32, 1)
+    serving_speed.add_ratios(rows)
+    ours, ort = rows
+    assert ours["b1_p50_ms"] == 50.0 and ort["b1_p50_ms"] == 100.0
+    assert ours["b32_seq_per_s"] == 32 / 3.0 and ort["b32_seq_per_s"] == 4.0
+    assert ours["b1_vs_ort_fp32"] == 0.5 and ort["b1_vs_ort_fp32"] == 1.0
+    assert abs(ours["tput_vs_ort_fp32"] - (32 / 3.0) / 4.0) < 1e-12
+    assert "b1_vs_ov_fp32" not in ours  # only competitors that ran

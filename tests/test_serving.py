@@ -573,6 +573,52 @@ def test_encoder_served(exports, served):
                                   expected["ids"]["input_word_ids"][:, :width])
 
 
+def _xla_functions(version_dir):
+    """Names of the SavedModel's functions marked for XLA compilation."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(version_dir, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    library = proto.meta_graphs[0].graph_def.library
+    return [f.signature.name for f in library.function
+            if f.attr.get("_XlaMustCompile") and f.attr["_XlaMustCompile"].b]
+
+
+def test_encoder_export_with_xla_answers_as_without(tmp_path):
+    # jit_compile=True (ExportModule): the model's call is one XLA function in the
+    # SavedModel, and both signatures answer as the plain export does.
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from official_bert.serving import encoder as encoder_serving
+    from official_bert.text import tokenization
+
+    encoder = _encoder(5)
+    plain = encoder_serving.export_encoder(encoder, VOCAB, True, SEQ, str(tmp_path / "plain"))
+    xla = encoder_serving.export_encoder(encoder, VOCAB, True, SEQ, str(tmp_path / "xla"),
+                                         jit_compile=True)
+    assert _xla_functions(xla) and not _xla_functions(plain)
+    ids = _pack(tokenization.FullTokenizer(_vocab_file(tmp_path), True), ENCODER_TEXT)
+    answers = []
+    for version in (plain, xla):
+        loaded = tf.saved_model.load(version)
+        answers.append((loaded.signatures["serve_ids"](**{k: tf.constant(v)
+                                                          for k, v in ids.items()}),
+                        loaded.signatures["serving_default"](text=tf.constant(ENCODER_TEXT))))
+    for signature in (0, 1):
+        for key in ("pooled_output", "sequence_output"):
+            expected = answers[0][signature][key].numpy()
+            assert np.abs(expected).max() > 0.1
+            np.testing.assert_allclose(answers[1][signature][key].numpy(), expected, atol=1e-5)
+
+
+def _vocab_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
+    return str(path)
+
+
 def test_pretraining_served(exports, served):
     expected = exports["pretraining"]["expected"]
     for signature in ("serving_default", "serve_ids"):

@@ -95,7 +95,7 @@ def source_of(module_or_path):
         return call, holder, rank, seq_length
     module = module_or_path
     holder = tf.Module()
-    track_captured_variables(holder, [module.model])
+    track_captured_variables(holder, [module.keras_model])
     return module.serve_token_ids, holder, module.IDS_RANK, module.seq_length
 
 

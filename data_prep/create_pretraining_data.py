@@ -430,7 +430,9 @@ def stream_records(input_files: Sequence[str], vocab_file: str, config: Pretrain
     pairs and masks every pass. The first pass reads the files in the order
     given with `run_worker`'s seeds, so its instances are exactly those of
     `create_pretraining_data --dupe_factor=1` with as many workers (in
-    another order: no shuffle buffer here, the reader shuffles). Pass p > 0
+    another order: no shuffle buffer here, the reader shuffles), as long as
+    a worker's instances fit its `shuffle_buffer_size` (once full, that
+    buffer draws from the same random generator). Pass p > 0
     reads them in an order shuffled with (random_seed, p), the same for every
     worker (so all agree on who owns which document), and seeds the worker's
     generators with p too. A pass that makes no instance (this worker owns

@@ -4,7 +4,8 @@ The instances come from the generator's own code (`worker_records`), so the
 known answer is the generator's output itself: the first pass over the
 corpus is, record for record, the file `create_pretraining_data
 --dupe_factor=1` writes with as many workers as input pipelines (only the
-order differs). Over later passes the statistics (next sentence 50/50,
+order differs; the sample corpus's instances fit the generator's shuffle
+buffer, which would otherwise draw from the same random source). Over later passes the statistics (next sentence 50/50,
 15% masked, 80/10/10, tokens per instance) match the generator's summary to
 within 5 standard deviations of the counts, and the masks are new. Then
 run_pretraining trains and evaluates from a text file, a restart resumes

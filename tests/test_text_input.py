@@ -91,6 +91,23 @@ def test_text_corpus_checks(tmp_path, vocab):
         input_pipeline.pretraining_dataset(str(good), 32, 5, 4, text_config=PretrainingDataConfig())
 
 
+@pytest.mark.parametrize("run_flags,config_flags,message", [
+    (dict(distribution_strategy="tpu"), {}, "--input_format=text makes the instances in Python"),
+    ({}, dict(dynamic_masking=True), "--dynamic_masking is for TFRecords"),
+    ({}, dict(max_ngram_size=0), "--max_ngram_size must be at least 1"),
+    ({}, dict(input_format="csv"), "--input_format=csv is unknown"),
+])
+def test_text_mode_flags_refused_before_reading(tmp_path, run_flags, config_flags, message):
+    from official_bert.tasks import base, pretraining
+
+    config = pretraining.PretrainingConfig(input_file=str(tmp_path / "corpus.txt"),
+                                           **dict(dict(input_format="text"), **config_flags))
+    task = pretraining.PretrainingTask(config, base.RunConfig(do_train=True, num_train_steps=10,
+                                                                **run_flags))
+    with pytest.raises(UserError, match=message):
+        task.check_flags()
+
+
 @pytest.fixture(scope="module")
 def text_data(tmp_path_factory):
     import json

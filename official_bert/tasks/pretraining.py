@@ -204,6 +204,10 @@ class PretrainingTask(base.Task):
         if self.text and config.dynamic_masking:
             raise UserError("--dynamic_masking is for TFRecords: with --input_format=text "
                             "every pass is masked afresh already; leave it out")
+        if self.text and run.distribution_strategy == "tpu":
+            raise UserError("--input_format=text makes the instances in Python, which a TPU's "
+                            "input pipeline cannot call: make TFRecords with "
+                            "create_pretraining_data and pass those")
         self.train_files = io.expand_paths(config.input_file, "input_file")
         self.eval_files = (io.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)

@@ -48,7 +48,8 @@ flags.DEFINE_enum("long_document", "truncate", ["truncate", "windows"],
                   "classify each and pool their logits (--window_pooling) in training, "
                   "evaluation, prediction and the export. Single-text tasks.")
 flags.DEFINE_integer("doc_stride", 128, "--long_document=windows: tokens between the starts "
-                     "of a document's windows (run_squad.py's flag).")
+                     "of a document's windows (run_squad.py's flag; one longer than a window "
+                     "is a window).")
 flags.DEFINE_enum("window_pooling", "mean", ["mean", "max"],
                   "--long_document=windows: a document's logits are the mean, or per class the "
                   "max, of its windows' logits.")

@@ -148,8 +148,11 @@ def test_refusals_leave_nothing(tiny_model, tmp_path):
     assert (tmp_path / "taken.npy").read_bytes() == b"someone's"
     with pytest.raises(UserError, match=r"end it with \.npy or \.jsonl"):
         run(output_file=str(tmp_path / "out.csv"))
-    with pytest.raises(UserError, match="--output_file is --input_file"):
-        run(output_file=str(tmp_path / "same.npy"), input_file=str(tmp_path / "same.npy"))
+    with pytest.raises(UserError, match="exists: embed never overwrites"):  # its own input
+        own = _write_texts(tmp_path / "own.jsonl", ["a text in a file named .jsonl"])
+        run(output_file=str(own), input_file=str(own))
+    with pytest.raises(UserError, match="--export_dir is --init_checkpoint"):
+        run(output_file=None, input_file=None, export_dir=str(model_dir))
     with pytest.raises(BadFileError, match=r"bad.txt line 3 is not UTF-8"):
         run(input_file=str(bad))
     with pytest.raises(BadFileError, match="is empty"):
@@ -157,7 +160,7 @@ def test_refusals_leave_nothing(tiny_model, tmp_path):
     with pytest.raises(UserError, match="--pooling='max'"):
         run(pooling="max")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "bad.txt", "empty.txt", "in.txt", "taken.npy"]
+        "bad.txt", "empty.txt", "in.txt", "own.jsonl", "taken.npy"]
 
 
 def test_command_line_one_error_line(tiny_model, tmp_path):

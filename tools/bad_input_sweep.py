@@ -162,6 +162,17 @@ def features(c: Ctx, *extra, input_file=None):
             "--layers=-1,-2", *TINY, *extra]
 
 
+def embed(c: Ctx, *extra, input_file=None, output_file=None):
+    return ["bert embed", f"--input_file={input_file or c.p('predict.txt')}",
+            f"--output_file={output_file or c.p('gen', 'vectors.npy')}",
+            f"--init_checkpoint={c.p('ckpt')}", *TINY, *extra]
+
+
+def export_google(c: Ctx, *extra, output_dir=None):
+    return ["bert export-google", f"--init_checkpoint={c.p('ckpt')}",
+            f"--output_dir={output_dir or c.p('gen', 'google')}", *extra]
+
+
 def split(c: Ctx, *extra, input_file=None, train=None, dev=None):
     return ["-m data_prep.squad", f"--input_file={input_file or c.p('squad3.json')}",
             f"--train_output={train or c.p('gen', 'train.json')}",
@@ -671,6 +682,46 @@ def define_cases():
     case("extract-features", "output is the input",
          lambda c: features(c, f"--output_file={c.p('predict.txt')}"),
          names=lambda c: ["predict.txt"])
+    vectors = _gen_outputs("vectors.npy")
+    case("embed", "good input", lambda c: embed(c), setup=mk, expect_error=False)
+    case("embed", "input missing", lambda c: embed(c, input_file=c.p("nope.txt")), setup=mk,
+         names=lambda c: ["nope.txt"], outputs=vectors)
+    case("embed", "input not UTF-8 (line 2)", lambda c: embed(c, input_file=c.p("bad.txt")),
+         setup=both(lambda c: kit.write(c.p("bad.txt"), b"fine\n\xff\n"), mk),
+         names=lambda c: ["bad.txt line 2"], outputs=vectors)
+    case("embed", "empty input", lambda c: embed(c, input_file=c.p("e.txt")),
+         setup=both(_text("e.txt", ""), mk), names=lambda c: ["e.txt"], outputs=vectors)
+    case("embed", "output exists", lambda c: embed(c, output_file=c.p("taken.npy")),
+         setup=_text("taken.npy", "someone's"), names=lambda c: ["taken.npy"])
+    case("embed", "--output_file=vectors.csv",
+         lambda c: embed(c, output_file=c.p("gen", "vectors.csv")), setup=mk,
+         names=lambda c: ["--output_file"], outputs=_gen_outputs("vectors.csv"))
+    case("embed", "output is the input",
+         lambda c: embed(c, input_file=c.p("own.jsonl"), output_file=c.p("own.jsonl")),
+         setup=_text("own.jsonl", "a text in a file named .jsonl\n"),
+         names=lambda c: ["own.jsonl"])
+    case("embed", "--pooling=max", lambda c: embed(c, "--pooling=max"), setup=mk,
+         names=lambda c: ["--pooling", "pooling"], outputs=vectors)
+    case("embed", "--batch_size=0", lambda c: embed(c, "--batch_size=0"), setup=mk,
+         names=lambda c: ["--batch_size"], outputs=vectors)
+    case("embed", "--max_seq_length past the model's positions",
+         lambda c: embed(c, "--max_seq_length=4096"), setup=mk,
+         names=lambda c: ["--max_seq_length"], outputs=vectors)
+    google = _gen_outputs("google")
+    case("export-google", "good input", lambda c: export_google(c, "--exact_gelu_as=gelu_exact"),
+         setup=mk, expect_error=False)
+    case("export-google", "exact GELU without --exact_gelu_as", lambda c: export_google(c),
+         setup=mk, names=lambda c: ["--exact_gelu_as"], outputs=google)
+    case("export-google", "--output_dir holds a file",
+         lambda c: export_google(c, "--exact_gelu_as=tanh", output_dir=c.p("busy")),
+         setup=_text("busy/keep.txt", "mine"), names=lambda c: ["busy"])
+    case("export-google", "--init_checkpoint missing",
+         lambda c: ["bert export-google", f"--init_checkpoint={c.p('nope')}",
+                    f"--output_dir={c.p('gen', 'google')}"], setup=mk,
+         names=lambda c: ["nope"], outputs=google)
+    case("export-google", "--exact_gelu_as=erf",
+         lambda c: export_google(c, "--exact_gelu_as=erf"), setup=mk,
+         names=lambda c: ["exact_gelu_as"], outputs=google)
     three = lambda c: kit.write(c.p("squad3.json"), json.dumps(  # noqa: E731
         {"version": "1.1", "data": kit.squad_json()["data"] * 3}))
     sp_out = _gen_outputs("train.json", "dev.json")

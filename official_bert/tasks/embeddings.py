@@ -89,6 +89,9 @@ def run(config: EmbedConfig) -> dict:
         if io.exists(config.output_file):
             raise UserError(f"--output_file={config.output_file} exists: embed never "
                             "overwrites a file; remove it or choose another name")
+    if config.input_file and (not io.exists(config.input_file) or io.isdir(config.input_file)):
+        raise BadFileError(config.input_file, "does not exist or is a directory",
+                           fix="check --input_file")
     files = base.resolve_model_files(base.RunConfig(
         output_dir=config.output_file or config.export_dir,
         init_checkpoint=config.init_checkpoint, bert_config_file=config.bert_config_file,

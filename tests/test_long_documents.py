@@ -141,6 +141,42 @@ def test_flag_errors(flags, message):
         task.check_flags()
 
 
+def test_a_trained_run_keeps_its_window_flags(tmp_path):
+    """A run trained with windows is not evaluated or exported without them
+    (nor with other ones), nor a truncating run with them."""
+    import json
+
+    from official_bert.tasks import base, classification
+
+    saved = {"labels": ["alpha", "beta"], "long_document": "windows", "doc_stride": 14,
+             "window_pooling": "max", "max_windows": 16}
+    (tmp_path / "checkpoint").write_text("")  # a trained run directory
+    for flags, trained, message in [
+        (dict(), saved, "trained with --long_document=windows --doc_stride=14 "
+                        "--window_pooling=max --max_windows=16; pass the same flags"),
+        (dict(long_document="windows", doc_stride=14, window_pooling="mean"), saved,
+         "--window_pooling=max"),
+        (dict(long_document="windows"), {"labels": ["alpha", "beta"]},
+         "trained with --long_document=truncate; pass the same flags"),
+    ]:
+        (tmp_path / "classifier_config.json").write_text(json.dumps(trained))
+        task = classification.ClassificationTask(
+            classification.ClassificationConfig(task_name="custom", text_a_column="text",
+                                                labels=["alpha", "beta"], **flags),
+            base.RunConfig(output_dir=str(tmp_path), max_seq_length=16))
+        task.check_flags()
+        with pytest.raises(UserError, match=re.escape(message)):
+            task._settle_labels()
+    task = classification.ClassificationTask(
+        classification.ClassificationConfig(task_name="custom", text_a_column="text",
+                                            labels=["alpha", "beta"], long_document="windows",
+                                            doc_stride=14, window_pooling="max"),
+        base.RunConfig(output_dir=str(tmp_path), max_seq_length=16))
+    (tmp_path / "classifier_config.json").write_text(json.dumps(saved))
+    task.check_flags()
+    task._settle_labels()  # the same flags: accepted
+
+
 # === A task only windows can learn ===
 
 

@@ -292,7 +292,21 @@ class ClassificationTask(base.Task):
                 raise UserError(f"--output_dir {self.run.output_dir} holds a model trained with "
                                 f"labels {saved.get('labels')}, not {labels}; use another "
                                 "--output_dir")
+            self._check_saved_windows(saved)
         self.spec = spec
+
+    def _check_saved_windows(self, saved: dict) -> None:
+        """A trained run is evaluated, predicted and exported as it was trained:
+        with the same --long_document settings (else its export would quietly
+        read only the first --max_seq_length tokens, or windows it never saw)."""
+        names = ("doc_stride", "window_pooling", "max_windows")
+        trained = ({k: saved.get(k) for k in names} if saved.get("long_document") == "windows"
+                   else None)
+        if trained != self.config.windows:
+            flags = (" ".join(f"--{k}={v}" for k, v in trained.items()) if trained else "")
+            raise UserError(f"--output_dir {self.run.output_dir} holds a model trained with "
+                            f"--long_document={'windows ' + flags if trained else 'truncate'}; "
+                            "pass the same flags (or use another --output_dir)")
 
     def run_files(self) -> dict:
         path = self.output_path(CLASSIFIER_CONFIG)

@@ -363,15 +363,9 @@ def _has_sentence_pairs(train_files, eval_files) -> bool:
     kinds together are refused."""
     packings = {}
     for path in dict.fromkeys([*train_files, *eval_files]):
-        for sidecar in (io.sidecar_path(path), io.legacy_sidecar_path(path)):
-            if io.exists(sidecar):
-                try:
-                    summary = json.loads(io.read_text(sidecar))
-                except (OSError, ValueError):
-                    continue
-                packings[path] = ((summary.get("config") or {}).get("packing")
-                                  or "sentence_pairs")
-                break
+        summary = _summary_of(path)
+        if summary is not None:  # the first file of a set (the others have no sidecar)
+            packings[path] = (summary.get("config") or {}).get("packing") or "sentence_pairs"
     if len(set(packings.values())) > 1:
         pairs = next(p for p, k in packings.items() if k != "full_sentences")
         packed = next(p for p, k in packings.items() if k == "full_sentences")
@@ -386,13 +380,21 @@ def _has_sentence_pairs(train_files, eval_files) -> bool:
 
 
 def _summary_beside(files):
-    """The generator's summary (`io.sidecar_path`, or an older version's
-    `<file>.summary.json`) of the first input that has one."""
+    """The generator's summary of the first input that has a readable one."""
     for path in files:
-        for summary in (io.sidecar_path(path), io.legacy_sidecar_path(path)):
-            if io.exists(summary):
-                try:
-                    return json.loads(io.read_text(summary))
-                except (OSError, ValueError):
-                    return None
+        summary = _summary_of(path)
+        if summary is not None:
+            return summary
+    return None
+
+
+def _summary_of(path):
+    """The generator's summary beside `path` (`io.sidecar_path`, or an older
+    version's `<file>.summary.json`), or None (none, or unreadable)."""
+    for sidecar in (io.sidecar_path(path), io.legacy_sidecar_path(path)):
+        if io.exists(sidecar):
+            try:
+                return json.loads(io.read_text(sidecar))
+            except (OSError, ValueError):
+                return None
     return None

@@ -5,14 +5,17 @@ Embeds the first `--num_texts` sentences of SST-2's train.tsv (or any
 alternative, the model's loading time (load_s), the embedding's (seconds:
 reading, tokenizing, the encoder, pooling, writing), texts/s of the embedding
 and peak memory, each in a fresh process (so its memory is its own), the
-transformers run second so that it shares the machine's load with ours:
+transformers runs alternating with `bert embed` (`--repeats`, the median
+reported) so that both meet the machine's load alike:
 
   bert_embed            `bert embed` (tasks/embeddings.py): chunks of 16 batches
                         sorted by length, mean pooling, normalized, .npy
   bert_embed_unsorted   the same with chunks of one batch (file order: each batch
                         pads to its longest text)
   bert_embed_x<N>       `bert embed` on the file repeated N times (`--replicate`):
-                        the peak memory stays flat as the input grows
+                        the peak memory stays flat as the input grows, and the
+                        first batches' one-off cost (tracing) is spread wider
+  transformers_x<N>     transformers on the same file
   extract_features      `extract_features.py --pooling=mean --layers=-1` (all
                         examples in memory, JSON lines)
   transformers          with `--transformers_python`: sentence-transformers'
@@ -48,6 +51,8 @@ flags.DEFINE_integer("batch_size", 64, "Texts per forward pass, every alternativ
 flags.DEFINE_integer("max_seq_length", 256, "WordPieces per text, every alternative.")
 flags.DEFINE_list("replicate", ["4"], "Also run bert embed on the input repeated N times.")
 flags.DEFINE_integer("threads", 0, "TensorFlow / torch threads (0 = default).")
+flags.DEFINE_integer("repeats", 3, "Runs of bert_embed and transformers, alternating "
+                     "(the median is reported).")
 flags.DEFINE_string("only", None, "Internal: run one alternative and print its JSON.")
 flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
 common.add_transformers_flag(flags)
@@ -155,12 +160,18 @@ def main(argv):
             for _ in range(int(n)):
                 f.write("".join(t + "\n" for t in texts))
         runs.append((f"bert_embed_x{n}", big))
+        if FLAGS.transformers_python:
+            runs.append((f"transformers_x{n}", big))
     if FLAGS.transformers_python:
         runs.insert(1, ("transformers", path))
+    # bert_embed and transformers, alternating, --repeats times: the median of each
+    # is reported, so a change in the machine's load hits both alike.
+    head = runs[:2] if FLAGS.transformers_python else runs[:1]
+    runs = head * FLAGS.repeats + runs[len(head):]
     rows = []
     for name, file in runs:
-        if name == "transformers":
-            command = [FLAGS.transformers_python, "-c", _TORCH, _model_dir(), path,
+        if name.startswith("transformers"):
+            command = [FLAGS.transformers_python, "-c", _TORCH, _model_dir(), file,
                        str(FLAGS.batch_size), str(FLAGS.max_seq_length), str(FLAGS.threads)]
         else:
             command = [sys.executable, os.path.abspath(__file__), f"--only={name}:{file}",
@@ -173,12 +184,21 @@ def main(argv):
         if done.returncode:
             sys.exit(f"error: {name} failed:\n{done.stderr[-2000:]}")
         rows.append({"alternative": name, **json.loads(done.stdout.strip().splitlines()[-1])})
+    by_name = {}
+    for row in rows:
+        by_name.setdefault(row["alternative"], []).append(row)
+    rows = []
+    for name, runs_of_name in by_name.items():
+        ordered = sorted(runs_of_name, key=lambda r: r["seconds"])
+        rows.append({**ordered[len(ordered) // 2], "runs": len(ordered),
+                     "all_seconds": [round(r["seconds"], 2) for r in runs_of_name]})
     for row in rows:
         row["texts_per_s"] = row["texts"] / row["seconds"]
     print(f"all-MiniLM-L6-v2, {len(texts)} texts ({os.path.basename(FLAGS.input_file or 'SST-2 train')}),"
           f" batch {FLAGS.batch_size}, max_seq_length {FLAGS.max_seq_length}; load average "
           f"{os.getloadavg()[0]:.1f}")
-    common.print_table(rows, ["alternative", "texts", "load_s", "seconds", "texts_per_s", "peak_mb"])
+    common.print_table(rows, ["alternative", "runs", "texts", "load_s", "seconds", "texts_per_s",
+                             "peak_mb"])
     common.write_json(FLAGS.json_output, {"rows": rows, "num_texts": len(texts),
                                           "batch_size": FLAGS.batch_size,
                                           "max_seq_length": FLAGS.max_seq_length})

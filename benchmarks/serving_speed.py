@@ -23,6 +23,9 @@ Section `synthetic`: BERT-Base (random weights; `--num_layers --hidden_size
                      `--platform_config_file`)
     tf_bf16          an export of the encoder built under Keras' `mixed_bfloat16`
                      policy (bf16 matmuls, float32 variables, softmax and LayerNorm)
+    tf_bf16_weights  an export of the encoder built under Keras' `bfloat16` policy:
+                     the same bf16 matmuls from weights stored in bf16 (LayerNorm
+                     stays float32), so a request does not cast every weight
     tflite_fp32      `serving/edge.py` TFLite (builtin ops, XNNPACK, fixed length)
     tflite_int8      the same with dynamic-range int8 weights (`Optimize.DEFAULT`)
     ort_fp32         ONNX Runtime on transformers' ONNX export of `BertModel`
@@ -61,7 +64,8 @@ from absl import app, flags
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from benchmarks import common  # noqa: E402
 
-ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tflite_fp32", "tflite_int8",
+ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tf_bf16_weights", "tflite_fp32",
+           "tflite_int8",
            "ort_fp32", "ort_int8", "ov_fp32", "ov_bf16")
 FLAGS = flags.FLAGS
 
@@ -115,17 +119,20 @@ def _config(vocab_size):
                       max_position_embeddings=max(512, FLAGS.seq_length))
 
 
-def _encoders(config):
-    """The float32 encoder (seeded random weights) and a mixed_bfloat16 copy."""
+def _encoders(config, policies=()):
+    """The float32 encoder (seeded random weights), and a copy of it under each
+    Keras dtype policy in `policies` ({policy: encoder})."""
     import keras
 
     from official_bert.modeling.encoder import BertEncoder
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder.from_bert_config(config)
-    bf16 = BertEncoder.from_bert_config(config, dtype="mixed_bfloat16")
-    bf16.set_weights(encoder.get_weights())
-    return encoder, bf16
+    copies = {}
+    for policy in policies:
+        copies[policy] = BertEncoder.from_bert_config(config, dtype=policy)
+        copies[policy].set_weights(encoder.get_weights())
+    return encoder, copies
 
 
 def _export(name, encoder, vocab, **kwargs):
@@ -231,7 +238,9 @@ def build_engines(names):
 
     vocab = _vocab()
     config = _config(len(vocab))
-    encoder, encoder_bf16 = _encoders(config)
+    encoder, copies = _encoders(config, [p for name, p in (("tf_bf16", "mixed_bfloat16"),
+                                                          ("tf_bf16_weights", "bfloat16"))
+                                         if name in names])
     runs, skipped = {}, {}
     fp32 = _export("fp32", encoder, vocab)
     for name in names:
@@ -240,7 +249,9 @@ def build_engines(names):
         elif name == "tf_fp32_xla":
             runs[name] = _tf_runner(_export("fp32_xla", encoder, vocab, jit_compile=True))
         elif name == "tf_bf16":
-            runs[name] = _tf_runner(_export("bf16", encoder_bf16, vocab))
+            runs[name] = _tf_runner(_export("bf16", copies["mixed_bfloat16"], vocab))
+        elif name == "tf_bf16_weights":
+            runs[name] = _tf_runner(_export("bf16_weights", copies["bfloat16"], vocab))
         elif name.startswith("tflite"):
             path = os.path.join(FLAGS.work_dir, f"{name}.tflite")
             if not os.path.exists(path):

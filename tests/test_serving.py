@@ -23,6 +23,7 @@ the ids-only copy for servers without the text ops, the TF-Hub-style pair
 TFLite / ONNX files of the ids signature against TensorFlow.
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -908,6 +909,42 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
     assert tune["none_gradients"] == 0 and tune["variables"] > 2
     assert tune["encoder_moved"] > 0
     assert tune["losses"][1] < tune["losses"][0]
+
+
+def test_bfloat16_serving_export_stores_bfloat16_weights(encoder_export, tmp_path):
+    """`bert export-encoder --serving_dtype=bfloat16`: the TF Serving export's
+    matmul weights are bfloat16 variables (no float32 copy cast per request),
+    LayerNorm's stay float32, and it answers as the float32 model to bfloat16's
+    precision; without --export_dir the flag is refused."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from official_bert.commands import export_encoder
+    from official_bert.errors import UserError
+
+    root = encoder_export["root"]
+    config = export_encoder.ExportEncoderConfig(
+        init_checkpoint=str(root / "ckpt"), output_dir=str(tmp_path / "out"),
+        export_dir=str(tmp_path / "serving"), export_version=1, max_seq_length=SEQ,
+        serving_dtype="bfloat16")
+    version = export_encoder.export(config)["serving"]
+    loaded = tf.saved_model.load(version)
+    signature = loaded.signatures["serve_ids"]
+    dtypes = {v.name.split(":")[0]: v.dtype for v in signature.variables}
+    kernels = [d for n, d in dtypes.items() if n.endswith("kernel")]
+    norms = [d for n, d in dtypes.items() if "layer_norm" in n or "layernorm" in n.lower()]
+    assert kernels and all(d == tf.bfloat16 for d in kernels)
+    assert norms and all(d == tf.float32 for d in norms)
+    ids = encoder_export["ids"]
+    out = signature(**{k: tf.constant(v) for k, v in ids.items()})
+    expected = encoder_export["expected"]
+    assert out["sequence_output"].dtype == tf.float32
+    np.testing.assert_allclose(out["pooled_output"].numpy(), expected["pooled_output"],
+                               atol=0.05)
+    assert np.abs(out["pooled_output"].numpy() - expected["pooled_output"]).max() > 0
+    with pytest.raises(UserError, match="--serving_dtype needs --export_dir"):
+        export_encoder.export(dataclasses.replace(config, export_dir=None,
+                                                  output_dir=str(tmp_path / "out2")))
 
 
 @pytest.mark.slow

@@ -48,6 +48,9 @@ class ExportEncoderConfig:
         max_batch_size: the TF Serving export's request limit.
         edge_formats: "tflite", "onnx" or both.
         quantize: also write the quantized edge variants.
+        serving_dtype: "float32", or "bfloat16": the --export_dir model's
+            weights stored and its matmuls run in bfloat16
+            (`serving.encoder.with_weights_in`), for CPUs with AVX512-BF16/AMX.
     """
 
     init_checkpoint: str | None = None
@@ -61,6 +64,7 @@ class ExportEncoderConfig:
     max_batch_size: int = 256
     edge_formats: list = dataclasses.field(default_factory=list)
     quantize: bool = False
+    serving_dtype: str = "float32"
 
 
 def export(config: ExportEncoderConfig) -> dict:
@@ -84,6 +88,12 @@ def export(config: ExportEncoderConfig) -> dict:
     if unknown:
         raise UserError(f"--edge_formats: unknown {', '.join(unknown)}; use "
                         f"{', '.join(edge.FORMATS)}")
+    if config.serving_dtype not in encoder_serving.SERVING_DTYPES:
+        raise UserError(f"--serving_dtype={config.serving_dtype}: use one of "
+                        f"{', '.join(encoder_serving.SERVING_DTYPES)}")
+    if config.serving_dtype != "float32" and not config.export_dir:
+        raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
+                        "precision)")
     if config.quantize and not formats:
         raise UserError("--quantize needs --edge_formats (tflite, onnx)")
     for name in ("preprocessor", "encoder"):
@@ -119,7 +129,10 @@ def export(config: ExportEncoderConfig) -> dict:
                                             config.max_seq_length,
                                             max_batch_size=config.max_batch_size)
     if config.export_dir:
-        written["serving"] = module.save(config.export_dir, config.export_version)
+        serving = module if config.serving_dtype == "float32" else encoder_serving.EncoderServing(
+            encoder_serving.with_weights_in(encoder, config.serving_dtype), files.vocab,
+            files.do_lower_case, config.max_seq_length, max_batch_size=config.max_batch_size)
+        written["serving"] = serving.save(config.export_dir, config.export_version)
     if formats:
         written.update(edge.convert(module, config.output_dir, formats, config.quantize,
                                     prefix="encoder"))
@@ -148,6 +161,10 @@ def _define_flags():
                       "With --edge_formats: also write encoder_dynamic_range.tflite "
                       "(int8 weights) and encoder_int8.onnx (ONNX Runtime dynamic "
                       "quantization).")
+    flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
+                      "The --export_dir model's precision: bfloat16 stores its weights and "
+                      "runs its matmuls in bfloat16 (CPUs with AVX512-BF16 or AMX: 1.7x "
+                      "faster at batch 1 than a mixed_bfloat16 export, benchmarks/README.md).")
     cli_flags.define_model_flags(max_seq_length=128)
 
 

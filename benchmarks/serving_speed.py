@@ -4,6 +4,11 @@ at every precision, in one run (issue 25).
     taskset -c 0 python benchmarks/serving_speed.py --threads=1 \
         --transformers_python=/tmp/hf/bin/python \
         --json_output=benchmarks/results/serving_speed_bert_base.json
+    # all ten BERT-Base engines hold about 10 GB; on a smaller machine, by precision:
+    taskset -c 0 python benchmarks/serving_speed.py \
+        --engines=tf_fp32,tf_fp32_xla,tflite_fp32,ort_fp32,ov_fp32 ...
+    taskset -c 0 python benchmarks/serving_speed.py \
+        --engines=tf_fp32,tf_bf16_amp,tf_bf16,tf_bf16_weights,tflite_int8,ort_int8,ov_bf16 ...
     taskset -c 0 python benchmarks/serving_speed.py --threads=1 --sections=traffic \
         --sst2_dev=../shared/data/glue/SST-2/dev.tsv \
         --json_output=benchmarks/results/serving_speed_traffic.json

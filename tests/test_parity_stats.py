@@ -145,3 +145,23 @@ def test_extra_and_output_parsing(tmp_path):
     with pytest.raises(SystemExit, match="remove it"):
         squad_seeds.main(["--output_dir", str(tmp_path), "--collect_only",
                           "--extra=run_squad:42:16:23"])
+
+
+def test_mix_draws_keeps_one_epoch_of_the_order_and_the_other_head(tmp_path):
+    import numpy as np
+
+    import mix_draws
+
+    rng = np.random.default_rng(0)
+    # run_squad's stream: 3 steps of batch 4 over 10 windows (its first 10 a permutation).
+    stream = np.concatenate([rng.permutation(10), rng.permutation(10)[:2]])
+    np.savez(tmp_path / "ours.npz", order=stream, kernel=np.zeros((8, 2)), bias=np.zeros(2))
+    head = rng.normal(size=(8, 2))
+    np.savez(tmp_path / "theirs.npz", order=rng.permutation(10), kernel=head, bias=np.ones(2))
+    mixed = mix_draws.mix(str(tmp_path / "ours.npz"), str(tmp_path / "theirs.npz"))
+    assert mixed["order"].tolist() == stream[:10].tolist()
+    assert (mixed["kernel"] == head).all() and mixed["bias"].tolist() == [1.0, 1.0]
+    # Windows of other settings (11 here) are refused.
+    np.savez(tmp_path / "other.npz", order=rng.permutation(11), kernel=head, bias=np.ones(2))
+    with pytest.raises(SystemExit, match="not a permutation"):
+        mix_draws.mix(str(tmp_path / "ours.npz"), str(tmp_path / "other.npz"))

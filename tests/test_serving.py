@@ -911,6 +911,22 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
     assert tune["losses"][1] < tune["losses"][0]
 
 
+def test_serving_dtype_is_checked_before_anything_is_written(tmp_path):
+    from official_bert.commands import export_encoder
+    from official_bert.errors import UserError
+
+    config = export_encoder.ExportEncoderConfig(
+        init_checkpoint=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"),
+        serving_dtype="bfloat16")
+    with pytest.raises(UserError, match="--serving_dtype needs --export_dir"):
+        export_encoder.export(config)
+    with pytest.raises(UserError, match="--serving_dtype=float16: use one of float32, bfloat16"):
+        export_encoder.export(dataclasses.replace(config, serving_dtype="float16",
+                                                  export_dir=str(tmp_path / "serving")))
+    assert not os.path.exists(tmp_path / "out") and not os.path.exists(tmp_path / "serving")
+
+
+@pytest.mark.slow
 def test_bfloat16_serving_export_stores_bfloat16_weights(encoder_export, tmp_path):
     """`bert export-encoder --serving_dtype=bfloat16`: the TF Serving export's
     matmul weights are bfloat16 variables (no float32 copy cast per request),

@@ -60,6 +60,8 @@ TINY = {
     "data_prep.create_pretraining_data": "--dupe_factor=1",
     "create_pretraining_data.py": "--dupe_factor=1",
     "quickstart.py": "--fast",
+    "serving_speed.py": "--num_layers=2 --hidden_size=64 --num_heads=2 --rounds=1 --b1_calls=2 "
+                        "--batch_size=4 --engines=tf_fp32,tf_bf16_amp,tflite_int8",
 }
 BERT_COMMANDS = {
     "classify": "run_classifier.py", "squad": "run_squad.py", "ner": "run_ner.py",

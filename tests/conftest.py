@@ -14,8 +14,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
 SHARED = REPO_ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures"
+
+# The first lines of a script run in a fresh process that must not see the project (the
+# serving tests: an export has to work with only tensorflow and tensorflow_text):
+# importing official_bert or data_prep fails there, whatever the installation.
+WITHOUT_THE_PROJECT = (
+    "import sys\n"
+    "class _Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('official_bert', 'data_prep'):\n"
+    "            raise ImportError('blocked: ' + name)\n"
+    "sys.meta_path.insert(0, _Block())\n")
 
 
 def minilm_model_dir():

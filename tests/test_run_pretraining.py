@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import SHARED
+from conftest import SHARED, WITHOUT_THE_PROJECT
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -488,13 +488,8 @@ def test_sigterm_from_outside_at_a_random_moment(baseline, data):
         assert abs(after[s][0] - baseline["results"][s][0]) <= 1e-6, (s, after)
 
 
-PRETRAINING_SERVED = r"""
-import json, sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("official_bert", "data_prep"):
-            raise ImportError("blocked: " + name)
-sys.meta_path.insert(0, Block())
+PRETRAINING_SERVED = WITHOUT_THE_PROJECT + r"""
+import json
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 args = json.loads(sys.argv[1])

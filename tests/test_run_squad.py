@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from conftest import WITHOUT_THE_PROJECT
 from data_prep import squad
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,14 +80,8 @@ def run_cli(*args, expect_rc=0):
 COMMON = ["--max_seq_length=32", "--doc_stride=8", "--max_query_length=8", "--n_best_size=10",
           "--max_answer_length=10", "--log_steps=2"]
 
-LOADER = textwrap.dedent("""
-    import json, sys
-    # The project must not be importable: block it, whatever the installation.
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("official_bert", "data_prep"):
-                raise ImportError("blocked: " + name)
-    sys.meta_path.insert(0, Block())
+LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
+    import json
     sys.path = [p for p in sys.path if p not in ("", {repo!r})]
     try:
         import official_bert  # noqa: F401

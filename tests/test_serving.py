@@ -33,7 +33,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, WITHOUT_THE_PROJECT
 
 SQUAD_WORDS = ("the man went to store and bought a gallon of milk john smith leader was "
                "japanese electronics industry is largest in world who what when born cafe "
@@ -267,13 +267,8 @@ TASKS = ["classification", "squad_v1", "squad_v2", "multiple_choice", "ner", "en
 
 # A fresh process in which the project cannot be imported: only tensorflow and
 # tensorflow_text (the LOADER of tests/test_run_squad.py).
-LOADER = textwrap.dedent("""
-    import json, sys
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("official_bert", "data_prep"):
-                raise ImportError("blocked: " + name)
-    sys.meta_path.insert(0, Block())
+LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
+    import json
     sys.path = [p for p in sys.path if p not in ("", {repo!r})]
     try:
         import official_bert  # noqa: F401
@@ -810,13 +805,8 @@ def encoder_export(tmp_path_factory):
                 tf_version=tf.__version__)
 
 
-HUB_USER = textwrap.dedent("""
-    import json, sys
-    class Block:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("official_bert", "data_prep"):
-                raise ImportError("blocked: " + name)
-    sys.meta_path.insert(0, Block())
+HUB_USER = WITHOUT_THE_PROJECT + textwrap.dedent("""
+    import json
     import numpy as np
     import keras
     import tensorflow as tf

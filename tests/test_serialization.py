@@ -177,8 +177,9 @@ def test_model_round_trips(case, tmp_path):
 def test_head_configs_mirror_init_arguments():
     encoder = _encoder()
     cases = [
-        (heads.BertClassifier(encoder, num_classes=4, dropout=0.25, name="c"),
-         {"num_classes": 4, "dropout": 0.25}),
+        (heads.BertClassifier(encoder, num_classes=4, dropout=0.25, window_pooling="max",
+                              name="c"),
+         {"num_classes": 4, "dropout": 0.25, "window_pooling": "max"}),
         (heads.BertMultipleChoice(encoder, dropout=0.25, name="c"), {"dropout": 0.25}),
         (heads.BertTokenClassifier(encoder, num_labels=7, dropout=0.25, name="c"),
          {"num_labels": 7, "dropout": 0.25}),

@@ -20,14 +20,20 @@ FIXTURES = SHARED / "fixtures"
 
 # The first lines of a script run in a fresh process that must not see the project (the
 # serving tests: an export has to work with only tensorflow and tensorflow_text):
-# importing official_bert or data_prep fails there, whatever the installation.
+# importing official_bert or data_prep fails there, whatever the installation (and the
+# script checks that it does).
 WITHOUT_THE_PROJECT = (
     "import sys\n"
     "class _Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name.split('.')[0] in ('official_bert', 'data_prep'):\n"
     "            raise ImportError('blocked: ' + name)\n"
-    "sys.meta_path.insert(0, _Block())\n")
+    "sys.meta_path.insert(0, _Block())\n"
+    "try:\n"
+    "    import official_bert  # noqa: F401\n"
+    "    raise SystemExit('the project is importable')\n"
+    "except ImportError:\n"
+    "    pass\n")
 
 
 def minilm_model_dir():

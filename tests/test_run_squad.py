@@ -83,11 +83,6 @@ COMMON = ["--max_seq_length=32", "--doc_stride=8", "--max_query_length=8", "--n_
 LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
     import json
     sys.path = [p for p in sys.path if p not in ("", {repo!r})]
-    try:
-        import official_bert  # noqa: F401
-        raise SystemExit("the project is importable")
-    except ImportError:
-        pass
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops)
     serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]

@@ -270,11 +270,6 @@ TASKS = ["classification", "squad_v1", "squad_v2", "multiple_choice", "ner", "en
 LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
     import json
     sys.path = [p for p in sys.path if p not in ("", {repo!r})]
-    try:
-        import official_bert  # noqa: F401
-        raise SystemExit("the project is importable")
-    except ImportError:
-        pass
     import tensorflow as tf
     from tensorflow.core.protobuf import saved_model_pb2
     from tensorflow.python.framework import op_def_registry

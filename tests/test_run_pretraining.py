@@ -474,6 +474,13 @@ def test_sigterm_from_outside_at_a_random_moment(baseline, data):
     stdout, stderr = process.communicate(timeout=300)
     if process.returncode == 0:  # the run finished before the signal: nothing to resume
         return
+    if process.returncode == -signal.SIGTERM:
+        # The signal came after the run's work (its lock released, the process
+        # exiting), where SIGTERM keeps its default action: everything is written.
+        assert "Eval results" in stderr, stderr[-3000:]
+        assert (out / "ckpt-8.index").exists()
+        assert "global_step = 8" in (out / "eval_results.txt").read_text()
+        return
     assert process.returncode == 75, stderr[-3000:]
     if "after training" in stderr:  # during evaluation: all checkpoints were saved already
         assert "stopped by SIGTERM after training: nothing was lost" in stderr

@@ -178,12 +178,13 @@ def test_head_configs_mirror_init_arguments():
     encoder = _encoder()
     cases = [
         (heads.BertClassifier(encoder, num_classes=4, dropout=0.25, window_pooling="max",
-                              name="c"),
-         {"num_classes": 4, "dropout": 0.25, "window_pooling": "max"}),
-        (heads.BertMultipleChoice(encoder, dropout=0.25, name="c"), {"dropout": 0.25}),
-        (heads.BertTokenClassifier(encoder, num_labels=7, dropout=0.25, name="c"),
-         {"num_labels": 7, "dropout": 0.25}),
-        (heads.BertSpanLabeler(encoder, name="c"), {}),
+                              seed=3, name="c"),
+         {"num_classes": 4, "dropout": 0.25, "window_pooling": "max", "seed": 3}),
+        (heads.BertMultipleChoice(encoder, dropout=0.25, seed=3, name="c"),
+         {"dropout": 0.25, "seed": 3}),
+        (heads.BertTokenClassifier(encoder, num_labels=7, dropout=0.25, seed=None, name="c"),
+         {"num_labels": 7, "dropout": 0.25, "seed": None}),
+        (heads.BertSpanLabeler(encoder, seed=5, name="c"), {"seed": 5}),
         (heads.BertPretrainer(encoder, name="c"), {}),
     ]
     for model, arguments in cases:

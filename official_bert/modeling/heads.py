@@ -14,6 +14,7 @@ import tensorflow as tf
 from official_bert.errors import BadFileError
 from official_bert.modeling import layers as bert_layers
 from official_bert.modeling.encoder import ENCODER_INPUTS
+from official_bert.modeling.initializers import TorchNormal
 
 
 def _initializer(encoder):
@@ -23,9 +24,11 @@ def _initializer(encoder):
     return keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range)
 
 
-def _fine_tuning_initializer(encoder):
+def _fine_tuning_initializer(encoder, seed=None):
     """A new fine-tuning head's kernel: N(0, initializer_range), untruncated, as
-    Hugging Face initializes `BertFor*` heads.
+    Hugging Face initializes `BertFor*` heads; with a `seed` (the run's
+    `--seed`), the very numbers transformers draws for that seed
+    (`initializers.TorchNormal`), else from Keras' global seed.
 
     Why not google's truncated normal: at fine-tuning learning rates (2e-5 to
     5e-5 for a few hundred steps) a fresh head moves by less than its initial
@@ -35,7 +38,9 @@ def _fine_tuning_initializer(encoder):
     the same draws scaled to 0.02 at 0.569 (three seeds each), which is where
     transformers ends with the same data order and dropout.
     """
-    return keras.initializers.RandomNormal(stddev=encoder.config.initializer_range)
+    if seed is None:
+        return keras.initializers.RandomNormal(stddev=encoder.config.initializer_range)
+    return TorchNormal(stddev=encoder.config.initializer_range, seed=int(seed))
 
 
 def _head_policy(encoder):
@@ -138,6 +143,9 @@ class BertClassifier(keras.Model):
         num_classes: int. Number of labels; 1 for regression.
         dropout: float. Dropout rate on C (`hidden_dropout_prob` in BERT).
         window_pooling: "mean" or "max": how windows' logits are pooled.
+        seed: int or None. The run's `--seed`: the new head is drawn as
+            transformers draws it for that seed (`initializers.TorchNormal`);
+            None draws from Keras' global seed.
 
     `load_head_weights(checkpoint)` reads a fine-tuned classifier's head
     (Google `output_weights`/`output_bias`, Hugging Face `classifier.*`).
@@ -151,7 +159,8 @@ class BertClassifier(keras.Model):
     TensorShape([2, 3])
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, window_pooling="mean", **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, window_pooling="mean", seed=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if int(num_classes) < 1:
             raise ValueError(f"num_classes={num_classes}; need at least 1 (1 = regression)")
@@ -160,11 +169,12 @@ class BertClassifier(keras.Model):
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.dropout_rate = float(dropout)
+        self.seed = seed
         self.window_pooling = window_pooling
         policy = _head_policy(encoder)
         self.dropout = keras.layers.Dropout(dropout, dtype=policy)
         self.classifier = keras.layers.Dense(
-            self.num_classes, kernel_initializer=_fine_tuning_initializer(encoder), dtype=policy,
+            self.num_classes, kernel_initializer=_fine_tuning_initializer(encoder, seed), dtype=policy,
             name="classifier")
 
     def call(self, inputs, training=False):
@@ -189,6 +199,7 @@ class BertClassifier(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_classes": self.num_classes,
             "dropout": self.dropout_rate,
+            "seed": self.seed,
             "window_pooling": self.window_pooling,
             **_base_config(self),
         }
@@ -226,15 +237,19 @@ class BertMultipleChoice(keras.Model):
     Args:
         encoder: a `BertEncoder`.
         dropout: float. Dropout on C before the scoring vector.
+        seed: int or None. The run's `--seed`: the new head is drawn as
+            transformers draws it for that seed (`initializers.TorchNormal`);
+            None draws from Keras' global seed.
     """
 
-    def __init__(self, encoder, dropout=0.1, **kwargs):
+    def __init__(self, encoder, dropout=0.1, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.dropout_rate = float(dropout)
+        self.seed = seed
         self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.choice_scorer = keras.layers.Dense(
-            1, kernel_initializer=_fine_tuning_initializer(encoder), dtype=_head_policy(encoder),
+            1, kernel_initializer=_fine_tuning_initializer(encoder, seed), dtype=_head_policy(encoder),
             name="multiple_choice_scorer")
 
     def call(self, inputs, training=False):
@@ -249,6 +264,7 @@ class BertMultipleChoice(keras.Model):
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "dropout": self.dropout_rate,
+            "seed": self.seed,
             **_base_config(self),
         }
 
@@ -277,18 +293,22 @@ class BertTokenClassifier(keras.Model):
         encoder: a `BertEncoder`.
         num_labels: int. Number of tags.
         dropout: float. Dropout on T_i before the dense layer.
+        seed: int or None. The run's `--seed`: the new head is drawn as
+            transformers draws it for that seed (`initializers.TorchNormal`);
+            None draws from Keras' global seed.
     """
 
-    def __init__(self, encoder, num_labels, dropout=0.1, **kwargs):
+    def __init__(self, encoder, num_labels, dropout=0.1, seed=None, **kwargs):
         super().__init__(**kwargs)
         if int(num_labels) < 1:
             raise ValueError(f"num_labels={num_labels}; need at least 1")
         self.encoder = encoder
         self.num_labels = int(num_labels)
         self.dropout_rate = float(dropout)
+        self.seed = seed
         self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.token_classifier = keras.layers.Dense(
-            self.num_labels, kernel_initializer=_fine_tuning_initializer(encoder),
+            self.num_labels, kernel_initializer=_fine_tuning_initializer(encoder, seed),
             dtype=_head_policy(encoder), name="token_classifier")
 
     def call(self, inputs, training=False):
@@ -302,6 +322,7 @@ class BertTokenClassifier(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_labels": self.num_labels,
             "dropout": self.dropout_rate,
+            "seed": self.seed,
             **_base_config(self),
         }
 
@@ -394,13 +415,17 @@ class BertSpanLabeler(keras.Model):
 
     Args:
         encoder: a `BertEncoder`.
+        seed: int or None. The run's `--seed`: the new head is drawn as
+            transformers draws it for that seed (`initializers.TorchNormal`);
+            None draws from Keras' global seed.
     """
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
+        self.seed = seed
         self.span_labeler = keras.layers.Dense(
-            2, kernel_initializer=_fine_tuning_initializer(encoder), dtype=_head_policy(encoder),
+            2, kernel_initializer=_fine_tuning_initializer(encoder, seed), dtype=_head_policy(encoder),
             name="span_labeler")
 
     def call(self, inputs, training=False):
@@ -412,6 +437,7 @@ class BertSpanLabeler(keras.Model):
     def get_config(self):
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "seed": self.seed,
             **_base_config(self),
         }
 

@@ -52,6 +52,21 @@ def test_mann_whitney_exact_by_hand():
     assert tests["welch_p"] == pytest.approx(0.039455, abs=1e-6)
 
 
+def test_paired_t_test_by_hand():
+    # Differences -1, -2, -1, -2, -1 over the 5 shared seeds (seed 9 has one side only):
+    # mean -1.4, variance 0.3, t = -1.4 / sqrt(0.3 / 5), df 4. For df 4 the tail is closed:
+    # with x = t²/(t² + 4), P(|T| > |t|) = 1 - sqrt(x) (1 + (1-x)/2).
+    tests = squad_seeds.compare_paired({1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 9: 0},
+                                       {1: 2, 2: 4, 3: 4, 4: 6, 5: 6})
+    t = -1.4 / math.sqrt(0.3 / 5)
+    x = t * t / (t * t + 4)
+    assert tests["n"] == 5
+    assert tests["mean_difference"] == pytest.approx(-1.4, rel=1e-12)
+    assert tests["t"] == pytest.approx(t, rel=1e-12)
+    assert tests["paired_p"] == pytest.approx(1 - math.sqrt(x) * (1 + (1 - x) / 2), rel=1e-9)
+    assert math.isnan(squad_seeds.compare_paired({1: 1.0}, {1: 2.0, 2: 3.0})["paired_p"])
+
+
 def test_too_few_values_give_no_test():
     tests = squad_seeds.compare([20.0], [25.0, 26.0])
     assert all(math.isnan(v) for v in tests.values())
@@ -77,6 +92,9 @@ def test_collect_only_prints_the_table(tmp_path, capsys):
     assert lines[5] == "| std | 2.21 | 4.40 | 2.44 | 2.74 |"
     assert lines[7] == ("EM, run_squad (n=2) vs transformers (n=2): Welch's t = -2.99 (df 2.0), "
                         "p = 0.097; Mann-Whitney U = 0.0, p = 0.333 (two-sided)")
+    # Seeds 42 and 43 on both sides: differences -10.26 and -3.68.
+    assert lines[8] == ("EM paired by seed (2 seeds on both sides): run_squad − transformers = "
+                        "-6.97 on average, paired t = -2.12 (df 1), p = 0.281")
     # The extra is stored beside the runs, and a later collect finds it.
     assert (tmp_path / "transformers_43.json").exists()
     squad_seeds.main(["--output_dir", str(tmp_path), "--collect_only", "--sides=transformers"])

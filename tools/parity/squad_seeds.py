@@ -6,8 +6,10 @@ each seed, `run_squad.py` (side "run_squad") and transformers on run_squad's
 windows (`hf_squad_finetune.py`, side "transformers", in the torch
 environment given by `--hf_python`), each as a subprocess with its log in
 `--output_dir`, and prints a Markdown table: EM and F1 per seed and side,
-their mean and standard deviation, and a two-sided Welch t-test and
-Mann-Whitney U test on EM between the sides.
+their mean and standard deviation, and two-sided tests on EM between the
+sides: Welch's t-test and the Mann-Whitney U test on the two samples, and a
+paired t-test on the seeds both ran (the same seed draws the same span head
+on both sides).
 
 Each run's scores are stored as `OUTPUT_DIR/SIDE_SEED.json` (run_squad's own
 files in `OUTPUT_DIR/run_squad_SEED/`); a run whose file exists is skipped, so
@@ -230,6 +232,22 @@ def compare(a, b):
                 mann_whitney_p=float(mann_whitney.pvalue))
 
 
+def compare_paired(a, b):
+    """Two-sided paired t-test on the seeds both sides ran (`a`, `b`: {seed:
+    value}): with run_squad's span head drawn as transformers draws it, seed s
+    starts both sides from the same head, so a seed's two scores are a pair.
+    NaN where fewer than two seeds are shared."""
+    from scipy import stats
+
+    seeds = sorted(set(a) & set(b))
+    if len(seeds) < 2:
+        return dict(n=len(seeds), mean_difference=math.nan, t=math.nan, paired_p=math.nan)
+    x, y = [a[s] for s in seeds], [b[s] for s in seeds]
+    test = stats.ttest_rel(x, y)
+    return dict(n=len(seeds), mean_difference=statistics.mean(x) - statistics.mean(y),
+                t=float(test.statistic), paired_p=float(test.pvalue))
+
+
 def load_results(output_dir, sides):
     """{(side, seed): result} of every result file in `output_dir` of `sides`."""
     results = {}
@@ -268,6 +286,14 @@ def table(results, sides):
                   f"p = {_number(tests['welch_p'], 3)}; "
                   f"Mann-Whitney U = {_number(tests['u'], 1)}, "
                   f"p = {_number(tests['mann_whitney_p'], 3)} (two-sided)"]
+        paired = compare_paired(
+            *({seed: r["exact_match"] for (s, seed), r in results.items() if s == side}
+              for side in sides))
+        if paired["n"] >= 2:
+            lines.append(f"EM paired by seed ({paired['n']} seeds on both sides): "
+                         f"{sides[0]} − {sides[1]} = {_number(paired['mean_difference'])} "
+                         f"on average, paired t = {_number(paired['t'])} "
+                         f"(df {paired['n'] - 1}), p = {_number(paired['paired_p'], 3)}")
     return "\n".join(lines)
 
 

@@ -43,7 +43,7 @@ def torch_normal(seed: int, shape, stddev: float, mean: float = 0.0) -> np.ndarr
         float32 numpy array of `shape`.
 
     Example:
-    >>> torch_normal(42, (2, 384), 0.02)[0, :3].round(6).tolist()
+    >>> [round(float(v), 6) for v in torch_normal(42, (2, 384), 0.02)[0, :3]]
     [0.038538, 0.029746, 0.018014]
     """
     size = int(np.prod(shape))

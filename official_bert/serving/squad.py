@@ -63,6 +63,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
+from official_bert.text import text_layers
 from official_bert.text.text_layers import basic_tokenize
 
 # google's run_squad.py `is_whitespace`: the characters between doc tokens.
@@ -281,7 +282,11 @@ class SquadServingModule(ExportModule):
         max_ctx = tf.concat([no, tf.zeros_like(win_query, tf.bool), no, is_max, no], axis=1)
         in_ctx = tf.concat([no, tf.zeros_like(win_query, tf.bool), no,
                             tf.ones_like(window_doc, tf.bool), no], axis=1)
-        shape = [None, S]
+        # Each request is only as long as its longest window (rounded up to 16,
+        # as text_layers.trim_padding): short contexts do not pay for S
+        # positions, and padding never changes an answer.
+        shape = tf.stack([k, tf.cast(text_layers.trimmed_length(word_ids_in.row_lengths(), S),
+                                     tf.int64)])
         inputs = {
             "input_word_ids": word_ids_in.to_tensor(0, shape=shape),
             "input_mask": tf.ones_like(word_ids_in).to_tensor(0, shape=shape),

@@ -380,13 +380,25 @@ def trim_padding(packed: dict, multiple: int = 16, keys=None) -> dict:
     TensorShape([1, 8])
     """
     mask = packed["input_mask"]
-    full = tf.shape(mask)[-1]
-    lengths = tf.reshape(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1), [-1])
-    longest = tf.reduce_max(tf.concat([lengths, [1]], 0))
-    length = tf.minimum(full, (longest + multiple - 1) // multiple * multiple)
+    length = trimmed_length(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1),
+                            tf.shape(mask)[-1], multiple)
     keys = packed.keys() if keys is None else keys
     return {key: value[..., :length] if key in keys else value
             for key, value in packed.items()}
+
+
+def trimmed_length(lengths, full, multiple: int = 16):
+    """The length `trim_padding` cuts a batch to: its longest row (`lengths`,
+    any shape, tokens per row), rounded up to `multiple`, at most `full`; at
+    least `multiple` (or `full`) for an empty batch or empty rows.
+
+    Example:
+    >>> int(trimmed_length(tf.constant([3, 17, 5]), 128))
+    32
+    """
+    lengths = tf.reshape(tf.cast(lengths, tf.int32), [-1])
+    longest = tf.reduce_max(tf.concat([lengths, [1]], 0))
+    return tf.minimum(tf.cast(full, tf.int32), (longest + multiple - 1) // multiple * multiple)
 
 
 def _packed_spec(inputs, seq_length):

@@ -77,7 +77,8 @@ FLAGS = flags.FLAGS
 
 def define_flags():
     """The flags, defined when run as a script (the tests import the module)."""
-    flags.DEFINE_list("sections", ["synthetic"], "synthetic (B1/B32 ids), traffic (SST-2 text).")
+    flags.DEFINE_list("sections", ["synthetic"], "synthetic (B1/B32 ids), traffic (SST-2 text), "
+                      "squad_traffic (SQuAD question + context).")
     flags.DEFINE_list("engines", list(ENGINES), "Engines of the synthetic section.")
     flags.DEFINE_integer("num_layers", 12, "Transformer blocks L.")
     flags.DEFINE_integer("hidden_size", 768, "Hidden size H.")
@@ -94,6 +95,9 @@ def define_flags():
                         "A Python with torch, transformers, onnx and onnxscript, to write "
                         "transformers' ONNX export for the ort_* and ov_* engines.")
     flags.DEFINE_string("sst2_dev", None, "SST-2 dev.tsv for the traffic section.")
+    flags.DEFINE_string("squad_dev", None, "A SQuAD json for the squad_traffic section.")
+    flags.DEFINE_integer("squad_requests", 48, "Questions sent one at a time (squad_traffic).")
+    flags.DEFINE_integer("squad_seq_length", 384, "max_seq_length of the SQuAD exports.")
     flags.DEFINE_integer("traffic_singles", 128, "Sentences sent one at a time (traffic).")
     flags.DEFINE_integer("traffic_batches", 8, "Batches of 32 sentences (traffic).")
     flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
@@ -480,6 +484,79 @@ def traffic_section(results):
     results["traffic"] = {"rows": rows, "token_lengths": lengths}
 
 
+def _squad_requests(path, limit):
+    """(question, context) of the first `limit` questions of a SQuAD json."""
+    from official_bert import io
+
+    pairs = []
+    for article in io.read_json(path)["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                pairs.append((qa["question"], paragraph["context"]))
+    return pairs[:limit]
+
+
+def squad_traffic_section(results):
+    """SQuAD questions with their contexts through the span model's
+    serving_default, one request at a time: windows trimmed to the longest
+    (the export's behaviour) against every window packed to
+    --squad_seq_length. The span head is untrained (random weights): the
+    answers are meaningless, the work per request is the real one."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the export's text ops)
+
+    from official_bert.modeling.heads import BertSpanLabeler
+    from official_bert.serving import squad as squad_serving
+
+    if not FLAGS.squad_dev:
+        raise app.UsageError("--sections=squad_traffic needs --squad_dev (a SQuAD json)")
+    vocab = _vocab()
+    encoder, _ = _encoders(_config(len(vocab)))
+    model = BertSpanLabeler(encoder, seed=0)
+    model({k: tf.zeros([1, 8], tf.int32) for k in
+           ("input_word_ids", "input_mask", "input_type_ids")})
+
+    class PaddedSquadServing(squad_serving.SquadServingModule):
+        TRIM_PADDING = False
+
+    versions = {}
+    for name, module in (("tf_fp32_trimmed", squad_serving.SquadServingModule),
+                         ("tf_fp32_padded", PaddedSquadServing)):
+        directory = os.path.join(FLAGS.work_dir, f"squad_{name}")
+        if not os.path.exists(os.path.join(directory, "1", "saved_model.pb")):
+            module(model, vocab, True, FLAGS.squad_seq_length).save(directory, 1)
+        versions[name] = os.path.join(directory, "1")
+    requests = _squad_requests(FLAGS.squad_dev, FLAGS.squad_requests)
+
+    def runner(version):
+        signature = tf.saved_model.load(version).signatures["serving_default"]
+        return lambda pair: signature(question=tf.constant([pair[0]]),
+                                      context=tf.constant([pair[1]]))["answer"].numpy()
+
+    runs = {name: runner(version) for name, version in versions.items()}
+    answers = {name: [] for name in runs}
+    seconds = {name: [] for name in runs}
+    for name in runs:
+        runs[name](requests[0])
+    for i, pair in enumerate(requests):  # interleaved request by request
+        order = list(runs)[i % len(runs):] + list(runs)[:i % len(runs)]
+        for name in order:
+            start = time.perf_counter()
+            answers[name].append(runs[name](pair)[0])
+            seconds[name].append(time.perf_counter() - start)
+    same = sum(a == b for a, b in zip(*answers.values()))
+    rows = [{"workload": "question + context", "engine": name, "requests": len(s),
+             "p50_ms": 1000 * common.percentile(s, 50), "p90_ms": 1000 * common.percentile(s, 90),
+             "p99_ms": 1000 * common.percentile(s, 99), "questions_per_s": len(s) / sum(s)}
+            for name, s in seconds.items()]
+    print(f"\nSQuAD questions one at a time, {FLAGS.threads} thread(s), max_seq_length "
+          f"{FLAGS.squad_seq_length}; the same answer from both exports: {same} of "
+          f"{len(requests)}")
+    common.print_table(rows, ["workload", "engine", "requests", "p50_ms", "p90_ms", "p99_ms",
+                              "questions_per_s"])
+    results["squad_traffic"] = {"rows": rows, "same_answers": same, "requests": len(requests)}
+
+
 def main(argv):
     del argv
     import tensorflow as tf
@@ -503,6 +580,8 @@ def main(argv):
         synthetic_section(results)
     if "traffic" in FLAGS.sections:
         traffic_section(results)
+    if "squad_traffic" in FLAGS.sections:
+        squad_traffic_section(results)
     results["load_average_end"] = os.getloadavg()
     results["seconds"] = time.time() - start
     print(f"\nload average {results['load_average_start']} → {results['load_average_end']}, "

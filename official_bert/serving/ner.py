@@ -32,6 +32,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
+from official_bert.text import text_layers
 
 
 class TokenClassifierServing(ExportModule):
@@ -96,8 +97,13 @@ class TokenClassifierServing(ExportModule):
                          tf.zeros([rows, 1], tf.int32)], axis=1)
         ids += self.sep_id * tf.one_hot(chunk_len + 1, self.chunk + 2, dtype=tf.int32)
         mask = tf.sequence_mask(chunk_len + 2, self.chunk + 2, dtype=tf.int32)
-        logits = self.model({"input_word_ids": ids, "input_mask": mask,
-                             "input_type_ids": tf.zeros_like(ids)}, training=False)
+        # The encoder sees only the longest chunk's length (rounded up to 16,
+        # as text_layers.trim_padding); the logits are padded back, and only
+        # real tokens' positions are read from them below.
+        length = text_layers.trimmed_length(chunk_len + 2, self.chunk + 2)
+        logits = self.model({"input_word_ids": ids[:, :length], "input_mask": mask[:, :length],
+                             "input_type_ids": tf.zeros_like(ids[:, :length])}, training=False)
+        logits = tf.pad(logits, [[0, 0], [0, self.chunk + 2 - length], [0, 0]])
         logits = tf.reshape(logits[:, 1:-1, :], [-1, tf.shape(logits)[-1]])
         flat_index = word_sentence * width + first
         probabilities = tf.nn.softmax(tf.gather(logits, flat_index), axis=-1)

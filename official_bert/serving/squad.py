@@ -88,6 +88,9 @@ class SquadServingModule(ExportModule):
 
     TASK = "squad"
     TEXT_INPUTS = {"question": 1, "context": 1}
+    # Requests run at their longest window's length; False packs every window
+    # to max_seq_length (benchmarks/serving_speed.py's "padded" rows).
+    TRIM_PADDING = True
 
     def __init__(self, model, vocab, lower_case=True, max_seq_length=384, doc_stride=128,
                  max_query_length=64, n_best_size=20, max_answer_length=30,
@@ -285,8 +288,9 @@ class SquadServingModule(ExportModule):
         # Each request is only as long as its longest window (rounded up to 16,
         # as text_layers.trim_padding): short contexts do not pay for S
         # positions, and padding never changes an answer.
-        shape = tf.stack([k, tf.cast(text_layers.trimmed_length(word_ids_in.row_lengths(), S),
-                                     tf.int64)])
+        length = (text_layers.trimmed_length(word_ids_in.row_lengths(), S)
+                  if self.TRIM_PADDING else S)
+        shape = tf.stack([k, tf.cast(length, tf.int64)])
         inputs = {
             "input_word_ids": word_ids_in.to_tensor(0, shape=shape),
             "input_mask": tf.ones_like(word_ids_in).to_tensor(0, shape=shape),

@@ -140,12 +140,12 @@ def run(main, argv=None):
     def guarded(args):
         try:
             return main(args)
-        except Preempted as e:
-            logging.flush()
-            print(f"preempted: {e}", file=sys.stderr, flush=True)
-            sys.exit(Preempted.EXIT_CODE)
         except Exception as e:  # noqa: BLE001 - one line for user errors, else a bug report
             logging.flush()
+            if isinstance(e, Preempted) or Preempted.received:
+                print(f"preempted: {e if isinstance(e, Preempted) else Preempted()}",
+                      file=sys.stderr, flush=True)
+                sys.exit(Preempted.EXIT_CODE)
             if os.environ.get("OFFICIAL_BERT_TRACEBACK"):
                 raise
             if is_one_line_error(e):

@@ -92,12 +92,16 @@ class Preempted(Exception):
     command exits with `EXIT_CODE` so a supervisor can tell it from a failure."""
 
     EXIT_CODE = 75  # EX_TEMPFAIL: a temporary failure, try again
+    # Set by the SIGTERM handler that raises outside training. TensorFlow may
+    # wrap what a handler raises (a StagingError when the signal lands while a
+    # function is being traced), so `app.run` asks this, not only the type.
+    received = False
 
     def __init__(self, step: int | None = None, checkpoint: str | None = None):
         self.step, self.checkpoint = step, checkpoint
-        if checkpoint is None:  # not while training: the checkpoints are all saved already
-            super().__init__("stopped by SIGTERM after training: nothing was lost; run the same "
-                             "command again to finish (it trains no further)")
+        if checkpoint is None:  # not while training: every file is written atomically
+            super().__init__("stopped by SIGTERM outside training: nothing was lost; run the "
+                             "same command again to finish (a trained run trains no further)")
             return
         super().__init__(
             f"stopped by SIGTERM at step {step}: checkpoint {checkpoint} is saved; run the same "

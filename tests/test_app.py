@@ -33,6 +33,25 @@ SCRIPT = textwrap.dedent("""
             raise tf.errors.ResourceExhaustedError(
                 None, None, "/runs/x/ckpt-2.data-00000-of-00001.tempstate123; No space left "
                 "on device")
+        if kind == "sigterm_while_tracing":
+            # A preemption that lands while TensorFlow traces a function (the
+            # first evaluation step, say): autograph wraps what the handler raises.
+            import os, signal, time
+            import tensorflow as tf
+            from official_bert.tasks import base
+
+            def layer(x):  # converted by autograph, as a Keras layer's call is
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)  # the handler runs here, inside the trace
+                return x + 1
+
+            @tf.function
+            def step(x):
+                return layer(x)
+
+            with base._sigterm_stops():
+                step(tf.constant(1))
+            raise RuntimeError("not stopped")
         if kind == "value":
             raise ValueError("a ValueError nobody raised on purpose")
         raise RuntimeError("a bug")
@@ -73,3 +92,14 @@ def test_a_bug_keeps_its_traceback_and_says_where_to_report_it(kind, name):
     assert "Traceback" in result.stderr and name in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: this is a bug in official_bert") and "issue tracker" in last
+
+
+def test_sigterm_while_a_function_is_traced_is_a_preemption(tmp_path):
+    # From a file: autograph converts only functions whose source it can read.
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    result = subprocess.run([sys.executable, str(script), "sigterm_while_tracing"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 75, result.stderr[-3000:]
+    assert "preempted: stopped by SIGTERM outside training: nothing was lost" in result.stderr
+    assert "Traceback" not in result.stderr and "error:" not in result.stderr

@@ -474,6 +474,7 @@ def _sigterm_stops():
 
     def stop(signum, frame):
         del signum, frame
+        Preempted.received = True
         raise Preempted()
 
     if threading.current_thread() is not threading.main_thread():

@@ -292,3 +292,29 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
                   f"--output_dir={tmp_path / 'random'}")
     assert refused.returncode == 1
     assert "holds no trained" in refused.stderr and "random head" in refused.stderr
+
+
+def test_bfloat16_export_serves_the_runs_labels(trained):
+    """--serving_dtype=bfloat16: weights stored in bfloat16 in the SavedModel,
+    answers within bfloat16's rounding of the float32 checkpoint's."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the export's text ops)
+
+    export = trained["root"] / "export_bf16"
+    result = run("run_classifier.py", "--task_name=sst-2", "--max_seq_length=16",
+                 f"--output_dir={trained['out']}", f"--export_dir={export}",
+                 "--export_version=3", "--serving_dtype=bfloat16")
+    assert result.returncode == 0, result.stderr[-3000:]
+    reader = tf.train.load_checkpoint(str(export / "3" / "variables" / "variables"))
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    matrices = {dtypes[name] for name, shape in shapes.items() if len(shape) == 2}
+    assert matrices == {tf.bfloat16}, matrices  # every matrix: embeddings, kernels, the head
+    loaded = tf.saved_model.load(str(export / "3"))
+    served = loaded.signatures["serving_default"](text_a=tf.constant(DEV))
+    expected = np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t")
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=3e-2)
+    without = run("run_classifier.py", "--task_name=sst-2", f"--output_dir={trained['out']}",
+                  "--do_eval", "--serving_dtype=bfloat16")
+    assert without.returncode == 1
+    assert without.stderr.strip().splitlines()[-1] == (
+        "error: --serving_dtype needs --export_dir (it sets the TF Serving export's precision)")

@@ -18,7 +18,7 @@ import tensorflow as tf
 from conftest import tiny_config
 from official_bert.modeling import heads
 from official_bert.modeling import layers as bert_layers
-from official_bert.modeling.encoder import BertEncoder
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.text import text_layers
 
 BATCH, SEQ, CHOICES = 2, 8, 3
@@ -329,3 +329,36 @@ def test_preprocessor_and_encoder_round_trip(tmp_path):
                                  "pooled": encoder(packed)["pooled_output"]})
     inputs = [_strings(), tf.constant(TEXTS_B)]
     _assert_keras_file_round_trips(model, inputs, tmp_path)
+
+
+def test_bfloat16_serving_copies_of_every_head():
+    """`serving.base.with_weights_in(model, "bfloat16")` (--serving_dtype): a copy
+    of each head whose matrices are stored in bfloat16, answering as the float32
+    model within bfloat16's rounding; the original is left as it was."""
+    import tensorflow as tf
+
+    from official_bert.serving.base import with_weights_in
+
+    encoder = _encoder()
+    inputs = dummy_inputs(batch_size=2)
+    choices = {k: tf.stack([v, v], axis=1) for k, v in inputs.items()}
+    cases = [(encoder, inputs, "pooled_output"),
+             (heads.BertClassifier(encoder, num_classes=3), inputs, None),
+             (heads.BertMultipleChoice(encoder), choices, None),
+             (heads.BertTokenClassifier(encoder, num_labels=4), inputs, None),
+             (heads.BertSpanLabeler(encoder, seed=1), inputs, "start_logits"),
+             (heads.BertPretrainer(encoder), {**inputs, "masked_lm_positions":
+                                              tf.constant([[1, 2], [3, 4]])}, "masked_lm_logits")]
+    for model, model_inputs, key in cases:
+        expected = model(model_inputs)
+        copy = with_weights_in(model, "bfloat16")
+        got = copy(model_inputs)
+        expected, got = (expected[key], got[key]) if key else (expected, got)
+        assert got.dtype == (tf.bfloat16 if model is encoder else tf.float32)  # heads cast
+        np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(), expected.numpy(),
+                                   atol=5e-2, rtol=5e-2)
+        assert {w.dtype for w in copy.weights if len(w.shape) == 2} == {"bfloat16"}, model
+        assert {w.dtype for w in model.weights} == {"float32"}
+    assert with_weights_in(encoder, "float32") is encoder
+    with pytest.raises(ValueError, match="no BERT encoder"):
+        with_weights_in(heads.FeatureTagger(num_labels=3), "bfloat16")

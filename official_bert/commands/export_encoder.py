@@ -50,7 +50,7 @@ class ExportEncoderConfig:
         quantize: also write the quantized edge variants.
         serving_dtype: "float32", or "bfloat16": the --export_dir model's
             weights stored and its matmuls run in bfloat16
-            (`serving.encoder.with_weights_in`), for CPUs with AVX512-BF16/AMX.
+            (`serving.base.with_weights_in`), for CPUs with AVX512-BF16/AMX.
     """
 
     init_checkpoint: str | None = None
@@ -71,6 +71,7 @@ def export(config: ExportEncoderConfig) -> dict:
     """Writes what `config` asks for; returns {what: path}."""
     from official_bert import checkpoints
     from official_bert.modeling.heads import BertPretrainer
+    from official_bert.serving import base as serving_base
     from official_bert.serving import edge, hub
     from official_bert.serving import encoder as encoder_serving
     from official_bert.tasks import base
@@ -88,9 +89,9 @@ def export(config: ExportEncoderConfig) -> dict:
     if unknown:
         raise UserError(f"--edge_formats: unknown {', '.join(unknown)}; use "
                         f"{', '.join(edge.FORMATS)}")
-    if config.serving_dtype not in encoder_serving.SERVING_DTYPES:
+    if config.serving_dtype not in serving_base.SERVING_DTYPES:
         raise UserError(f"--serving_dtype={config.serving_dtype}: use one of "
-                        f"{', '.join(encoder_serving.SERVING_DTYPES)}")
+                        f"{', '.join(serving_base.SERVING_DTYPES)}")
     if config.serving_dtype != "float32" and not config.export_dir:
         raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
                         "precision)")
@@ -130,7 +131,7 @@ def export(config: ExportEncoderConfig) -> dict:
                                             max_batch_size=config.max_batch_size)
     if config.export_dir:
         serving = module if config.serving_dtype == "float32" else encoder_serving.EncoderServing(
-            encoder_serving.with_weights_in(encoder, config.serving_dtype), files.vocab,
+            serving_base.with_weights_in(encoder, config.serving_dtype), files.vocab,
             files.do_lower_case, config.max_seq_length, max_batch_size=config.max_batch_size)
         written["serving"] = serving.save(config.export_dir, config.export_version)
     if formats:

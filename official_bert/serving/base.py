@@ -166,6 +166,44 @@ class XlaCompiled:
         return getattr(self._model, name)
 
 
+SERVING_DTYPES = ("float32", "bfloat16")
+
+
+def with_weights_in(model, dtype: str):
+    """`model` itself for "float32"; for "bfloat16" a copy (a `BertEncoder`, or
+    a head around one) built under Keras' `bfloat16` policy, its weights stored
+    in bfloat16 (LayerNorm's stay float32; outputs are cast to float32).
+
+    For serving on CPUs with AVX512-BF16 or AMX (`--serving_dtype=bfloat16`): a
+    `mixed_bfloat16` model keeps float32 variables and casts every weight to
+    bfloat16 in every request, which at batch 1 costs as much as the bfloat16
+    matmuls save (benchmarks/README.md); stored in bfloat16 they are read as
+    they are.
+    """
+    from official_bert.modeling import heads
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+
+    if dtype not in SERVING_DTYPES:
+        raise ValueError(f"serving dtype {dtype!r}: use one of {', '.join(SERVING_DTYPES)}")
+    if dtype == "float32":
+        return model
+    if isinstance(model, BertEncoder):
+        copy = BertEncoder.from_config({**model.get_config(), "dtype": dtype})
+    else:
+        if not isinstance(getattr(model, "encoder", None), BertEncoder):
+            raise ValueError(f"a {type(model).__name__} has no BERT encoder to serve in {dtype}")
+        copy = type(model).from_config({**model.get_config(),
+                                        "encoder": with_weights_in(model.encoder, dtype)})
+        inputs = dummy_inputs()  # builds the head's layers, as the original's are
+        if isinstance(model, heads.BertMultipleChoice):
+            inputs = {k: v[:, tf.newaxis] for k, v in inputs.items()}
+        if isinstance(model, heads.BertPretrainer):
+            inputs["masked_lm_positions"] = tf.zeros([1, 1], tf.int32)
+        copy(inputs)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 def _vocab_tokens(vocab) -> list:
     from official_bert.text import tokenization
 

@@ -46,29 +46,6 @@ class EncoderServing(ExportModule):
         return {"hidden_size": config.hidden_size, "num_hidden_layers": config.num_hidden_layers}
 
 
-SERVING_DTYPES = ("float32", "bfloat16")
-
-
-def with_weights_in(encoder, dtype: str):
-    """`encoder` itself for "float32"; for "bfloat16" a copy built under Keras'
-    `bfloat16` policy, its weights stored in bfloat16 (LayerNorm's stay float32).
-
-    For serving on CPUs with AVX512-BF16 or AMX: a `mixed_bfloat16` model keeps
-    float32 variables and casts every weight to bfloat16 in every request, which
-    at batch 1 costs as much as the bfloat16 matmuls save (benchmarks/README.md,
-    issue 25); stored in bfloat16 they are read as they are.
-    """
-    from official_bert.modeling.encoder import BertEncoder
-
-    if dtype not in SERVING_DTYPES:
-        raise ValueError(f"serving dtype {dtype!r}: use one of {', '.join(SERVING_DTYPES)}")
-    if dtype == "float32":
-        return encoder
-    copy = BertEncoder.from_config({**encoder.get_config(), "dtype": dtype})
-    copy.set_weights(encoder.get_weights())
-    return copy
-
-
 def export_encoder(encoder, vocab, do_lower_case, seq_length, export_dir, version=None,
                    max_batch_size=MAX_BATCH_SIZE, jit_compile=False) -> str:
     """Writes the encoder SavedModel in TF Serving's layout; returns its version dir

@@ -94,6 +94,7 @@ class RunConfig:
     # Export.
     export_dir: str | None = None
     export_version: int | None = None
+    serving_dtype: str = "float32"
 
     def validate(self) -> None:
         """`UserError` naming the first bad flag."""
@@ -114,6 +115,14 @@ class RunConfig:
         if self.early_stopping_patience is not None and not self.keep_best_metric:
             raise UserError("--early_stopping_patience needs --keep_best_metric (the metric "
                             "whose improvement it waits for)")
+        from official_bert.serving.base import SERVING_DTYPES
+
+        if self.serving_dtype not in SERVING_DTYPES:
+            raise UserError(f"--serving_dtype={self.serving_dtype}: use one of "
+                            f"{', '.join(SERVING_DTYPES)}")
+        if self.serving_dtype != "float32" and not self.export_dir:
+            raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving "
+                            "export's precision)")
         for name in ("max_train_examples", "num_train_steps", "export_version",
                      "early_stopping_patience"):
             value = getattr(self, name)
@@ -608,7 +617,13 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
     if config.do_predict:
         task.predict(trainer)
     if config.export_dir:
-        path = task.export(trainer.model, config.export_dir, config.export_version)
+        from official_bert.serving.base import with_weights_in
+
+        try:
+            model = with_weights_in(trainer.model, config.serving_dtype)
+        except ValueError as e:  # the feature-based tagger: no encoder in the model
+            raise UserError(f"--serving_dtype={config.serving_dtype}: {e}") from None
+        path = task.export(model, config.export_dir, config.export_version)
         logging.info("Exported step %d to %s", int(trainer.global_step.numpy()), path)
     return results
 

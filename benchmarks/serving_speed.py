@@ -33,6 +33,10 @@ Section `synthetic`: BERT-Base (random weights; `--num_layers --hidden_size
                      stays float32), so a request does not cast every weight
     tflite_fp32      `serving/edge.py` TFLite (builtin ops, XNNPACK, fixed length)
     tflite_int8      the same with dynamic-range int8 weights (`Optimize.DEFAULT`)
+    tf_matmuls_only  not a model: only the encoder's matrix products at the request's
+                     shape (QKV, scores, context, output, feed-forward; float32
+                     tf.matmul, the reshapes attention needs, nothing else), a floor
+                     for any float32 TensorFlow graph of this encoder
     ort_fp32         ONNX Runtime on transformers' ONNX export of `BertModel`
                      (`transformers_baseline.py --mode=onnx`), ORT_ENABLE_ALL
     ort_int8         the same file after ORT's `quantize_dynamic` (int8 weights)
@@ -70,7 +74,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchmarks import common  # noqa: E402
 
 ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tf_bf16_weights", "tflite_fp32",
-           "tflite_int8",
+           "tflite_int8", "tf_matmuls_only",
            "ort_fp32", "ort_int8", "ov_fp32", "ov_bf16")
 FLAGS = flags.FLAGS
 
@@ -200,6 +204,36 @@ def _tf_runner(version, amp=False):
     return run
 
 
+def _matmuls_only_runner(config):
+    """The `tf_matmuls_only` floor: the encoder's matrix products alone."""
+    import numpy as np
+    import tensorflow as tf
+
+    H, I, A = config.hidden_size, config.intermediate_size, config.num_attention_heads
+    rng = np.random.default_rng(0)
+    layers = [[tf.constant(0.02 * rng.standard_normal(shape, np.float32))
+               for shape in ((H, 3 * H), (H, H), (H, I), (I, H))]
+              for _ in range(config.num_hidden_layers)]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, H], tf.float32)])
+    def matmuls(x):
+        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+        h = tf.reshape(x, [-1, H])
+        for qkv, out, up, down in layers:
+            q, k, v = (tf.transpose(tf.reshape(t, [batch, seq, A, H // A]), [0, 2, 1, 3])
+                       for t in tf.split(tf.matmul(h, qkv), 3, axis=-1))
+            context = tf.matmul(tf.matmul(q, k, transpose_b=True), v)
+            h = tf.matmul(tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, H]), out)
+            h = tf.matmul(tf.matmul(h, up), down)
+        return h
+
+    def run(inputs):
+        batch, seq = inputs["input_word_ids"].shape
+        return matmuls(tf.zeros([batch, seq, H], tf.float32)).numpy()
+
+    return run
+
+
 def _ort_runner(path):
     import numpy as np
     import onnxruntime as ort
@@ -261,6 +295,8 @@ def build_engines(names):
             runs[name] = _tf_runner(_export("bf16", copies["mixed_bfloat16"], vocab))
         elif name == "tf_bf16_weights":
             runs[name] = _tf_runner(_export("bf16_weights", copies["bfloat16"], vocab))
+        elif name == "tf_matmuls_only":
+            runs[name] = _matmuls_only_runner(config)
         elif name.startswith("tflite"):
             path = os.path.join(FLAGS.work_dir, f"{name}.tflite")
             if not os.path.exists(path):
@@ -379,7 +415,8 @@ def synthetic_section(results):
                                {"b1": FLAGS.b1_calls, "batch": FLAGS.batch_calls}, FLAGS.rounds)
     rows = summarize(seconds, FLAGS.batch_size, FLAGS.threads)
     for row in rows:
-        if reference is not None and not row["engine"].startswith(("ort", "ov")):
+        if reference is not None and not row["engine"].startswith(("ort", "ov",
+                                                                   "tf_matmuls_only")):
             row["max_abs_diff_vs_tf_fp32"] = float(np.max(np.abs(
                 np.asarray(runs[row["engine"]](b1), np.float32) - reference)))
     add_ratios(rows)

@@ -37,6 +37,8 @@ Section `synthetic`: BERT-Base (random weights; `--num_layers --hidden_size
                      shape (QKV, scores, context, output, feed-forward; float32
                      tf.matmul, the reshapes attention needs, nothing else), a floor
                      for any float32 TensorFlow graph of this encoder
+    tf_matmuls_only_bf16  the same products in bfloat16 (bfloat16 constants and
+                     activations): the floor of any bfloat16 TensorFlow graph
     ort_fp32         ONNX Runtime on transformers' ONNX export of `BertModel`
                      (`transformers_baseline.py --mode=onnx`), ORT_ENABLE_ALL
     ort_int8         the same file after ORT's `quantize_dynamic` (int8 weights)
@@ -74,7 +76,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchmarks import common  # noqa: E402
 
 ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tf_bf16_weights", "tflite_fp32",
-           "tflite_int8", "tf_matmuls_only",
+           "tflite_int8", "tf_matmuls_only", "tf_matmuls_only_bf16",
            "ort_fp32", "ort_int8", "ov_fp32", "ov_bf16")
 FLAGS = flags.FLAGS
 
@@ -204,18 +206,18 @@ def _tf_runner(version, amp=False):
     return run
 
 
-def _matmuls_only_runner(config):
-    """The `tf_matmuls_only` floor: the encoder's matrix products alone."""
+def _matmuls_only_runner(config, dtype="float32"):
+    """The `tf_matmuls_only` floors: the encoder's matrix products alone."""
     import numpy as np
     import tensorflow as tf
 
     H, I, A = config.hidden_size, config.intermediate_size, config.num_attention_heads
     rng = np.random.default_rng(0)
-    layers = [[tf.constant(0.02 * rng.standard_normal(shape, np.float32))
+    layers = [[tf.cast(tf.constant(0.02 * rng.standard_normal(shape, np.float32)), dtype)
                for shape in ((H, 3 * H), (H, H), (H, I), (I, H))]
               for _ in range(config.num_hidden_layers)]
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None, H], tf.float32)])
+    @tf.function(input_signature=[tf.TensorSpec([None, None, H], dtype)])
     def matmuls(x):
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         h = tf.reshape(x, [-1, H])
@@ -229,7 +231,7 @@ def _matmuls_only_runner(config):
 
     def run(inputs):
         batch, seq = inputs["input_word_ids"].shape
-        return matmuls(tf.zeros([batch, seq, H], tf.float32)).numpy()
+        return matmuls(tf.zeros([batch, seq, H], dtype)).numpy()
 
     return run
 
@@ -295,8 +297,9 @@ def build_engines(names):
             runs[name] = _tf_runner(_export("bf16", copies["mixed_bfloat16"], vocab))
         elif name == "tf_bf16_weights":
             runs[name] = _tf_runner(_export("bf16_weights", copies["bfloat16"], vocab))
-        elif name == "tf_matmuls_only":
-            runs[name] = _matmuls_only_runner(config)
+        elif name.startswith("tf_matmuls_only"):
+            runs[name] = _matmuls_only_runner(config, "bfloat16" if name.endswith("bf16")
+                                              else "float32")
         elif name.startswith("tflite"):
             path = os.path.join(FLAGS.work_dir, f"{name}.tflite")
             if not os.path.exists(path):

@@ -440,6 +440,22 @@ def synthetic_section(results):
 # --- real traffic -----------------------------------------------------------------------
 
 
+def _time_requests(runs: dict, requests: list):
+    """Each request sent to every engine in turn (the order rotated request by
+    request, after one warm-up call each): ({engine: seconds per request},
+    {engine: its answers})."""
+    seconds = {name: [] for name in runs}
+    answers = {name: [] for name in runs}
+    for name in runs:
+        runs[name](requests[0])
+    for i, request in enumerate(requests):
+        for name in list(runs)[i % len(runs):] + list(runs)[:i % len(runs)]:
+            start = time.perf_counter()
+            answers[name].append(runs[name](request))
+            seconds[name].append(time.perf_counter() - start)
+    return seconds, answers
+
+
 def _sentences(path, limit):
     with open(path, encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
@@ -501,15 +517,7 @@ def traffic_section(results):
     lengths = [int(ids([s])["input_mask"].sum()) for s in sentences[:FLAGS.traffic_singles]]
     rows = []
     for workload, requests in (("one sentence", singles), ("batch of 32", batches)):
-        seconds = {name: [] for name in runs}
-        for name in runs:
-            runs[name](requests[0])
-        for i, request in enumerate(requests):  # interleaved request by request
-            order = list(runs)[i % len(runs):] + list(runs)[:i % len(runs)]
-            for name in order:
-                start = time.perf_counter()
-                runs[name](request)
-                seconds[name].append(time.perf_counter() - start)
+        seconds, _ = _time_requests(runs, requests)
         for name in runs:
             s = seconds[name]
             rows.append({"workload": workload, "engine": name, "requests": len(s),
@@ -574,17 +582,8 @@ def squad_traffic_section(results):
                                       context=tf.constant([pair[1]]))["answer"].numpy()
 
     runs = {name: runner(version) for name, version in versions.items()}
-    answers = {name: [] for name in runs}
-    seconds = {name: [] for name in runs}
-    for name in runs:
-        runs[name](requests[0])
-    for i, pair in enumerate(requests):  # interleaved request by request
-        order = list(runs)[i % len(runs):] + list(runs)[:i % len(runs)]
-        for name in order:
-            start = time.perf_counter()
-            answers[name].append(runs[name](pair)[0])
-            seconds[name].append(time.perf_counter() - start)
-    same = sum(a == b for a, b in zip(*answers.values()))
+    seconds, answers = _time_requests(runs, requests)
+    same = sum(a[0] == b[0] for a, b in zip(*answers.values()))
     rows = [{"workload": "question + context", "engine": name, "requests": len(s),
              "p50_ms": 1000 * common.percentile(s, 50), "p90_ms": 1000 * common.percentile(s, 90),
              "p99_ms": 1000 * common.percentile(s, 99), "questions_per_s": len(s) / sum(s)}

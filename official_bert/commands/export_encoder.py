@@ -89,12 +89,7 @@ def export(config: ExportEncoderConfig) -> dict:
     if unknown:
         raise UserError(f"--edge_formats: unknown {', '.join(unknown)}; use "
                         f"{', '.join(edge.FORMATS)}")
-    if config.serving_dtype not in serving_base.SERVING_DTYPES:
-        raise UserError(f"--serving_dtype={config.serving_dtype}: use one of "
-                        f"{', '.join(serving_base.SERVING_DTYPES)}")
-    if config.serving_dtype != "float32" and not config.export_dir:
-        raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
-                        "precision)")
+    serving_base.check_serving_dtype(config.serving_dtype, config.export_dir)
     if config.quantize and not formats:
         raise UserError("--quantize needs --edge_formats (tflite, onnx)")
     for name in ("preprocessor", "encoder"):

@@ -174,8 +174,8 @@ class BertClassifier(keras.Model):
         policy = _head_policy(encoder)
         self.dropout = keras.layers.Dropout(dropout, dtype=policy)
         self.classifier = keras.layers.Dense(
-            self.num_classes, kernel_initializer=_fine_tuning_initializer(encoder, seed), dtype=policy,
-            name="classifier")
+            self.num_classes, kernel_initializer=_fine_tuning_initializer(encoder, seed),
+            dtype=policy, name="classifier")
 
     def call(self, inputs, training=False):
         if inputs["input_word_ids"].shape.rank == 3:
@@ -249,8 +249,8 @@ class BertMultipleChoice(keras.Model):
         self.seed = seed
         self.dropout = keras.layers.Dropout(dropout, dtype=_head_policy(encoder))
         self.choice_scorer = keras.layers.Dense(
-            1, kernel_initializer=_fine_tuning_initializer(encoder, seed), dtype=_head_policy(encoder),
-            name="multiple_choice_scorer")
+            1, kernel_initializer=_fine_tuning_initializer(encoder, seed),
+            dtype=_head_policy(encoder), name="multiple_choice_scorer")
 
     def call(self, inputs, training=False):
         ids = inputs["input_word_ids"]
@@ -425,8 +425,8 @@ class BertSpanLabeler(keras.Model):
         self.encoder = encoder
         self.seed = seed
         self.span_labeler = keras.layers.Dense(
-            2, kernel_initializer=_fine_tuning_initializer(encoder, seed), dtype=_head_policy(encoder),
-            name="span_labeler")
+            2, kernel_initializer=_fine_tuning_initializer(encoder, seed),
+            dtype=_head_policy(encoder), name="span_labeler")
 
     def call(self, inputs, training=False):
         inputs = {k: inputs[k] for k in ENCODER_INPUTS}

@@ -169,6 +169,19 @@ class XlaCompiled:
 SERVING_DTYPES = ("float32", "bfloat16")
 
 
+def check_serving_dtype(serving_dtype: str, export_dir: str | None) -> None:
+    """`UserError` for a --serving_dtype that is unknown or given without the
+    --export_dir it applies to (every command with both flags asks this)."""
+    from official_bert.errors import UserError
+
+    if serving_dtype not in SERVING_DTYPES:
+        raise UserError(f"--serving_dtype={serving_dtype}: use one of "
+                        f"{', '.join(SERVING_DTYPES)}")
+    if serving_dtype != "float32" and not export_dir:
+        raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
+                        "precision)")
+
+
 def with_weights_in(model, dtype: str):
     """`model` itself for "float32"; for "bfloat16" a copy (a `BertEncoder`, or
     a head around one) built under Keras' `bfloat16` policy, its weights stored

@@ -115,14 +115,9 @@ class RunConfig:
         if self.early_stopping_patience is not None and not self.keep_best_metric:
             raise UserError("--early_stopping_patience needs --keep_best_metric (the metric "
                             "whose improvement it waits for)")
-        from official_bert.serving.base import SERVING_DTYPES
+        from official_bert.serving.base import check_serving_dtype
 
-        if self.serving_dtype not in SERVING_DTYPES:
-            raise UserError(f"--serving_dtype={self.serving_dtype}: use one of "
-                            f"{', '.join(SERVING_DTYPES)}")
-        if self.serving_dtype != "float32" and not self.export_dir:
-            raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving "
-                            "export's precision)")
+        check_serving_dtype(self.serving_dtype, self.export_dir)
         for name in ("max_train_examples", "num_train_steps", "export_version",
                      "early_stopping_patience"):
             value = getattr(self, name)
@@ -619,11 +614,8 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
     if config.export_dir:
         from official_bert.serving.base import with_weights_in
 
-        try:
-            model = with_weights_in(trainer.model, config.serving_dtype)
-        except ValueError as e:  # the feature-based tagger: no encoder in the model
-            raise UserError(f"--serving_dtype={config.serving_dtype}: {e}") from None
-        path = task.export(model, config.export_dir, config.export_version)
+        path = task.export(with_weights_in(trainer.model, config.serving_dtype),
+                           config.export_dir, config.export_version)
         logging.info("Exported step %d to %s", int(trainer.global_step.numpy()), path)
     return results
 

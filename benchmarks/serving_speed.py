@@ -553,6 +553,7 @@ def squad_traffic_section(results):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the export's text ops)
 
+    from official_bert.modeling.encoder import dummy_inputs
     from official_bert.modeling.heads import BertSpanLabeler
     from official_bert.serving import squad as squad_serving
 
@@ -561,8 +562,7 @@ def squad_traffic_section(results):
     vocab = _vocab()
     encoder, _ = _encoders(_config(len(vocab)))
     model = BertSpanLabeler(encoder, seed=0)
-    model({k: tf.zeros([1, 8], tf.int32) for k in
-           ("input_word_ids", "input_mask", "input_type_ids")})
+    model(dummy_inputs())
 
     class PaddedSquadServing(squad_serving.SquadServingModule):
         TRIM_PADDING = False

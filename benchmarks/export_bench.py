@@ -35,8 +35,7 @@ Formats (all of the ids signature, so every row answers the same request):
         --ner_data=$DATA/ner/conll2003/eng.testb --work_dir=/tmp/export_bench \
         --json_output=benchmarks/results/export_bench.json
 
-Needs the `edge` extra for the TFLite/ONNX rows (`pip install -e '.[edge]'`) and
-the `serving` extra for the warm-up file.
+Needs the `edge` extra for the TFLite/ONNX rows (`pip install -e '.[edge]'`).
 """
 
 from __future__ import annotations

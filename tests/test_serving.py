@@ -13,8 +13,8 @@ One tiny random model per task is exported once (module fixture) with
 * a fresh Python process that cannot import this project (only tensorflow and
   tensorflow_text) feeds raw text to `serving_default` and ids to `serve_ids`, and
   gets what the Keras model and the project's Python preprocessing give;
-* the warm-up file parses (tensorflow-serving-api PredictionLog records) and its
-  requests run through their signatures;
+* the warm-up file parses (PredictionLog records, byte for byte those of the
+  tensorflow-serving-api protos) and its requests run through their signatures;
 
 and across tasks: the input checks (a non-vector string input, a batch above
 `max_batch_size`, in the graph so that TF Serving's C++ feed cannot skip them),
@@ -324,12 +324,8 @@ LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
 
 
 def _warmup(path):
-    """The warm-up file's requests as JSON: [signature, {input: [dtype, nested list]}]
-    (None without the serving API)."""
+    """The warm-up file's requests as JSON: [signature, {input: [dtype, nested list]}]."""
     from official_bert.serving import base
-
-    if not base.serving_api_available():
-        return None
 
     def plain(value):
         if value.dtype == object:
@@ -350,7 +346,7 @@ def served(exports, tmp_path_factory):
         calls[name] = {"dir": case["dir"], "signatures": {
             "serving_default": case["text"],
             "serve_ids": {k: np.asarray(v).tolist() for k, v in case["ids"].items()}},
-            "warmup": _warmup(case["dir"]) or []}
+            "warmup": _warmup(case["dir"])}
     calls["ner_over_limit"] = {"dir": exports["ner"]["dir"], "signatures": {
         "serving_default": {"text": ["a b"] * (NER_MAX_BATCH + 1)}}}
     (tmp / "calls.json").write_text(json.dumps(calls), encoding="utf-8")
@@ -688,9 +684,6 @@ def test_non_vector_string_input_is_refused(exports):
 def test_warmup_requests_replay(exports, served, task):
     """The warm-up file parses as PredictionLog records and each request runs
     through its signature (replayed in the fresh process), as TF Serving does."""
-    pytest.importorskip("tensorflow_serving.apis.prediction_log_pb2",
-                        reason="tensorflow-serving-api is not installed (pip install -e "
-                               "'.[serving]'): exports have no warm-up file")
     from official_bert.serving import base
 
     requests = base.read_warmup_requests(exports[task]["dir"])
@@ -705,16 +698,86 @@ def test_warmup_requests_replay(exports, served, task):
         assert batches == [size], (name, batches)
 
 
-def test_without_the_serving_api_no_warmup_file(tmp_path, monkeypatch):
+# One request as the official protos serialize it (tensorflow-serving-api 2.21.0:
+# PredictionLog(predict_log=PredictLog(request=PredictRequest(model_spec=ModelSpec(
+# name="bert", signature_name="serving_default"), inputs=...))).SerializeToString(
+# deterministic=True), the inputs' TensorProtos from tf.make_tensor_proto).
+GOLDEN_INPUTS = {"text_b": np.asarray([b"a film", "caf\u00e9".encode()], object),
+                 "input_ids": np.asarray([[101, 300], [102, 0]], np.int32)}
+GOLDEN_RECORD = (
+    "326b0a690a170a04626572741a0f73657276696e675f64656661756c74122b0a09696e7075745f69647312"
+    "1e0803120812020802120208022210650000002c010000660000000000000012210a06746578745f621217"
+    "08071204120208024206612066696c6d4205636166c3a9")
+
+
+def test_warmup_record_is_the_official_encoding():
+    """Known answer: the encoder writes the bytes tensorflow-serving-api's protos
+    write (recorded once with them), and the decoder reads them back."""
+    from official_bert.serving import prediction_log
+
+    record = prediction_log.encode("serving_default", GOLDEN_INPUTS, model_name="bert")
+    assert record.hex() == GOLDEN_RECORD
+    name, signature, inputs = prediction_log.decode(bytes.fromhex(GOLDEN_RECORD))
+    assert (name, signature) == ("bert", "serving_default")
+    assert sorted(inputs) == ["input_ids", "text_b"]
+    assert inputs["input_ids"].dtype == np.int32
+    np.testing.assert_array_equal(inputs["input_ids"], GOLDEN_INPUTS["input_ids"])
+    assert inputs["text_b"].tolist() == GOLDEN_INPUTS["text_b"].tolist()
+    # Without a model name, ModelSpec holds the signature name alone (field 3).
+    assert prediction_log.encode("serve_ids", {}).hex() == \
+        "320f0a0d0a0b1a0973657276655f696473"
+    with pytest.raises(prediction_log.DecodeError, match="runs past the end"):
+        prediction_log.decode(bytes.fromhex(GOLDEN_RECORD)[:-3])
+
+
+def test_warmup_file_without_the_serving_api(tmp_path, monkeypatch):
+    """The warm-up file is written and read with tensorflow_serving not importable;
+    a record that is not a PredictionLog request is a BadFileError naming it."""
+    import tensorflow as tf
+
+    from official_bert.errors import BadFileError
     from official_bert.serving import base
 
     for name in [n for n in sys.modules if n.split(".")[0] == "tensorflow_serving"] + [
             "tensorflow_serving"]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.setattr(base, "_WARNED", [])
-    assert base.write_warmup_requests(str(tmp_path), [("serve_ids", {})]) is None
-    assert not (tmp_path / "assets.extra").exists()
-    assert base._WARNED == [True]  # logged once
+    path = base.write_warmup_requests(str(tmp_path), [("serving_default", GOLDEN_INPUTS),
+                                                      ("serve_ids", {"ids": np.eye(2)})])
+    assert path == str(tmp_path / "assets.extra" / base.WARMUP_FILE)
+    (first, inputs), (second, ids) = base.read_warmup_requests(str(tmp_path))
+    assert (first, second) == ("serving_default", "serve_ids")
+    assert inputs["text_b"].tolist() == GOLDEN_INPUTS["text_b"].tolist()
+    np.testing.assert_array_equal(ids["ids"], np.eye(2))
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(bytes.fromhex(GOLDEN_RECORD))
+        writer.write(b"\x0a\x03abc")  # field 1 (log_metadata): no predict_log
+    with pytest.raises(BadFileError, match=r"tf_serving_warmup_requests record 1 is not a "
+                                           r"warm-up request"):
+        base.read_warmup_requests(str(tmp_path))
+
+
+def test_warmup_file_parses_with_the_official_protos(exports):
+    """Where tensorflow-serving-api is installed, its PredictionLog parses every
+    record of an export's warm-up file into the requests `read_warmup_requests` gives."""
+    prediction_log_pb2 = pytest.importorskip(
+        "tensorflow_serving.apis.prediction_log_pb2",
+        reason="tensorflow-serving-api is not installed (pip install -e '.[serving]'); "
+               "test_warmup_record_is_the_official_encoding checks the bytes without it")
+    import tensorflow as tf
+
+    from official_bert.serving import base
+
+    path = exports["multiple_choice"]["dir"]
+    ours = base.read_warmup_requests(path)
+    records = list(tf.data.TFRecordDataset(
+        os.path.join(path, "assets.extra", base.WARMUP_FILE)).as_numpy_iterator())
+    assert len(records) == len(ours) == 4
+    for record, (signature, inputs) in zip(records, ours):
+        request = prediction_log_pb2.PredictionLog.FromString(record).predict_log.request
+        assert request.model_spec.signature_name == signature
+        assert sorted(request.inputs) == sorted(inputs)
+        for key, value in request.inputs.items():
+            np.testing.assert_array_equal(tf.make_ndarray(value), inputs[key])
 
 
 # --- the ids-only copy, for a server without the text ops --------------------------------
@@ -744,8 +807,8 @@ def test_ids_only_copy_loads_without_tensorflow_text(exports, tmp_path):
     np.testing.assert_allclose(json.loads(result.stdout.strip().splitlines()[-1]),
                                exports["classification"]["expected"]["probabilities"],
                                atol=1e-5)
-    assert os.path.exists(os.path.join(path, "assets.extra", base.WARMUP_FILE)) == \
-        base.serving_api_available()
+    assert [name for name, _ in base.read_warmup_requests(path)] == \
+        ["serve_ids", "serve_ids", "serving_default", "serving_default"]
 
 
 # --- the TF-Hub-style pair (`bert export-encoder`), and the edge formats -----------------

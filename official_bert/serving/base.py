@@ -44,9 +44,9 @@ Everything else lives here, once:
   `tensorflow.serving.PredictionLog` records (one `PredictRequest` per
   signature and batch size in `WARMUP_BATCH_SIZES`), which TF Serving replays
   when it loads the version, so the first real request does not pay for
-  graph optimization and memory allocation. It is written only when
-  `tensorflow-serving-api` is installed (`pip install -e '.[serving]'`);
-  otherwise a warning says so once and the export has no warm-up file.
+  graph optimization and memory allocation. The records are encoded by
+  `serving.prediction_log` (the protobuf wire format of the few fields a
+  request uses), so every export has the file without `tensorflow-serving-api`.
 
 The SavedModel loads without this project: `import tensorflow_text` (which
 registers the tokenizer's ops; TF Serving's model server links them) and
@@ -65,16 +65,15 @@ import tempfile
 import time
 
 import tensorflow as tf
-from absl import logging
 
 from official_bert import io
-from official_bert.errors import UserError
+from official_bert.errors import BadFileError, UserError
+from official_bert.serving import prediction_log
 
 MAX_BATCH_SIZE = 256
 WARMUP_BATCH_SIZES = (1, 8)
 WARMUP_FILE = "tf_serving_warmup_requests"
 IDS_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
-_WARNED = []
 
 
 def version_dir(export_dir: str, version: int | None = None) -> str:
@@ -499,52 +498,35 @@ def _batch_size(value):
     return tf.reduce_max(tf.concat([tf.shape(value)[:1], [0]], 0))
 
 
-def serving_api_available() -> bool:
-    try:
-        from tensorflow_serving.apis import prediction_log_pb2  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def write_warmup_requests(version_path: str, requests) -> str | None:
-    """Writes `assets.extra/tf_serving_warmup_requests` (PredictionLog records)
-    into a SavedModel directory; returns its path, or None (and warns once)
-    when `tensorflow-serving-api` is not installed."""
-    try:
-        from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
-    except ImportError:
-        if not _WARNED:
-            _WARNED.append(True)
-            logging.warning("tensorflow-serving-api is not installed: exports get no "
-                            "assets.extra/%s (pip install -e '.[serving]' adds it)", WARMUP_FILE)
-        return None
+def write_warmup_requests(version_path: str, requests) -> str:
+    """Writes `assets.extra/tf_serving_warmup_requests` (one PredictionLog
+    record per (signature name, inputs) request) into a SavedModel directory;
+    returns its path."""
     directory = io.join(version_path, "assets.extra")
     io.makedirs(directory)
     path = io.join(directory, WARMUP_FILE)
     with tf.io.TFRecordWriter(path) as writer:
         for signature, inputs in requests:
-            request = predict_pb2.PredictRequest(
-                model_spec=model_pb2.ModelSpec(signature_name=signature))
-            for name, value in inputs.items():
-                request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
-            log = prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request))
-            writer.write(log.SerializeToString())
+            writer.write(prediction_log.encode(signature, inputs))
     return path
 
 
 def read_warmup_requests(version_path: str) -> list:
-    """[(signature name, {input: numpy array})] of a version's warm-up file."""
-    from tensorflow_serving.apis import prediction_log_pb2
-
+    """[(signature name, {input: numpy array})] of a version's warm-up file;
+    `BadFileError` naming the record that is not a PredictionLog request."""
     path = io.join(version_path, "assets.extra", WARMUP_FILE)
+    if not io.exists(path):
+        raise BadFileError(path, "does not exist: the export has no warm-up file")
     requests = []
-    for record in tf.data.TFRecordDataset(path):
-        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-        request = log.predict_log.request
-        requests.append((request.model_spec.signature_name,
-                         {k: tf.make_ndarray(v) for k, v in request.inputs.items()}))
+    try:
+        for number, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+            try:
+                _, signature, inputs = prediction_log.decode(record)
+            except prediction_log.DecodeError as e:
+                raise BadFileError(path, f"is not a warm-up request: {e}", record=number) from None
+            requests.append((signature, inputs))
+    except tf.errors.DataLossError as e:
+        raise BadFileError(path, f"is not a TFRecord file ({e.message})") from None
     return requests
 
 
@@ -573,7 +555,7 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
     root.serving_variables = list(function.variables)
     root.serve_ids = function
     warmup = []
-    if serving_api_available() and io.exists(io.join(source, "assets.extra", WARMUP_FILE)):
+    if io.exists(io.join(source, "assets.extra", WARMUP_FILE)):
         warmup = [(name, inputs) for name, inputs in read_warmup_requests(source)
                   if name == "serve_ids"]
         warmup += [("serving_default", inputs) for _, inputs in warmup]

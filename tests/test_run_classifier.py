@@ -201,6 +201,48 @@ def test_load_head_weights():
     assert not model.load_head_weights(BertCheckpoint("google_tf1", "x", config, {}))
 
 
+def test_head_restore_is_logged_weight_by_weight(caplog):
+    # One place (Task.initialize) logs what load_head_weights did with each head weight;
+    # a 3-class MNLI head given to a 2-class task is skipped, with a warning.
+    import logging
+
+    from official_bert.checkpoints import BertCheckpoint, get_encoder_weights
+    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+    from official_bert.modeling.heads import BertClassifier
+    from official_bert.tasks.classification import ClassificationTask
+
+    config = tiny_config()
+    encoder = BertEncoder.from_bert_config(config)
+    encoder(dummy_inputs())
+    weights = dict(get_encoder_weights(encoder), output_weights=np.ones((3, 16), np.float32),
+                   output_bias=np.ones(3, np.float32))
+    checkpoint = BertCheckpoint("official_bert", "mnli_run", config, weights)
+
+    def initialize(num_classes):
+        task = ClassificationTask(config, num_classes=num_classes)
+        model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=num_classes)
+        model(dummy_inputs())
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            task.initialize(model, checkpoint)
+        return task, [r.getMessage() for r in caplog.records]
+
+    task, log = initialize(2)
+    assert not task.has_head()
+    assert "Task head: initialized output_weights (2, 16) (the checkpoint's does not fit)" in log
+    assert "Task head: initialized output_bias (2,) (the checkpoint's does not fit)" in log
+    assert ("Skipped output_weights of shape (3, 16) in mnli_run: this task's head needs "
+            "(2, 16) (a head for another number of labels?)") in log
+    assert task.head_report.what_the_checkpoint_holds() == (
+        "holds a head of shape (3, 16) (output_weights) that does not fit this task's (2, 16)")
+
+    task, log = initialize(3)
+    assert task.has_head() and not any(line.startswith("Skipped") for line in log)
+    assert [line for line in log if line.startswith("Task head:")] == [
+        "Task head: restored output_weights (3, 16) from the checkpoint",
+        "Task head: restored output_bias (3,) from the checkpoint"]
+
+
 def test_classification_and_regression_losses():
     import tensorflow as tf
 
@@ -284,6 +326,9 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
                  f"--output_dir={tmp_path / 'again'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "and the task head" in result.stderr
+    # The log names each head weight restored, with its shape (H = 16, 2 labels).
+    assert "Task head: restored output_weights (2, 16) from the checkpoint" in result.stderr
+    assert "Task head: restored output_bias (2,) from the checkpoint" in result.stderr
     own = read_results(trained["out"] / "eval_results.txt")
     again = read_results(tmp_path / "again" / "eval_results.txt")
     assert (again["eval_accuracy"], again["eval_loss"]) == (own["eval_accuracy"], own["eval_loss"])
@@ -291,7 +336,8 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
     refused = run("run_classifier.py", *common, f"--init_checkpoint={trained['ckpt']}",
                   f"--output_dir={tmp_path / 'random'}")
     assert refused.returncode == 1
-    assert "holds no trained" in refused.stderr and "random head" in refused.stderr
+    assert f"--init_checkpoint {trained['ckpt']} holds an encoder only" in refused.stderr
+    assert "random head" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_bfloat16_export_serves_the_runs_labels(trained):

@@ -171,3 +171,31 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
     again = read_results(tmp_path / "again" / "eval_results.txt")
     for key in ("entity_f1", "token_accuracy", "eval_loss"):
         assert again[key] == own[key], key
+    labels = (trained["out"] / "label_list.txt").read_text()
+    num_labels = len(labels.split())
+    assert f"Task head: restored output_weights ({num_labels}, 16) from the checkpoint" in result.stderr
+
+
+@pytest.mark.parametrize("given", ["encoder", "other_labels"])
+def test_evaluating_a_random_head_is_refused(trained, tmp_path, given):
+    # --output_dir holds the label list (a run stopped before its first checkpoint) but
+    # no checkpoint: without --do_train the head must come from --init_checkpoint.
+    labels = (trained["out"] / "label_list.txt").read_text()
+    num_labels = len(labels.split())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "label_list.txt").write_text(labels + ("B-MISC\n" if given == "other_labels" else ""))
+    init = trained["ckpt"] if given == "encoder" else trained["out"]
+    result = run("run_ner.py", "--do_eval", f"--eval_file={trained['train']}",
+                 f"--init_checkpoint={init}", "--max_seq_length=8", f"--output_dir={out}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    holds = ("holds an encoder only" if given == "encoder" else
+             f"holds a head of shape ({num_labels}, 16) (output_weights) that does not fit "
+             f"this task's ({num_labels + 1}, 16)")
+    assert f"error: --init_checkpoint {init} {holds}, and --output_dir holds no checkpoint: " \
+        "evaluating or exporting now would use a random head" in result.stderr
+    if given == "other_labels":
+        assert (f"Skipped output_weights of shape ({num_labels}, 16) in {init}: this task's "
+                f"head needs ({num_labels + 1}, 16)") in result.stderr
+        assert f"Task head: initialized output_bias ({num_labels + 1},) (the checkpoint's does " \
+            "not fit)" in result.stderr

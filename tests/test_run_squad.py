@@ -251,5 +251,12 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(tiny_checkpoint, tmp_p
     proc = run_cli("--do_predict", f"--init_checkpoint={out}", f"--predict_file={data}",
                    f"--output_dir={again}", *COMMON)
     assert "and the task head" in proc.stderr
+    assert "Task head: restored cls/squad/output_weights (2, 16) from the checkpoint" in proc.stderr
     for name in ("predictions.json", "nbest_predictions.json", "eval_results.json"):
         assert (again / name).read_text() == (out / name).read_text(), name
+    # The pre-trained encoder alone has no span head: predicting with it is refused.
+    proc = run_cli("--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+                   f"--predict_file={data}", f"--output_dir={tmp_path / 'random'}", *COMMON,
+                   expect_rc=1)
+    assert f"--init_checkpoint {tiny_checkpoint / 'ckpt'} holds an encoder only" in proc.stderr
+    assert "would use a random head" in proc.stderr and "Traceback" not in proc.stderr

@@ -89,3 +89,11 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
     read = lambda p: dict(line.split(" = ") for line in p.read_text().splitlines())  # noqa: E731
     own, again = read(trained["out"] / "eval_results.txt"), read(tmp_path / "again" / "eval_results.txt")
     assert (again["eval_accuracy"], again["eval_loss"]) == (own["eval_accuracy"], own["eval_loss"])
+    assert "Task head: restored output_weights (1, 16) from the checkpoint" in result.stderr
+    # The pre-trained encoder alone has no choice scorer: evaluating it is refused.
+    refused = run("run_swag.py", "--do_eval", f"--eval_file={trained['data']}",
+                  f"--init_checkpoint={trained['ckpt']}", "--max_seq_length=16",
+                  f"--output_dir={tmp_path / 'random'}")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert f"--init_checkpoint {trained['ckpt']} holds an encoder only" in refused.stderr
+    assert "would use a random head" in refused.stderr

@@ -7,6 +7,8 @@ a head (its loss, metrics, data and predictions) lives in `official_bert.tasks`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -70,17 +72,81 @@ def _revive_config(config):
     return config
 
 
-def _load_dense_head(dense, weights, kernel_name, bias_name, hidden) -> bool:
+@dataclasses.dataclass
+class HeadRestore:
+    """What a task head's `load_head_weights` did with each of its weights,
+    under the checkpoint's (Google's) names and layouts; true when the head
+    was restored.
+
+    Attributes:
+        restored: (name, shape) read from the checkpoint.
+        initialized: (name, shape, why) left at their initial values; why is
+            "not in the checkpoint", "zeros: not in the checkpoint" or "the
+            checkpoint's does not fit".
+        skipped: (name, the checkpoint's shape, the head's shape): in the
+            checkpoint with a shape that does not fit this head (a 3-class
+            MNLI head given to a 2-class task).
+        other_heads: the checkpoint's other non-encoder weights (another
+            task's or pre-training's heads).
+
+    Example:
+    >>> report = HeadRestore(restored=[("output_weights", (2, 8))],
+    ...                      initialized=[("output_bias", (2,), "zeros: not in the checkpoint")])
+    >>> bool(report), report.lines()[0]
+    (True, 'restored output_weights (2, 8) from the checkpoint')
+    """
+
+    restored: list = dataclasses.field(default_factory=list)
+    initialized: list = dataclasses.field(default_factory=list)
+    skipped: list = dataclasses.field(default_factory=list)
+    other_heads: list = dataclasses.field(default_factory=list)
+
+    def __bool__(self):
+        return bool(self.restored)
+
+    def lines(self) -> list:
+        """One log line per head weight."""
+        return ([f"restored {name} {shape} from the checkpoint" for name, shape in self.restored]
+                + [f"initialized {name} {shape} ({why})" for name, shape, why in self.initialized])
+
+    def what_the_checkpoint_holds(self) -> str:
+        """Why the head could not be restored, for the refusal to evaluate it."""
+        if self.skipped:
+            name, got, wanted = self.skipped[0]  # the kernel when it is there
+            return f"holds a head of shape {got} ({name}) that does not fit this task's {wanted}"
+        if self.other_heads:
+            shown = ", ".join(self.other_heads[:3]) + (", ..." if len(self.other_heads) > 3 else "")
+            return (f"holds no {' or '.join(name for name, *_ in self.initialized)} "
+                    f"for this task (only other heads: {shown})")
+        return "holds an encoder only"
+
+
+def _load_dense_head(dense, weights, kernel_name, bias_name, hidden) -> HeadRestore:
     """Assigns a checkpoint's [out, H] `kernel_name` (transposed) and `bias_name`
-    to `dense` when present with its shape; returns whether it did."""
-    kernel = weights.get(kernel_name)
-    if kernel is None or tuple(kernel.shape) != (dense.units, hidden):
-        return False
+    to `dense` when present with its shape (a missing bias starts at zeros);
+    returns what it did (a `HeadRestore`, true when the kernel was restored)."""
+    wanted = {kernel_name: (dense.units, hidden), bias_name: (dense.units,)}
+    found = {name: tuple(np.shape(weights[name])) for name in wanted if name in weights}
+    report = HeadRestore(other_heads=sorted(
+        name for name in weights if not name.startswith("bert/") and name not in wanted))
+    report.skipped = [(name, found[name], wanted[name]) for name in found
+                      if found[name] != wanted[name]]
+    if kernel_name not in found or report.skipped:
+        report.initialized = [
+            (name, shape, "the checkpoint's does not fit" if name in found else
+             "not in the checkpoint") for name, shape in wanted.items()]
+        return report
     if not dense.built:
         dense.build((None, hidden))
-    dense.kernel.assign(kernel.T)
-    dense.bias.assign(weights.get(bias_name, np.zeros([dense.units], np.float32)))
-    return True
+    dense.kernel.assign(weights[kernel_name].T)
+    report.restored.append((kernel_name, wanted[kernel_name]))
+    if bias_name in found:
+        dense.bias.assign(weights[bias_name])
+        report.restored.append((bias_name, wanted[bias_name]))
+    else:
+        dense.bias.assign(np.zeros([dense.units], np.float32))
+        report.initialized.append((bias_name, wanted[bias_name], "zeros: not in the checkpoint"))
+    return report
 
 
 # === Classification ===
@@ -208,14 +274,14 @@ class BertClassifier(keras.Model):
     def from_config(cls, config):
         return cls(**_revive_config(config))
 
-    def load_head_weights(self, checkpoint) -> bool:
+    def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `output_weights` [num_classes, H] / `output_bias` (Google's
         run_classifier, Hugging Face `classifier.*`, a run of this project)
         when present with this head's shape.
 
-        Returns False (nothing loaded) when the checkpoint has no classifier
-        head, or one for another number of classes (e.g. an MNLI model reused
-        for RTE: the encoder is kept, the head starts fresh).
+        Returns a `HeadRestore`, false (nothing loaded) when the checkpoint has
+        no classifier head, or one for another number of classes (e.g. an MNLI
+        model reused for RTE: the encoder is kept, the head starts fresh).
         """
         return _load_dense_head(self.classifier, checkpoint.weights, "output_weights",
                                 "output_bias", self.encoder.config.hidden_size)
@@ -272,7 +338,7 @@ class BertMultipleChoice(keras.Model):
     def from_config(cls, config):
         return cls(**_revive_config(config))
 
-    def load_head_weights(self, checkpoint) -> bool:
+    def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `output_weights` [1, H] / `output_bias` (Hugging Face
         `BertForMultipleChoice`'s `classifier.*`, a run of this project) when present."""
         return _load_dense_head(self.choice_scorer, checkpoint.weights, "output_weights",
@@ -330,7 +396,7 @@ class BertTokenClassifier(keras.Model):
     def from_config(cls, config):
         return cls(**_revive_config(config))
 
-    def load_head_weights(self, checkpoint) -> bool:
+    def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `output_weights` [num_labels, H] / `output_bias` (Hugging Face
         `BertForTokenClassification`'s `classifier.*`, a run of this project)
         when present with this head's shape."""
@@ -445,7 +511,7 @@ class BertSpanLabeler(keras.Model):
     def from_config(cls, config):
         return cls(**_revive_config(config))
 
-    def load_head_weights(self, checkpoint) -> bool:
+    def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `cls/squad/*` (Google's run_squad, HF `qa_outputs`, a run of
         this project) when present with this head's shape."""
         return _load_dense_head(self.span_labeler, checkpoint.weights,

@@ -279,6 +279,9 @@ class Task:
         self.bert_config = bert_config  # the run's model config (set by `run`)
         self.files: ModelFiles | None = None
         self.head_restored: list = []
+        # What the head's load_head_weights did with each head weight (a
+        # `heads.HeadRestore`), for the refusal to evaluate a random head.
+        self.head_report = None
 
     # --- before anything is written ----------------------------------------
 
@@ -328,18 +331,28 @@ class Task:
         as --init_checkpoint). Sets `head_restored`."""
         from official_bert import checkpoints
 
+        from official_bert.modeling.heads import HeadRestore
+
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
         load = getattr(model, "load_head_weights", None)
         restored = load(checkpoint) if load else False
+        self.head_report = restored if isinstance(restored, HeadRestore) else None
         self.head_restored = ([restored] if isinstance(restored, str) else
                               list(restored) if isinstance(restored, (list, tuple)) else
                               ["head"] if restored else [])
+        named = self.head_restored and not isinstance(restored, (bool, HeadRestore))
         logging.info("Initialized the encoder%s from %s (%s checkpoint)%s",
-                     f" and the {', '.join(self.head_restored)} weights"
-                     if self.head_restored and restored is not True else
+                     f" and the {', '.join(self.head_restored)} weights" if named else
                      " and the task head" if self.head_restored else "",
                      checkpoint.path, checkpoint.kind,
                      "" if self.head_restored else "; the task head starts from random weights")
+        if self.head_report is not None:
+            for line in self.head_report.lines():
+                logging.info("Task head: %s", line)
+            for name, got, wanted in self.head_report.skipped:
+                logging.warning("Skipped %s of shape %s in %s: this task's head needs %s (a "
+                                "head for another number of labels?)", name, got,
+                                checkpoint.path, wanted)
 
     def has_head(self) -> bool:
         """Whether the model's head would be usable without training (restored
@@ -577,9 +590,12 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
                      config.train_batch_size, num_train_steps, num_warmup_steps)
     trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train)
     if not config.do_train and trainer.resumed_from is None and not task.has_head():
+        source = (f"--init_checkpoint {config.init_checkpoint} " + (
+            task.head_report.what_the_checkpoint_holds() if task.head_report is not None else
+            f"holds no trained {type(task).__name__} head for this task")
+            if config.init_checkpoint else "There is no --init_checkpoint")
         raise UserError(
-            f"--init_checkpoint {config.init_checkpoint} holds no trained {type(task).__name__} "
-            "head for this task, and --output_dir holds no checkpoint: evaluating or exporting "
+            f"{source}, and --output_dir holds no checkpoint: evaluating or exporting "
             "now would use a random head. Add --do_train, or point --init_checkpoint / "
             "--output_dir at a fine-tuned run")
 
@@ -642,7 +658,13 @@ class BestCheckpoint:
     with --early_stopping_patience training stops after that many evaluations
     without improvement. A metric with "loss" in its name is better lower, any
     other higher. The state lives in `best/best.json`, so a resumed run goes on
-    counting, and a stopped run is not trained further."""
+    counting, and a stopped run is not trained further.
+
+    `best.json` is the commit record: a new best model is written as
+    `best/best-<step>` first, then `best.json` names that step, and only then
+    are the previous one's files deleted. A run killed in between leaves the
+    previous pair whole (`best.json` and the checkpoint it names); the next run
+    deletes the unnamed leftovers."""
 
     def __init__(self, task: Task, trainer):
         import tensorflow as tf
@@ -661,9 +683,9 @@ class BestCheckpoint:
                 raise UserError(f"--output_dir {config.output_dir} kept its best model by "
                                 f"{self.state['metric']}, not --keep_best_metric={self.metric}; "
                                 "use the same metric, or another --output_dir")
-        self.manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=trainer.model),
-                                                  self.directory, max_to_keep=1,
-                                                  checkpoint_name="best")
+        self.checkpoint = tf.train.Checkpoint(model=trainer.model)
+        if trainer.is_chief and io.isdir(self.directory):
+            self._remove_unnamed_checkpoints()
 
     def evaluate(self, step: int) -> bool:
         """Evaluates now; keeps the model if it is the best; True to stop."""
@@ -681,8 +703,9 @@ class BestCheckpoint:
                             f"metrics: {', '.join(sorted(k for k in results if k != 'global_step'))}")
         value, best = results[self.metric], self.state["value"]
         lower = "loss" in self.metric
-        if best is None or (value < best if lower else value > best):
-            self.manager.save(checkpoint_number=step)
+        improved = best is None or (value < best if lower else value > best)
+        if improved:
+            self.checkpoint.write(self._prefix(step))
             self.state.update(value=value, step=step, results=results, evaluations_since_best=0)
             logging.info("Best %s so far: %.4g at step %d (kept in %s)", self.metric, value, step,
                          self.directory)
@@ -692,18 +715,47 @@ class BestCheckpoint:
         if stop:
             self.state["stopped_at"] = step
         io.atomic_write(self.state_path, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
+        if improved:
+            self._remove_unnamed_checkpoints()
         return stop
+
+    def _prefix(self, step: int) -> str:
+        return io.join(self.directory, f"best-{step}")
+
+    def _remove_unnamed_checkpoints(self) -> None:
+        """Deletes every `best-*` but the checkpoint `best.json` names, and points
+        the `checkpoint` state file (`tf.train.latest_checkpoint`'s) at that one."""
+        import tensorflow as tf
+
+        step = self.state["step"]
+        keep = f"best-{step}." if step is not None else None
+        for name in io.listdir(self.directory):
+            # Leftovers are older best models and a killed write's files,
+            # including its `best-<step>_temp` directory.
+            if name.startswith("best-") and not (keep and name.startswith(keep)):
+                path = io.join(self.directory, name)
+                if io.isdir(path):
+                    io.remove_tree(path)
+                else:
+                    io.remove(path)
+        if step is not None:
+            tf.compat.v1.train.update_checkpoint_state(self.directory, self._prefix(step))
+        else:
+            io.remove(io.join(self.directory, "checkpoint"))
 
     def restore(self) -> None:
         """Puts the best model's weights into the trainer's model (for the final
         evaluation, the predictions and the export)."""
-        import tensorflow as tf
-
-        latest = self.manager.latest_checkpoint
-        if self.metric and latest:
-            tf.train.Checkpoint(model=self.trainer.model).read(latest).expect_partial()
-            logging.info("Using the best model (%s %.4g, step %d) from %s", self.metric,
-                         self.state["value"], self.state["step"], latest)
+        if not self.metric or self.state["step"] is None:
+            return
+        prefix = self._prefix(self.state["step"])
+        if not io.exists(prefix + ".index"):
+            raise RunDirectoryError(f"{self.state_path} names the best model of step "
+                                    f"{self.state['step']}, but {prefix}.index is missing; "
+                                    "delete the best/ directory to start keeping it anew")
+        self.checkpoint.read(prefix).expect_partial()
+        logging.info("Using the best model (%s %.4g, step %d) from %s", self.metric,
+                     self.state["value"], self.state["step"], prefix)
 
 
 def write_results(path: str, results: dict) -> None:

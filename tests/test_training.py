@@ -60,3 +60,51 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
         assert abs(resumed[step] - full[step]) <= 1e-6, (step, resumed, full)
     # Running again after the end trains nothing more.
     assert _run(tmp_path / "resumed", "one_device", 6, 1, dropout="0.1") == {}
+
+
+def test_sigterm_ends_a_long_host_call_at_the_next_step(tmp_path):
+    # One tf.function call of 3,000 updates (steps_per_loop): Python cannot run a
+    # signal handler until the call returns, so without the watcher thread the
+    # run would stop only after all of them. With it, the call ends at the next
+    # step and the checkpoint of that step is saved.
+    import signal
+    import threading
+    import time
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import toy_training as toy
+    from official_bert.errors import Preempted
+    from official_bert.training import distribution, optimization
+    from official_bert.training import trainer as training
+
+    steps = 3000
+    config = training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,
+                                     log_steps=steps, steps_per_loop=steps,
+                                     save_checkpoints_steps=steps)
+    trainer = training.Trainer(
+        toy.ToyTask(), distribution.get_strategy("one_device"), config,
+        optimizer_fn=lambda: optimization.create_optimizer(optimization.OptimizerConfig(
+            learning_rate=1e-3, num_train_steps=steps, num_warmup_steps=1)))
+    sent_at = []
+
+    def preempt():
+        deadline = time.time() + 120
+        while int(trainer.global_step.numpy()) < 20 and time.time() < deadline:
+            time.sleep(0.01)
+        sent_at.append(int(trainer.global_step.numpy()))
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=preempt)
+    thread.start()
+    with pytest.raises(Preempted) as stopped:
+        trainer.train(lambda ctx: toy.make_dataset(toy.GLOBAL_BATCH), toy.GLOBAL_BATCH)
+    thread.join()
+    step = int(trainer.global_step.numpy())
+    assert 20 <= sent_at[0] <= step < sent_at[0] + 50 < steps, (sent_at, step)
+    assert f"at step {step}" in str(stopped.value)
+    assert os.path.exists(os.path.join(tmp_path, f"ckpt-{step}.index"))
+    # The handlers are back as they were, and the same command resumes there.
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.set_wakeup_fd(-1) == -1
+    resumed = training.Trainer(toy.ToyTask(), distribution.get_strategy("one_device"), config)
+    assert int(resumed.global_step.numpy()) == step

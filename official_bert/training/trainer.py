@@ -21,7 +21,10 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
   `checkpoint` index file, so a run killed at any moment restarts from the last
   complete checkpoint;
 * a progress line every `log_steps` (loss, metrics, learning rate, examples/s,
-  tokens/s) and the same values as TensorBoard summaries in `output_dir/train`.
+  tokens/s) and the same values as TensorBoard summaries in `output_dir/train`;
+* SIGTERM (a preempted cloud VM or TPU host, which gets ~30 s of notice) ends
+  the `tf.function` call at the next step boundary, saves a checkpoint and
+  raises `errors.Preempted` (`_TerminationSignal`).
 """
 
 from __future__ import annotations
@@ -145,6 +148,15 @@ class Trainer:
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
+        # Read by the train loop before every update after the first: SIGTERM sets
+        # it (from a thread: see _TerminationSignal) so that a host call of
+        # `steps_per_loop` updates ends at the next step. A plain host variable,
+        # outside the strategy's scope; not checkpointed. Several workers must
+        # stop at the same step, which only a collective after the call can
+        # agree on, so there the loop does not read it.
+        self._stop_in_loop = not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        with tf.device("CPU:0"):
+            self._stop = tf.Variable(False, trainable=False, name="stop_requested")
         tracked = dict(model=self.model, global_step=self.global_step,
                        rng=seed_generator_states(self.model))
         if hasattr(self.model, "encoder"):
@@ -305,6 +317,8 @@ class Trainer:
             metrics = tf.nest.map_structure(reduce, metrics)
             self.global_step.assign_add(1)
             for _ in tf.range(num_steps - 1):
+                if self._stop_in_loop and self._stop:
+                    break
                 l, m = strategy.run(self._replica_train_step, args=(next(iterator),))
                 loss += reduce(l)
                 metrics = tf.nest.map_structure(lambda a, b: a + reduce(b), metrics, m)
@@ -375,7 +389,8 @@ class Trainer:
                 at the last one (0: never); it returns True to stop training
                 there (early stopping).
         """
-        with _TerminationSignal() as termination:
+        self._stop.assign(False)
+        with _TerminationSignal(self._stop if self._stop_in_loop else None) as termination:
             return self._train(dataset_fn, global_batch_size, hooks, termination,
                                evaluate_every, on_evaluate)
 
@@ -406,13 +421,13 @@ class Trainer:
                 step + config.steps_per_loop,
                 (step // evaluate_every + 1) * evaluate_every if evaluate_every else step + 10**9,
             )
-            num_steps = boundary - step
             try:
-                loss, metrics = self._train_loop(iterator, tf.constant(num_steps))
+                loss, metrics = self._train_loop(iterator, tf.constant(boundary - step))
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
-            step = int(self.global_step.numpy())
-            window_steps += num_steps
+            # Fewer than asked when SIGTERM ended the call early.
+            step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
+            window_steps += done
             window_loss += float(loss)
             metrics = tf.nest.map_structure(lambda t: float(t), metrics)
             window_metrics = metrics if window_metrics is None else tf.nest.map_structure(
@@ -550,29 +565,69 @@ class Trainer:
 
 class _TerminationSignal:
     """Records SIGTERM during training instead of dying at once: the loop saves a
-    checkpoint at the end of the steps in flight (a host loop of at most
-    `steps_per_loop` steps) and raises `errors.Preempted`. Outside the main
-    thread (where Python cannot take signals) it does nothing."""
+    checkpoint after the step in flight and raises `errors.Preempted`.
 
-    def __init__(self):
+    Python runs a signal handler only in the main thread, between bytecodes, and
+    the main thread spends up to `steps_per_loop` updates inside one `tf.function`
+    call. So the handler is also reached another way: the C-level handler writes
+    the signal's number to `signal.set_wakeup_fd`'s pipe, a watcher thread reads
+    it and sets `stop` (a `tf.Variable` the train loop reads before each update)
+    while the call runs. Without `stop` (several workers, which must agree on the
+    step) the call ends at its own boundary. Outside the main thread (where
+    Python cannot take signals) it does nothing."""
+
+    def __init__(self, stop: tf.Variable | None = None):
         self.requested = False
+        self._stop = stop
         self._previous = None
+        self._previous_fd = None
+        self._pipe = None
+        self._watcher = None
 
     def _handler(self, signum, frame):
-        del frame
+        del signum, frame
+        self._request()
+
+    def _request(self):
         if not self.requested:
-            logging.warning("SIGTERM: saving a checkpoint after the steps in flight, then "
+            logging.warning("SIGTERM: saving a checkpoint after the step in flight, then "
                             "stopping")
         self.requested = True
+        if self._stop is not None:
+            self._stop.assign(True)
+
+    def _watch(self, read_fd):
+        while True:
+            data = os.read(read_fd, 64)  # one byte per signal (SIGINT's too)
+            if signal.SIGTERM in data:
+                self._request()
+            if not data or 0 in data:  # __exit__'s byte: training is over
+                return
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._handler)
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._previous = signal.signal(signal.SIGTERM, self._handler)
+        if self._stop is not None:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)  # the C handler must never block
+            self._pipe = (read_fd, write_fd)
+            self._previous_fd = signal.set_wakeup_fd(write_fd)
+            self._watcher = threading.Thread(target=self._watch, args=(read_fd,),
+                                             name="sigterm-watcher", daemon=True)
+            self._watcher.start()
         return self
 
     def __exit__(self, *exc):
         if self._previous is not None:
             signal.signal(signal.SIGTERM, self._previous)
+        if self._pipe is not None:
+            signal.set_wakeup_fd(self._previous_fd)
+            read_fd, write_fd = self._pipe
+            os.write(write_fd, b"\0")
+            os.close(write_fd)
+            self._watcher.join()
+            os.close(read_fd)
 
 
 def _fmt(value):

@@ -773,6 +773,16 @@ def main(argv):
     from absl import flags
 
     FLAGS = flags.FLAGS
+    if FLAGS.packing == "full_sentences":
+        # Flags that shape next-sentence pairs: given with full_sentences they would be
+        # ignored without a word, so a mistaken packing would go unnoticed.
+        given = [f"--{name}" for name in ("short_seq_prob", "random_next_pool_size")
+                 if FLAGS[name].present]
+        if given:
+            raise UserError(f"{' and '.join(given)} shape next-sentence pairs, which "
+                            "--packing=full_sentences does not make: leave "
+                            f"{'it' if len(given) == 1 else 'them'} out, or use "
+                            "--packing=sentence_pairs")
     config = PretrainingDataConfig(
         max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,

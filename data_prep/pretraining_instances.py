@@ -132,6 +132,11 @@ class PretrainingDataConfig:
         if self.max_ngram_size < 1:
             raise UserError(f"--max_ngram_size={self.max_ngram_size} must be at least 1 "
                             "(1: single tokens or, with --do_whole_word_mask, single words)")
+        if self.max_ngram_size > self.max_predictions_per_seq:
+            raise UserError(f"--max_ngram_size={self.max_ngram_size} is more than "
+                            f"--max_predictions_per_seq={self.max_predictions_per_seq}: a span "
+                            "of n words or pieces masks at least n tokens, so a longer span "
+                            "never fits")
         if self.max_ngram_size > 1 and self.dynamic_masking:
             raise UserError("--max_ngram_size applies where tokens are masked: with "
                             "--dynamic_masking that is run_pretraining, so pass "

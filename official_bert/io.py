@@ -515,31 +515,43 @@ def _manifests_in(directory: str) -> list[str]:
     return found + glob(join(directory, "*" + MANIFEST_SUFFIX))
 
 
+def _by_directory(files: Iterable[str]) -> dict[str, set]:
+    by_dir: dict[str, set] = {}
+    for path in files:
+        path = os.fspath(path)
+        by_dir.setdefault(os.path.dirname(path), set()).add(os.path.basename(path))
+    return by_dir
+
+
+def _set_manifests(directory: str) -> list[tuple[str, dict, list]]:
+    """(path, content, the file names it lists) of each set manifest in `directory`."""
+    found = []
+    for manifest_path in _manifests_in(directory):
+        try:
+            manifest = json.loads(read_text(manifest_path))
+        except (OSError, ValueError):
+            continue  # not a manifest this project wrote
+        listed = manifest.get("files") if isinstance(manifest, dict) else None
+        if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+            found.append((manifest_path, manifest, listed))
+    return found
+
+
 def check_published_sets(files: Iterable[str], flag: str) -> None:
     """`BadFileError` when a file belongs to a set (`publish_together`) that
     is incomplete: its manifest says the writer did not finish, a file the
     manifest lists is gone, or one has another size than the manifest
     recorded (truncated by a copy: a TFRecord cut at a record boundary reads
-    as a valid, shorter file). Files no manifest lists (other tools' data)
-    pass.
+    as a valid, shorter file). Files no manifest lists (other tools' data,
+    or a set copied without its hidden manifest) pass: `unlisted_set_warning`
+    says so for those that look like one set.
 
     Every manifest in the files' directories is read (cheap: a few small JSON
     files); a subset of a complete set (e.g. one shard held out for
     evaluation) passes.
     """
-    by_dir: dict[str, set] = {}
-    for path in files:
-        path = os.fspath(path)
-        by_dir.setdefault(os.path.dirname(path), set()).add(os.path.basename(path))
-    for directory, names in by_dir.items():
-        for manifest_path in _manifests_in(directory):
-            try:
-                manifest = json.loads(read_text(manifest_path))
-            except (OSError, ValueError):
-                continue  # not a manifest this project wrote
-            listed = manifest.get("files") if isinstance(manifest, dict) else None
-            if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
-                continue
+    for directory, names in _by_directory(files).items():
+        for manifest_path, manifest, listed in _set_manifests(directory):
             if not names & set(listed):
                 continue
             ours = sorted(names & set(listed))
@@ -567,6 +579,51 @@ def check_published_sets(files: Iterable[str], flag: str) -> None:
                         f"is {got} bytes, but {manifest_path} recorded {want} when it was "
                         "written: it was truncated or changed since",
                         fix="copy it again, or make the set again")
+
+
+# A file named as one shard of a set: tensorflow/models' `name-00000-of-00003` (and `.tfrecord`
+# or any ending after it).
+_SHARD_NAME = re.compile(r"^(?P<prefix>.*)-\d+-of-\d+(?P<suffix>.*)$")
+
+
+def unlisted_sets(files: Iterable[str]) -> list[list[str]]:
+    """Groups of `files` that look like the shards of one set and that no
+    manifest in their directory lists, so that `check_published_sets` cannot
+    tell whether the set is whole: names of the form `name-00000-of-00003`
+    (one is enough: the name says there are more), or two or more names that
+    are the same but for their numbers (`pretrain-00.tfrecord`,
+    `pretrain-01.tfrecord`: what create_pretraining_data is usually given).
+    """
+    groups = []
+    for directory, names in _by_directory(files).items():
+        listed = {n for _, _, names_listed in _set_manifests(directory) for n in names_listed}
+        alike: dict[str, list] = {}
+        for name in sorted(names - listed):
+            shard = _SHARD_NAME.match(name)
+            key = (f"{shard['prefix']}-*-of-*{shard['suffix']}" if shard
+                   else re.sub(r"\d+", "*", name))
+            if shard or key != name:
+                alike.setdefault(key, []).append(join(directory, name))
+        groups += [group for group in alike.values()
+                   if len(group) > 1 or _SHARD_NAME.match(os.path.basename(group[0]))]
+    return groups
+
+
+def unlisted_set_warning(files: Iterable[str], flag: str) -> str | None:
+    """One warning for `unlisted_sets(files)` (None when there are none):
+    what cannot be checked, and how to make it checkable."""
+    groups = unlisted_sets(files)
+    if not groups:
+        return None
+    first = groups[0]
+    shown = (f"{first[0]} ... {os.path.basename(first[-1])}" if len(first) > 1 else first[0])
+    more = f" (and {len(groups) - 1} more such group(s))" if len(groups) > 1 else ""
+    return (f"--{flag}: {len(first)} file(s) that look like the shards of one set ({shown}){more} "
+            "are listed by no manifest, so whether the set is complete (no shard lost or cut "
+            "short) cannot be checked. create_pretraining_data writes the manifest as a hidden "
+            f"file beside its first output ({os.path.basename(sidecar_path(first[0]))} for "
+            f"{os.path.basename(first[0])}); copy it with the data (`cp dir/*` skips hidden "
+            "files: use `cp -a dir/. dest/` or rsync), or remake the set")
 
 
 def remove_stale_temporaries(directory: str) -> list[str]:

@@ -181,6 +181,69 @@ def test_readers_refuse_an_unfinished_or_partly_gone_set(tmp_path):
         io.expand_paths(f"{tmp_path}/data-*", "input_file")
 
 
+def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(tmp_path, caplog):
+    import shutil
+
+    from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.tasks import base, pretraining
+    from test_pretraining_input import synthetic_corpus, synthetic_vocab
+
+    made, copied = tmp_path / "made", tmp_path / "copied"
+    made.mkdir()
+    vocab, _ = synthetic_vocab(tmp_path / "vocab.txt")
+    corpus = synthetic_corpus(tmp_path / "corpus.txt", n_docs=12)
+    outputs = [str(made / f"pretrain-{i:02d}.tfrecord") for i in range(3)]
+    create_pretraining_data(str(corpus), outputs, str(vocab), PretrainingDataConfig(
+        dupe_factor=1, max_seq_length=32, max_predictions_per_seq=5), num_workers=1,
+        progress_seconds=0, log=None)
+    # As made, the manifest lists every file: nothing to warn about.
+    assert io.unlisted_sets(outputs) == []
+    assert io.unlisted_set_warning(io.expand_paths(f"{made}/pretrain-*", "input_file"),
+                                   "input_file") is None
+    # Copied as `cp made/* copied/` copies: the hidden manifest stays behind.
+    copied.mkdir()
+    for path in made.glob("*"):  # pathlib's glob, unlike the shell's, matches hidden names
+        if not path.name.startswith("."):
+            shutil.copy(path, copied)
+    files = io.expand_paths(f"{copied}/pretrain-*.tfrecord", "input_file")
+    assert io.unlisted_sets(files) == [files]
+    warning = io.unlisted_set_warning(files, "input_file")
+    manifest = os.path.basename(io.sidecar_path(outputs[0]))
+    assert manifest == ".pretrain-00_tfrecord.summary.json" and (made / manifest).exists()
+    assert warning.startswith("--input_file: 3 file(s) that look like the shards of one set")
+    assert "cannot be checked" in warning and f"({manifest} for pretrain-00.tfrecord)" in warning
+
+    def warnings_of_a_run():  # what run_pretraining logs while checking its flags
+        caplog.clear()
+        task = pretraining.PretrainingTask(pretraining.PretrainingConfig(
+            input_file=f"{copied}/pretrain-*.tfrecord", max_predictions_per_seq=5),
+            base.RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32, do_train=True,
+                           num_train_steps=10, num_warmup_steps=1),
+            bert_config=BertConfig(vocab_size=760, hidden_size=16, num_hidden_layers=1,
+                                   num_attention_heads=2, intermediate_size=32))
+        with caplog.at_level("WARNING"):
+            task.check_flags()
+        return [r.getMessage() for r in caplog.records if "manifest" in r.getMessage()]
+
+    assert warnings_of_a_run() == [warning]
+    # Copying the manifest too makes the set checkable again: no warning, and a lost
+    # shard is refused.
+    shutil.copy(made / manifest, copied)
+    assert warnings_of_a_run() == []
+    (copied / "pretrain-01.tfrecord").unlink()
+    with pytest.raises(BadFileError, match="1 of them are gone"):
+        io.expand_paths(f"{copied}/pretrain-*.tfrecord", "input_file")
+    # tensorflow/models' shard names say there is a set even one at a time; a lone file
+    # with a number in its name, or files alike but for other words, are not a set.
+    for name in ("wiki-00000-of-00004.tfrecord", "books-128.tfrecord", "a.tfrecord",
+                 "b.tfrecord"):
+        (tmp_path / name).write_bytes(b"")
+    assert io.unlisted_sets([str(tmp_path / n) for n in (
+        "wiki-00000-of-00004.tfrecord", "books-128.tfrecord", "a.tfrecord", "b.tfrecord")]) == [
+        [str(tmp_path / "wiki-00000-of-00004.tfrecord")]]
+
+
 def test_remove_stale_temporaries_removes_a_dead_writers_and_keeps_a_live_ones(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

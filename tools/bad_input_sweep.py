@@ -179,6 +179,27 @@ def split(c: Ctx, *extra, input_file=None, train=None, dev=None):
             f"--dev_output={dev or c.p('gen', 'dev.json')}", "--num_train_articles=2", *extra]
 
 
+def export_encoder(c: Ctx, *extra, output_dir=None, ckpt="ckpt"):
+    return ["bert export-encoder", f"--init_checkpoint={c.p(ckpt)}",
+            f"--output_dir={output_dir or c.p('gen', 'hub')}", *TINY, *extra]
+
+
+def glue_submission(c: Ctx, *extra, runs="runs", output=None, glue_dir="gluedata"):
+    return ["bert glue-submission", f"--runs_dir={c.p(runs)}",
+            f"--output_file={output or c.p('gen', 'submission.zip')}",
+            *([f"--glue_dir={c.p(glue_dir)}"] if glue_dir else []), "--allow_missing", *extra]
+
+
+def download(c: Ctx, *args, source="src", manifest="manifest.json", output=None):
+    return ["bert download", *args, f"--output_dir={output or c.p('gen', 'data')}",
+            *([f"--source_dir={c.p(source)}"] if source else []),
+            *([f"--manifest={c.p(manifest)}"] if manifest else [])]
+
+
+def quickstart(c: Ctx, *extra, output=None):
+    return ["bert quickstart", f"--output_dir={c.p(output or 'gen/qs')}", *extra]
+
+
 BINARY = bytes(range(256)) * 40
 NOT_UTF8 = b"\xff\xfe bad \xc3\x28 bytes"
 
@@ -358,6 +379,22 @@ def define_cases():
     case("create-pretraining-data", "an output of a set deleted, then pre-training",
          lambda c: pretrain(c, inputs=c.p("gen", "k-*.tfrecord")), setup=set_with_file_gone,
          names=lambda c: ["k-"], outputs=lambda c: [c.p("run", "checkpoint")])
+    case("create-pretraining-data", "--max_ngram_size=3 (control)",
+         lambda c: cpd(c, "--max_ngram_size=3"), setup=mk, expect_error=False)
+    for flag in ("--max_ngram_size=0", "--max_ngram_size=-2", "--max_ngram_size=1000000"):
+        case("create-pretraining-data", flag, lambda c, f=flag: cpd(c, f), setup=mk,
+             names=lambda c: ["--max_ngram_size"], outputs=gout)
+    case("create-pretraining-data", "--packing=full_sentences (control)",
+         lambda c: cpd(c, "--packing=full_sentences"), setup=mk, expect_error=False)
+    case("create-pretraining-data", "--packing=full_sentences, one document (control)",
+         lambda c: cpd(c, "--packing=full_sentences", inputs=c.p("one.txt")),
+         setup=both(_text("one.txt", "w1 w2 w3 w4 .\nw5 w6 w7 .\n"), mk), expect_error=False)
+    case("create-pretraining-data", "--packing=roberta", lambda c: cpd(c, "--packing=roberta"),
+         setup=mk, names=lambda c: ["packing"], outputs=gout)
+    for flag in ("--short_seq_prob=0.5", "--random_next_pool_size=100"):
+        case("create-pretraining-data", f"--packing=full_sentences {flag} (a next-sentence "
+             "flag)", lambda c, f=flag: cpd(c, "--packing=full_sentences", f), setup=mk,
+             names=lambda c, f=flag: [f.split("=")[0]], outputs=gout)
 
     # --- pretrain -----------------------------------------------------------------------
     run_out = lambda c: [c.p("run", "checkpoint")]  # noqa: E731
@@ -440,6 +477,53 @@ def define_cases():
          names=lambda c: ["corpus.txt"])
     case("pretrain", "--output_dir is the input", lambda c: pretrain(c, out="pretrain.tfrecord"),
          names=lambda c: ["pretrain.tfrecord"])
+    text = lambda c, *extra, inputs="corpus.txt": pretrain(  # noqa: E731
+        c, "--input_format=text", *extra, inputs=c.p(inputs))
+    case("pretrain", "--input_format=text (control)", lambda c: text(c), expect_error=False)
+    case("pretrain", "--input_format=text: binary corpus", lambda c: text(c, inputs="bin.txt"),
+         setup=_binary("bin.txt"), names=lambda c: ["bin.txt"], outputs=run_out)
+    case("pretrain", "--input_format=text: a TFRecord as the corpus",
+         lambda c: text(c, inputs="pretrain.tfrecord"), names=lambda c: ["pretrain.tfrecord"],
+         outputs=run_out)
+    case("pretrain", "--input_format=text: a line that is not UTF-8",
+         lambda c: text(c, inputs="bad.txt"),
+         setup=lambda c: kit.write(c.p("bad.txt"), kit.corpus_text().encode().replace(
+             b"w1 ", b"w1 \xff ", 1)), names=lambda c: ["bad.txt line"], outputs=run_out)
+    case("pretrain", "--input_format=text: one document", lambda c: text(c, inputs="one.txt"),
+         setup=_text("one.txt", "w1 w2 .\nw3 w4 .\n"), names=lambda c: ["one.txt"],
+         outputs=run_out)
+    case("pretrain", "--input_format=text: empty corpus", lambda c: text(c, inputs="e.txt"),
+         setup=_text("e.txt", "\n\n"), names=lambda c: ["e.txt"], outputs=run_out)
+    case("pretrain", "--input_format=text with --dynamic_masking",
+         lambda c: text(c, "--dynamic_masking"), names=lambda c: ["--dynamic_masking"],
+         outputs=run_out)
+    case("pretrain", "--input_format=csv", lambda c: pretrain(c, "--input_format=csv"),
+         names=lambda c: ["input_format"], outputs=run_out)
+    case("pretrain", "--max_ngram_size=3 --dynamic_masking (control)",
+         lambda c: pretrain(c, "--dynamic_masking", "--max_ngram_size=3"), expect_error=False)
+    for flag in ("--max_ngram_size=0", "--max_ngram_size=-2", "--max_ngram_size=1000000"):
+        case("pretrain", f"{flag} --dynamic_masking",
+             lambda c, f=flag: pretrain(c, "--dynamic_masking", f),
+             names=lambda c: ["--max_ngram_size"], outputs=run_out)
+    case("pretrain", "--max_ngram_size=1000000 --input_format=text",
+         lambda c: text(c, "--max_ngram_size=1000000"), names=lambda c: ["--max_ngram_size"],
+         outputs=run_out)
+    case("pretrain", "--max_ngram_size=3 on statically masked files",
+         lambda c: pretrain(c, "--max_ngram_size=3"), names=lambda c: ["--max_ngram_size"],
+         outputs=run_out)
+    for flag in ("--length_bucket_width=16", "--length_bucket_width=0"):
+        case("pretrain", f"{flag} (control)", lambda c, f=flag: pretrain(c, f),
+             expect_error=False)
+    case("pretrain", "--length_bucket_width=7 (does not divide --max_seq_length; control)",
+         lambda c: pretrain(c, "--length_bucket_width=7"), expect_error=False)
+    for flag in ("--length_bucket_width=-16", "--length_bucket_width=64"):
+        case("pretrain", flag, lambda c, f=flag: pretrain(c, f),
+             names=lambda c: ["--length_bucket_width"], outputs=run_out)
+    case("pretrain", "--serving_dtype=float16", lambda c: pretrain(c, "--serving_dtype=float16"),
+         names=lambda c: ["serving_dtype"], outputs=run_out)
+    case("pretrain", "--serving_dtype=bfloat16 without --export_dir",
+         lambda c: pretrain(c, "--serving_dtype=bfloat16"), names=lambda c: ["--serving_dtype"],
+         outputs=run_out)
 
     # --- classify ----------------------------------------------------------------------
     cls_out = lambda c: [c.p("out", "eval_results.txt"), c.p("out", "checkpoint")]  # noqa: E731
@@ -535,6 +619,21 @@ def define_cases():
          names=lambda c: ["glue"])
     case("classify", "evaluate a run directory without a trained head",
          lambda c: classify(c, modes=("--do_eval",)), names=lambda c: ["--do_train"],
+         outputs=cls_out)
+    windows = ("--long_document=windows", "--doc_stride=4", "--max_windows=4")
+    case("classify", "--long_document=windows (control)", lambda c: classify(c, *windows),
+         expect_error=False)
+    case("classify", "--long_document=sliding", lambda c: classify(c, "--long_document=sliding"),
+         names=lambda c: ["long_document"], outputs=cls_out)
+    for flag in ("--doc_stride=0", "--max_windows=0"):
+        case("classify", f"--long_document=windows {flag}",
+             lambda c, f=flag: classify(c, *windows, f), names=lambda c, f=flag: [f.split("=")[0]],
+             outputs=cls_out)
+    case("classify", "--serving_dtype=float16",
+         lambda c: classify(c, "--serving_dtype=float16", f"--export_dir={c.p('gen', 'export')}"),
+         names=lambda c: ["serving_dtype"], outputs=cls_out)
+    case("classify", "--serving_dtype=bfloat16 without --export_dir",
+         lambda c: classify(c, "--serving_dtype=bfloat16"), names=lambda c: ["--serving_dtype"],
          outputs=cls_out)
 
     # --- squad ----------------------------------------------------------------------------
@@ -740,6 +839,180 @@ def define_cases():
     case("bert", "unknown flag", lambda c: ["bert classify", "--no_such_flag"],
          names=lambda c: ["no_such_flag"])
 
+    # --- export-encoder -------------------------------------------------------------------
+    hub = _gen_outputs("hub/encoder", "hub/preprocessor", "export")
+    case("export-encoder", "good input (--export_dir, --serving_dtype=bfloat16)",
+         lambda c: export_encoder(c, f"--export_dir={c.p('gen', 'export')}",
+                                  "--serving_dtype=bfloat16"), setup=mk, expect_error=False)
+    case("export-encoder", "--init_checkpoint missing",
+         lambda c: export_encoder(c, ckpt="nope"), setup=mk, names=lambda c: ["nope"],
+         outputs=hub)
+    case("export-encoder", "no --output_dir",
+         lambda c: [a for a in export_encoder(c) if not a.startswith("--output_dir")], setup=mk,
+         names=lambda c: ["--output_dir"], outputs=hub)
+    case("export-encoder", "--output_dir already holds encoder/", lambda c: export_encoder(c),
+         setup=_text("gen/hub/encoder/keep.txt", "mine"), names=lambda c: ["encoder"])
+    case("export-encoder", "--output_dir is the checkpoint",
+         lambda c: export_encoder(c, output_dir=c.p("ckpt")), names=lambda c: ["ckpt"])
+    case("export-encoder", "--export_dir is --output_dir",
+         lambda c: export_encoder(c, f"--export_dir={c.p('gen', 'hub')}"), setup=mk,
+         names=lambda c: ["--export_dir"], outputs=hub)
+    for flag in ("--max_seq_length=2", "--max_seq_length=4096", "--max_batch_size=0",
+                 "--edge_formats=xml", "--quantize", "--export_version=0",
+                 "--serving_dtype=float16", "--serving_dtype=bfloat16"):
+        extra = ([] if flag.startswith(("--serving_dtype=b", "--quantize")) else
+                 ["--export_dir=EXPORT"])
+        case("export-encoder", flag + (" without --export_dir" if flag == "--serving_dtype="
+                                       "bfloat16" else ""),
+             lambda c, f=flag, e=extra: export_encoder(
+                 c, f, *[x.replace("EXPORT", c.p("gen", "export")) for x in e]), setup=mk,
+             names=lambda c, f=flag: [f.split("=")[0], f.split("=")[0].lstrip("-")],
+             outputs=hub)
+    case("export-encoder", "--init_checkpoint: truncated .index", lambda c: export_encoder(c),
+         setup=both(_truncate("ckpt/ckpt-1.index"), mk), names=lambda c: ["ckpt-1.index"],
+         outputs=hub)
+    case("export-encoder", "--init_checkpoint: truncated model.safetensors",
+         lambda c: export_encoder(c, ckpt="hf"),
+         setup=both(lambda c: hf_checkpoint(c, truncate=True), mk),
+         names=lambda c: ["model.safetensors"], outputs=hub)
+    case("export-encoder", "stray positional argument", lambda c: export_encoder(c, "extra"),
+         setup=mk, names=lambda c: ["extra"], outputs=hub)
+
+    # --- glue-submission ------------------------------------------------------------------
+    zip_out = _gen_outputs("submission.zip")
+    case("glue-submission", "good input (--allow_missing, --glue_dir)",
+         lambda c: glue_submission(c), setup=both(glue_runs, mk), expect_error=False)
+    case("glue-submission", "good input, official row counts (control)",
+         lambda c: glue_submission(c, glue_dir=None),
+         setup=both(lambda c: glue_runs(c, rows=1821), mk), expect_error=False)
+    case("glue-submission", "--runs_dir does not exist",
+         lambda c: glue_submission(c, runs="nope"), setup=both(glue_runs, mk),
+         names=lambda c: ["nope"], outputs=zip_out)
+    case("glue-submission", "--runs_dir holds no runs", lambda c: glue_submission(c, runs="glue"),
+         setup=both(glue_runs, mk), names=lambda c: ["glue"], outputs=zip_out)
+    case("glue-submission", "tasks missing, without --allow_missing",
+         lambda c: [a for a in glue_submission(c) if a != "--allow_missing"],
+         setup=both(glue_runs, mk), names=lambda c: ["--allow_missing"], outputs=zip_out)
+    case("glue-submission", "rows unlike the official test set (no --glue_dir)",
+         lambda c: glue_submission(c, glue_dir=None), setup=both(glue_runs, mk),
+         names=lambda c: ["SST-2.tsv"], outputs=zip_out)
+    for label, text, where in (
+            ("a file without its header", "0\t1\n1\t0\n2\t1\n3\t0\n", "SST-2.tsv line 1"),
+            ("an unknown label", "index\tprediction\n0\t1\n1\tpositive\n2\t1\n3\t0\n",
+             "SST-2.tsv line 3"),
+            ("an index twice", "index\tprediction\n0\t1\n0\t0\n2\t1\n3\t0\n", "SST-2.tsv line 3"),
+            ("rows fewer than --glue_dir's test set", "index\tprediction\n0\t1\n1\t0\n",
+             "SST-2.tsv"),
+            ("indices unlike --glue_dir's test set", "index\tprediction\n0\t1\n1\t0\n9\t1\n3\t0\n",
+             "SST-2.tsv line 4")):
+        case("glue-submission", label, lambda c: glue_submission(c),
+             setup=both(lambda c, t=text: glue_runs(c, text=t), mk),
+             names=lambda c, w=where: [w], outputs=zip_out)
+    case("glue-submission", "a predictions file not UTF-8", lambda c: glue_submission(c),
+         setup=both(lambda c: glue_runs(c, text=b"index\tprediction\n0\t1\n1\t\xff\n"), mk),
+         names=lambda c: ["SST-2.tsv"], outputs=zip_out)
+    case("glue-submission", "a run's classifier_config.json not JSON",
+         lambda c: glue_submission(c),
+         setup=both(glue_runs, _text("runs/sst2/classifier_config.json", "{task"), mk),
+         names=lambda c: ["classifier_config.json"], outputs=zip_out)
+    case("glue-submission", "two runs of one task", lambda c: glue_submission(c),
+         setup=both(glue_runs, lambda c: shutil.copytree(c.p("runs", "sst2"), c.p("runs", "b")),
+                    mk), names=lambda c: ["--runs_dir"], outputs=zip_out)
+    case("glue-submission", "--glue_dir is not a directory",
+         lambda c: glue_submission(c, glue_dir="corpus.txt"), setup=both(glue_runs, mk),
+         names=lambda c: ["corpus.txt"], outputs=zip_out)
+    case("glue-submission", "--output_file exists (someone's file)",
+         lambda c: glue_submission(c, output=c.p("taken.zip")),
+         setup=both(glue_runs, _text("taken.zip", "someone's")), names=lambda c: ["taken.zip"])
+    case("glue-submission", "--output_file inside --runs_dir is the predictions file",
+         lambda c: glue_submission(c, output=c.p("runs", "sst2", "SST-2.tsv")),
+         setup=glue_runs, names=lambda c: ["SST-2.tsv"])
+    case("glue-submission", "stray positional argument", lambda c: glue_submission(c, "extra"),
+         setup=both(glue_runs, mk), names=lambda c: ["extra"], outputs=zip_out)
+
+    # --- download (--source_dir, no network) ------------------------------------------------
+    wnut = _gen_outputs("data/wnut17")
+    case("download", "wnut17 from --source_dir (control)", lambda c: download(c, "wnut17"),
+         setup=local_files, expect_error=False)
+    case("download", "glue/WNLI zip from --source_dir (control)",
+         lambda c: download(c, "glue/WNLI"), setup=local_files, expect_error=False)
+    case("download", "a dataset already there (control: left alone)",
+         lambda c: download(c, "wnut17", output=c.p("data")),
+         setup=both(local_files, _text("data/wnut17/mine.txt", "keep")), expect_error=False)
+    case("download", "unknown dataset", lambda c: download(c, "nosuchdata"), setup=local_files,
+         names=lambda c: ["nosuchdata"])
+    case("download", "no dataset named", lambda c: download(c), setup=local_files,
+         names=lambda c: ["bert download"])
+    case("download", "--source_dir does not exist",
+         lambda c: download(c, "wnut17", source="nope"), setup=local_files,
+         names=lambda c: ["nope"], outputs=wnut)
+    case("download", "--source_dir lacks a file", lambda c: download(c, "wnut17"),
+         setup=both(local_files, lambda c: os.remove(c.p("src", "emerging.dev.conll"))),
+         names=lambda c: ["emerging.dev.conll"], outputs=wnut)
+    case("download", "a file unlike the pinned one (no --manifest)",
+         lambda c: download(c, "wnut17", manifest=None), setup=local_files,
+         names=lambda c: ["wnut17train.conll"], outputs=wnut)
+    case("download", "a file truncated after --manifest pinned it",
+         lambda c: download(c, "wnut17"),
+         setup=both(local_files, _truncate("src/emerging.test.annotated")),
+         names=lambda c: ["emerging.test.annotated"], outputs=wnut)
+    case("download", "--manifest not JSON", lambda c: download(c, "wnut17"),
+         setup=both(local_files, _text("manifest.json", "{files")),
+         names=lambda c: ["manifest.json"], outputs=wnut)
+    case("download", "--manifest does not exist",
+         lambda c: download(c, "wnut17", manifest="nope.json"), setup=local_files,
+         names=lambda c: ["nope.json"], outputs=wnut)
+    case("download", "--manifest names an unknown file", lambda c: download(c, "wnut17"),
+         setup=both(local_files, lambda c: edit_manifest(c, {"nope/x.txt": {"size": 1}})),
+         names=lambda c: ["manifest.json"], outputs=wnut)
+    case("download", "--manifest sha256 not 64 hex digits", lambda c: download(c, "wnut17"),
+         setup=both(local_files, lambda c: edit_manifest(
+             c, {"wnut17/wnut17train.conll": {"sha256": "abc"}})),
+         names=lambda c: ["manifest.json"], outputs=wnut)
+    case("download", "--manifest size not a number", lambda c: download(c, "wnut17"),
+         setup=both(local_files, lambda c: edit_manifest(
+             c, {"wnut17/wnut17train.conll": {"size": "big"}})),
+         names=lambda c: ["manifest.json"], outputs=wnut)
+    case("download", "--base_url with --source_dir",
+         lambda c: download(c, "wnut17", "--base_url=http://127.0.0.1:9/"), setup=local_files,
+         names=lambda c: ["--source_dir", "--base_url"], outputs=wnut)
+    case("download", "--retries=-1", lambda c: download(c, "wnut17", "--retries=-1"),
+         setup=local_files, names=lambda c: ["--retries"], outputs=wnut)
+    case("download", "--output_dir is a file",
+         lambda c: download(c, "wnut17", output=c.p("corpus.txt")), setup=local_files,
+         names=lambda c: ["corpus.txt"])
+    case("download", "--output_dir on gs://",
+         lambda c: download(c, "wnut17", output="gs://no-such-bucket/data"), setup=local_files,
+         names=lambda c: ["--output_dir"])
+    for label, damage in (("not a zip", lambda c: kit.write(c.p("src", "WNLI.zip"), BINARY)),
+                          ("a zip without test.tsv", lambda c: wnli_zip(c, drop="test.tsv")),
+                          ("a zip with a member ../x", lambda c: wnli_zip(c, unsafe=True))):
+        case("download", f"glue/WNLI: {label}", lambda c: download(c, "glue/WNLI"),
+             setup=lambda c, d=damage: (local_files(c), d(c), pin(c, "glue/WNLI.zip", "WNLI.zip")),
+             names=lambda c: ["WNLI.zip"], outputs=_gen_outputs("data/glue/WNLI"))
+    case("download", "disk full (2 KB file-size limit)", lambda c: download(c, "wnut17"),
+         setup=local_files, file_size_limit=2048, names=lambda c: ["data"], outputs=wnut,
+         after=rerun_succeeds)
+
+    # --- quickstart (its flags only; nothing is trained) ------------------------------------
+    qs_out = _gen_outputs("qs/summary.json", "qs/corpus.txt")
+    for flag, named in (("--stages=nope", "--stages"), ("--stages=", "--stages"),
+                        ("--fast --full", "--fast"), ("--pretrain_steps=0", "--pretrain_steps"),
+                        ("--pretrain_steps=-5", "--pretrain_steps"), ("extra", "extra"),
+                        ("--no_such_flag", "no_such_flag")):
+        case("quickstart", flag if flag != "extra" else "stray positional argument",
+             lambda c, f=flag: quickstart(c, *f.split()), setup=mk,
+             names=lambda c, n=named: [n], outputs=qs_out, timeout=120)
+    case("quickstart", "--output_dir is a file",
+         lambda c: quickstart(c, "--stages=serve", output="corpus.txt"),
+         names=lambda c: ["corpus.txt"], timeout=120)
+    case("quickstart", "a corrupt summary.json in --output_dir",
+         lambda c: quickstart(c, "--stages=serve"), setup=_text("gen/qs/summary.json", "{x"),
+         names=lambda c: ["summary.json"], timeout=120)
+    case("quickstart", "--stages=serve before any fine-tuning",
+         lambda c: quickstart(c, "--stages=serve"), setup=mk, names=lambda c: ["qnli_export"],
+         outputs=qs_out, timeout=120)
+
 
 # === Setups that need more than a write ===
 
@@ -802,6 +1075,59 @@ def hf_checkpoint(c: Ctx, truncate=False):
     shutil.copy(c.p("ckpt", "vocab.txt"), c.p("hf", "vocab.txt"))
     if truncate:
         kit.truncate(c.p("hf", "model.safetensors"))
+
+
+def glue_runs(c: Ctx, text=None, rows=4):
+    """runs/sst2: a run_classifier.py run's config and its SST-2.tsv; gluedata/SST-2:
+    GLUE's layout with the 4-row test.tsv those predictions are of."""
+    kit.write(c.p("runs", "sst2", "classifier_config.json"), json.dumps({"task_name": "sst-2"}))
+    if text is None:
+        text = "index\tprediction\n" + "".join(f"{i}\t{i % 2}\n" for i in range(rows))
+    kit.write(c.p("runs", "sst2", "SST-2.tsv"), text)
+    shutil.copytree(c.p("glue"), c.p("gluedata", "SST-2"))
+
+
+WNLI = {"train.tsv": "index\tsentence1\tsentence2\tlabel\n0\ta\tb\t1\n",
+        "dev.tsv": "index\tsentence1\tsentence2\tlabel\n0\ta\tb\t0\n",
+        "test.tsv": "index\tsentence1\tsentence2\n0\ta\tb\n"}
+
+
+def wnli_zip(c: Ctx, drop=None, unsafe=False):
+    import zipfile
+
+    with zipfile.ZipFile(c.p("src", "WNLI.zip"), "w") as z:
+        for name, text in WNLI.items():
+            if name != drop:
+                z.writestr(f"WNLI/{name}", text)
+        if unsafe:
+            z.writestr("WNLI/../../x.txt", "outside")
+
+
+def pin(c: Ctx, name: str, file: str):
+    """--manifest pins `name` to src/`file` as it is now (size and sha256)."""
+    import hashlib
+
+    data = pathlib.Path(c.p("src", file)).read_bytes()
+    edit_manifest(c, {name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}})
+
+
+def edit_manifest(c: Ctx, entries: dict):
+    path = pathlib.Path(c.p("manifest.json"))
+    manifest = json.loads(path.read_text()) if path.exists() else {"files": {}}
+    manifest["files"].update(entries)
+    path.write_text(json.dumps(manifest, indent=1))
+
+
+def local_files(c: Ctx):
+    """src/: tiny stand-ins of WNUT-17's three files and GLUE's WNLI.zip, and
+    manifest.json pinning them (`bert download --source_dir=src --manifest=...`)."""
+    kit.write(c.p("src", "wnut17train.conll"), kit.conll_text(100))
+    kit.write(c.p("src", "emerging.dev.conll"), kit.conll_text(8))
+    kit.write(c.p("src", "emerging.test.annotated"), kit.conll_text(8))
+    wnli_zip(c)
+    for name in ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll",
+                 "wnut17/emerging.test.annotated", "glue/WNLI.zip"):
+        pin(c, name, name.split("/")[1])
 
 
 def saved_model(c: Ctx) -> pathlib.Path:

@@ -165,7 +165,7 @@ def _define_flags():
 
 
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     export(cli_flags.from_flags(ExportEncoderConfig, FLAGS))
 
 

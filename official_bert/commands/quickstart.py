@@ -34,7 +34,7 @@ import time
 from absl import flags
 
 from official_bert import app, io
-from official_bert.errors import UserError
+from official_bert.errors import BadFileError, UserError
 
 app.quiet_tensorflow()
 
@@ -302,16 +302,28 @@ def stage_serve(out: pathlib.Path, summary: dict) -> None:
 
 
 def main(argv):
-    del argv
+    app.refuse_arguments(argv)
     unknown = [s for s in FLAGS.stages if s not in STAGES]
     if unknown:
         raise UserError(f"--stages: unknown {unknown}; choose from {', '.join(STAGES)}")
+    if not FLAGS.stages:
+        raise UserError(f"--stages is empty: name one or more of {', '.join(STAGES)}")
     if FLAGS.fast and FLAGS.full:
         raise UserError("--fast and --full exclude each other")
+    # 0 would otherwise fall back to the default step count without a word.
+    if FLAGS.pretrain_steps is not None and FLAGS.pretrain_steps < 1:
+        raise UserError(f"--pretrain_steps must be positive, got {FLAGS.pretrain_steps}")
     out = pathlib.Path(FLAGS.output_dir).resolve()
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--output_dir {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     summary_file = out / "summary.json"
-    previous = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+    previous = (io.read_json(str(summary_file), what="the summary of an earlier quickstart",
+                             directory_fix="remove it, or pass --fresh")
+                if summary_file.exists() and not FLAGS.fresh else {})
+    if not isinstance(previous, dict):
+        raise BadFileError(str(summary_file), "is not a quickstart summary (a JSON object)",
+                           fix="remove it, or pass --fresh")
     if FLAGS.fresh:
         for stage in STAGES:
             start_afresh(out, stage)

@@ -199,6 +199,11 @@ class PretrainingTask(base.Task):
                             "(create_pretraining_data's files) or text (the corpus itself)")
         if config.max_ngram_size < 1:
             raise UserError(f"--max_ngram_size must be at least 1, got {config.max_ngram_size}")
+        if config.max_ngram_size > config.max_predictions_per_seq:  # as the generator's check
+            raise UserError(f"--max_ngram_size={config.max_ngram_size} is more than "
+                            f"--max_predictions_per_seq={config.max_predictions_per_seq}: a span "
+                            "of n words or pieces masks at least n tokens, so a longer span "
+                            "never fits")
         if not 0 <= config.short_seq_prob <= 1:
             raise UserError(f"--short_seq_prob must be in [0, 1], got {config.short_seq_prob}")
         if self.text and config.dynamic_masking:
@@ -211,6 +216,12 @@ class PretrainingTask(base.Task):
         self.train_files = io.expand_paths(config.input_file, "input_file")
         self.eval_files = (io.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)
+        if not self.text:  # a corpus is one or more text files, not a set of shards
+            warnings = [io.unlisted_set_warning(self.train_files, "input_file")]
+            if config.eval_input_file:
+                warnings.append(io.unlisted_set_warning(self.eval_files, "eval_input_file"))
+            for warning in filter(None, warnings):
+                logging.warning("%s", warning)
         self.summary = _summary_beside(self.train_files)
         self.next_sentence = _has_sentence_pairs(self.train_files, self.eval_files)
 

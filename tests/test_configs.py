@@ -134,6 +134,25 @@ def test_a_written_bert_config_means_to_google_what_it_means_here(tmp_path, hidd
     np.testing.assert_allclose(np.asarray(layers.get_activation(back)(x)), ours, atol=1e-6)
 
 
+def test_a_google_config_without_hidden_act_means_what_google_reads_it_as(tmp_path):
+    """google's BertConfig defaults hidden_act to "gelu", its tanh GELU; Hugging
+    Face's defaults it to "gelu" too, its exact GELU."""
+    import numpy as np
+
+    from official_bert.modeling import layers
+
+    values = {k: v for k, v in GOOGLE_BASE.items() if k != "hidden_act"}
+    google, hf = tmp_path / "bert_config.json", tmp_path / "config.json"
+    google.write_text(json.dumps(values))
+    hf.write_text(json.dumps(dict(values, model_type="bert")))
+    x = np.linspace(-4, 4, 81).astype(np.float32)
+    ours = BertConfig.from_json_file(google).hidden_act
+    assert ours == "gelu_tanh"
+    np.testing.assert_allclose(np.asarray(layers.get_activation(ours)(x)),
+                               _google_get_activation("gelu")(x), atol=1e-6)
+    assert BertConfig.from_json_file(hf).hidden_act == "gelu"  # HF's default: exact erf GELU
+
+
 def test_gelu_means_what_each_format_says(tmp_path):
     google, hf = tmp_path / "bert_config.json", tmp_path / "config.json"
     google.write_text(json.dumps(GOOGLE_BASE))

@@ -54,7 +54,9 @@ class ConfigError(BadFileError):
 
 # The keys a config file must have: they shape the weights, so a default
 # could only build a model the checkpoint does not fit (or silently another
-# model). The others are optional, with BERT's values as defaults.
+# model). The others are optional, with BERT's values as defaults (a missing hidden_act is
+# "gelu" in the file's format: the tanh GELU in google's bert_config.json, the exact one in
+# Hugging Face's config.json; see `BertConfig.from_dict`).
 REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                  "intermediate_size", "max_position_embeddings", "type_vocab_size")
 OPTIONAL_KEYS = {"hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -172,10 +174,12 @@ class BertConfig:
         a `position_embedding_type` other than "absolute" is an error; the
         `OPTIONAL_KEYS` get BERT's values.
         `google_names`: `hidden_act` as google-research/bert names it ("gelu"
-        is the tanh approximation; see `ACTIVATIONS`).
+        is the tanh approximation; see `ACTIVATIONS`), and, when absent, as
+        google's `BertConfig` defaults it: "gelu", so the tanh GELU too (Hugging
+        Face's default "gelu" is the exact one).
         """
         values = dict(values)
-        if google_names and values.get("hidden_act") == "gelu":
+        if google_names and values.get("hidden_act", "gelu") == "gelu":
             values["hidden_act"] = "gelu_tanh"
         if values.get("hidden_act") == GOOGLE_EXACT_GELU:
             values["hidden_act"] = "gelu"

@@ -52,24 +52,33 @@ def _head_policy(encoder):
     return encoder.embeddings.dtype_policy
 
 
-def _base_config(model):
-    """The `keras.Model` keyword arguments every head's config carries."""
-    return {
-        "name": model.name,
-        "trainable": model.trainable,
-        "dtype": keras.dtype_policies.serialize(model.dtype_policy),
-    }
+class SerializableHead(keras.Model):
+    """What every head shares for saving as `.keras`: its config is its
+    constructor's arguments. A subclass returns its own arguments from
+    `head_config`; this class adds the encoder (heads around one) and
+    `keras.Model`'s `name`, `trainable` and `dtype`, and `from_config`
+    deserializes the nested encoder and dtype policy before calling the
+    constructor."""
 
+    def head_config(self) -> dict:
+        """The subclass's own constructor arguments, by their `__init__` names."""
+        return {}
 
-def _revive_config(config):
-    """A head's config with its nested objects (the encoder, the dtype policy)
-    deserialized, ready for the constructor."""
-    config = dict(config)
-    if isinstance(config.get("encoder"), dict):
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-    if isinstance(config.get("dtype"), dict):
-        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-    return config
+    def get_config(self):
+        config = {**self.head_config(), "name": self.name, "trainable": self.trainable,
+                  "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+        if getattr(self, "encoder", None) is not None:
+            config["encoder"] = keras.saving.serialize_keras_object(self.encoder)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("encoder"), dict):
+            config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
 
 
 @dataclasses.dataclass
@@ -186,7 +195,7 @@ def pool_window_logits(logits, document, num_documents, pooling="mean"):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertClassifier(keras.Model):
+class BertClassifier(SerializableHead):
     """Sentence(-pair) classification or regression on the pooled `[CLS]` vector C.
 
     Dropout on C, then one dense layer H → `num_classes` (google-research/bert's
@@ -260,19 +269,9 @@ class BertClassifier(keras.Model):
         return pool_window_logits(logits, tf.cast(where[:, 0], tf.int32),
                                   tf.shape(real)[0], self.window_pooling)
 
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_classes": self.num_classes,
-            "dropout": self.dropout_rate,
-            "seed": self.seed,
-            "window_pooling": self.window_pooling,
-            **_base_config(self),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_revive_config(config))
+    def head_config(self):
+        return dict(num_classes=self.num_classes, dropout=self.dropout_rate, seed=self.seed,
+                    window_pooling=self.window_pooling)
 
     def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `output_weights` [num_classes, H] / `output_bias` (Google's
@@ -291,7 +290,7 @@ class BertClassifier(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertMultipleChoice(keras.Model):
+class BertMultipleChoice(SerializableHead):
     """One logit per choice: a single learned vector V on each choice's pooled C.
 
     Inputs: dict of int32 [batch, num_choices, seq] `input_word_ids`,
@@ -326,17 +325,8 @@ class BertMultipleChoice(keras.Model):
         logits = self.choice_scorer(self.dropout(pooled, training=training))
         return tf.cast(tf.reshape(logits, [-1, num_choices]), tf.float32)
 
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "dropout": self.dropout_rate,
-            "seed": self.seed,
-            **_base_config(self),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_revive_config(config))
+    def head_config(self):
+        return dict(dropout=self.dropout_rate, seed=self.seed)
 
     def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `output_weights` [1, H] / `output_bias` (Hugging Face
@@ -349,7 +339,7 @@ class BertMultipleChoice(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(SerializableHead):
     """A dense layer on each final token vector T_i (BERT's NER head).
 
     Inputs: the encoder's dict of int32 [batch, seq]. Output: float32 logits
@@ -383,18 +373,8 @@ class BertTokenClassifier(keras.Model):
         logits = self.token_classifier(self.dropout(sequence, training=training))
         return tf.cast(logits, tf.float32)
 
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_labels": self.num_labels,
-            "dropout": self.dropout_rate,
-            "seed": self.seed,
-            **_base_config(self),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_revive_config(config))
+    def head_config(self):
+        return dict(num_labels=self.num_labels, dropout=self.dropout_rate, seed=self.seed)
 
     def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `output_weights` [num_labels, H] / `output_bias` (Hugging Face
@@ -405,7 +385,7 @@ class BertTokenClassifier(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class FeatureTagger(keras.Model):
+class FeatureTagger(SerializableHead):
     """The feature-based approach's task model (BERT paper §5.3): fixed BERT
     features of each word in, a 2-layer BiLSTM (or a dense layer) and a
     softmax classifier on top.
@@ -449,26 +429,16 @@ class FeatureTagger(keras.Model):
             x = self.dropout(x, training=training)
         return tf.cast(self.classifier(x), tf.float32)
 
-    def get_config(self):
-        return {
-            "num_labels": self.num_labels,
-            "kind": self.kind,
-            "units": self.units,
-            "num_layers": self.num_layers,
-            "dropout": self.dropout_rate,
-            **_base_config(self),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_revive_config(config))
+    def head_config(self):
+        return dict(num_labels=self.num_labels, kind=self.kind, units=self.units,
+                    num_layers=self.num_layers, dropout=self.dropout_rate)
 
 
 # === Span labeling (SQuAD) ===
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(SerializableHead):
     """Start and end logits for each token: one dense layer H → 2 on T_i.
 
     The start vector S and end vector E of the BERT paper are the two columns
@@ -500,16 +470,8 @@ class BertSpanLabeler(keras.Model):
         logits = tf.cast(self.span_labeler(sequence), tf.float32)
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
 
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "seed": self.seed,
-            **_base_config(self),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_revive_config(config))
+    def head_config(self):
+        return dict(seed=self.seed)
 
     def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `cls/squad/*` (Google's run_squad, HF `qa_outputs`, a run of
@@ -534,7 +496,7 @@ NEXT_SENTENCE_HEAD = ("cls/seq_relationship/output_weights",
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(SerializableHead):
     """BERT's pre-training model: masked-LM and next-sentence heads on an encoder.
 
     Masked LM (google-research/bert's `cls/predictions`): the final token
@@ -617,15 +579,6 @@ class BertPretrainer(keras.Model):
         next_sentence = tf.cast(self.next_sentence(outputs["pooled_output"]), tf.float32)
         return {"masked_lm_logits": logits, "next_sentence_logits": next_sentence}
 
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            **_base_config(self),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_revive_config(config))
 
     # --- head weights under Google's names ------------------------------------
 

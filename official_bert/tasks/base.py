@@ -286,7 +286,10 @@ class Task:
     # --- before anything is written ----------------------------------------
 
     def check_flags(self) -> None:
-        """Task-specific flag checks (`UserError`); the files are not read yet."""
+        """Task-specific flag checks (`UserError`); the files are not read yet.
+        By default: each of --do_train / --do_eval / --do_predict that is on
+        has its `--<mode>_file` (`mode_files`)."""
+        self.require_files(**self.mode_files())
 
     def fallback_vocab_file(self) -> str | None:
         """A vocabulary to use when neither --vocab_file nor the checkpoint names one."""
@@ -294,8 +297,9 @@ class Task:
 
     def input_paths(self):
         """Every user file or directory the run reads (never overwritten): a
-        dict flag → path, or (flag, path) pairs when a flag names several."""
-        return {}
+        dict flag → path, or (flag, path) pairs when a flag names several.
+        By default: the `--<mode>_file` flags (`mode_files`)."""
+        return {f"{mode}_file": path for mode, path in self.mode_files().items()}
 
     def output_files(self) -> list:
         """The names of the files the task writes into --output_dir (predictions,
@@ -407,6 +411,14 @@ class Task:
 
     def output_path(self, name: str) -> str:
         return io.join(self.run.output_dir, name)
+
+    def mode_files(self) -> dict:
+        """Mode ("train", "eval", "predict") → the file its flag names, for each
+        `<mode>_file` field of the task's own config (`self.config`, google's
+        --train_file / --eval_file / --predict_file)."""
+        config = getattr(self, "config", None)
+        return {mode: getattr(config, f"{mode}_file") for mode in ("train", "eval", "predict")
+                if hasattr(config, f"{mode}_file")}
 
     def require_files(self, **paths) -> None:
         """`UserError` when a mode is on without its file, e.g.

@@ -249,9 +249,7 @@ class ClassificationTask(base.Task):
         return out
 
     def input_paths(self) -> dict:
-        config = self.config
-        return dict(data_dir=config.data_dir, train_file=config.train_file,
-                    eval_file=config.eval_file, predict_file=config.predict_file)
+        return dict(data_dir=self.config.data_dir, **super().input_paths())
 
     def read_inputs(self):
         from data_prep import glue

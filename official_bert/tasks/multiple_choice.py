@@ -70,15 +70,8 @@ class MultipleChoiceTask(base.Task):
 
     # --- inputs and data -------------------------------------------------------------
 
-    def check_flags(self):
-        config = self.config
-        self.require_files(train=config.train_file, eval=config.eval_file,
-                           predict=config.predict_file)
-
-    def input_paths(self) -> dict:
-        config = self.config
-        return dict(train_file=config.train_file, eval_file=config.eval_file,
-                    predict_file=config.predict_file)
+    # check_flags and input_paths: `base.Task`'s (--train_file, --eval_file,
+    # --predict_file).
 
     def read_inputs(self):
         from data_prep import swag

@@ -136,16 +136,10 @@ class NerTask(base.Task):
     # --- inputs ---------------------------------------------------------------------
 
     def check_flags(self):
+        super().check_flags()  # each mode's --<mode>_file; input_paths is base.Task's
         config = self.config
-        self.require_files(train=config.train_file, eval=config.eval_file,
-                           predict=config.predict_file)
         if config.window_stride is not None and config.window_stride <= 0:
             raise UserError(f"--window_stride must be positive, got {config.window_stride}")
-
-    def input_paths(self) -> dict:
-        config = self.config
-        return dict(train_file=config.train_file, eval_file=config.eval_file,
-                    predict_file=config.predict_file)
 
     def read_inputs(self):
         from data_prep import conll

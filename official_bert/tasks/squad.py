@@ -129,10 +129,7 @@ class SpanLabelingTask(base.Task):
         if run.do_eval:
             raise UserError("run_squad has no --do_eval: --do_predict on a file with answers "
                             "writes eval_results.json")
-        if run.do_train and not config.train_file:
-            raise UserError("--do_train needs --train_file")
-        if run.do_predict and not config.predict_file:
-            raise UserError("--do_predict needs --predict_file")
+        super().check_flags()  # --train_file / --predict_file with their modes
         if run.max_seq_length <= config.max_query_length + 3:
             raise UserError(f"--max_seq_length ({run.max_seq_length}) must be greater than "
                             f"--max_query_length ({config.max_query_length}) + 3")
@@ -144,9 +141,6 @@ class SpanLabelingTask(base.Task):
         if config.max_predict_examples is not None and config.max_predict_examples <= 0:
             raise UserError(f"--max_predict_examples must be positive, got "
                             f"{config.max_predict_examples}")
-
-    def input_paths(self) -> dict:
-        return dict(train_file=self.config.train_file, predict_file=self.config.predict_file)
 
     def read_inputs(self):
         from data_prep import squad

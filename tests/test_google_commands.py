@@ -194,6 +194,14 @@ python extract_features.py \
   --batch_size=8
 """),
 ]
+# google's SQuAD evaluation commands (v2.0's is prose there, wrapped over two lines). Shown
+# in README.md but not run: they need SQuAD's official evaluate scripts, which `bert download`
+# fetches (md5-checked) but the test data does not hold (the download mirror serves a stand-in).
+GOOGLE_EVALUATE_COMMANDS = [
+    "python $SQUAD_DIR/evaluate-v1.1.py $SQUAD_DIR/dev-v1.1.json ./squad/predictions.json\n",
+    "python $SQUAD_DIR/evaluate-v2.0.py $SQUAD_DIR/dev-v2.0.json ./squad/predictions.json "
+    "--na-prob-file ./squad/null_odds.json\n",
+]
 PROVIDED = ("BERT_BASE_DIR", "BERT_LARGE_DIR", "GLUE_DIR", "SQUAD_DIR", "XNLI_DIR",
             "TRAINED_CLASSIFIER", "TPU_NAME", "THRESH")
 # google's SQuAD commands on TPU share gs://some_bucket/squad_large/ as alternatives; here
@@ -215,6 +223,8 @@ def test_readme_shows_googles_commands_verbatim():
     blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
     for name, command in GOOGLE_COMMANDS:
         assert command in blocks, f"README.md does not show google's {name} command verbatim"
+    for command in GOOGLE_EVALUATE_COMMANDS:
+        assert command in blocks, f"README.md does not show google's {command.split()[1]}"
 
 
 @pytest.fixture(scope="module")

@@ -188,7 +188,10 @@ def run_config(flag_values):
         config = dataclasses.replace(config, tpu=tpu)
     if getattr(flag_values, "use_tpu", False):
         config = dataclasses.replace(config, distribution_strategy="tpu")
-        if flag_values["num_tpu_cores"].present:
-            logging.info("--num_tpu_cores is not used: the TPU strategy uses every core of the "
-                         "TPU it connects to")
+    from official_bert.training.distribution import GOOGLE_TPU_FLAGS, ignored_tpu_flags
+
+    given = {name: flag_values[name].value for name in GOOGLE_TPU_FLAGS
+             if name in flag_values and flag_values[name].present}
+    for line in ignored_tpu_flags(config.distribution_strategy, given):
+        logging.info(line)
     return config

@@ -101,6 +101,38 @@ def get_strategy(
     return tf.distribute.TPUStrategy(resolver)
 
 
+# The TPU flags of google-research/bert's run_classifier.py, run_squad.py and
+# run_pretraining.py (plus this project's --tpu): the runners accept them so
+# google's commands run unchanged, and map them onto `get_strategy`'s arguments.
+GOOGLE_TPU_FLAGS = ("use_tpu", "tpu", "tpu_name", "tpu_zone", "gcp_project", "master",
+                    "num_tpu_cores")
+
+
+def ignored_tpu_flags(strategy: str, given: dict) -> list[str]:
+    """One line per TPU flag that was given but has no effect here, saying why
+    (the runners log each once, so a TPU user's command runs and says what it
+    did not use).
+
+    Args:
+        strategy: the --distribution_strategy the run uses (--use_tpu makes it "tpu").
+        given: flag name → value, for the `GOOGLE_TPU_FLAGS` given on the command line.
+    """
+    lines = []
+    if "num_tpu_cores" in given:
+        lines.append("--num_tpu_cores is not used: the TPU strategy uses every core of the "
+                     "TPU it connects to")
+    located = [name for name in ("tpu", "tpu_name", "tpu_zone", "gcp_project", "master")
+               if given.get(name)]
+    if strategy != "tpu":
+        lines += [f"--{name} is not used: --distribution_strategy={strategy} (--use_tpu=True or "
+                  "--distribution_strategy=tpu runs on a TPU)" for name in located]
+    elif given.get("master") and (given.get("tpu") or given.get("tpu_name")):
+        # google's scripts: the TPUClusterResolver of --tpu_name overrides --master.
+        lines.append(f"--master is not used: --{'tpu' if given.get('tpu') else 'tpu_name'} "
+                     "names the TPU to connect to")
+    return lines
+
+
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """True on the worker that writes checkpoints and summaries."""
     resolver = getattr(strategy, "cluster_resolver", None)

@@ -18,6 +18,12 @@ traps (SQuAD windowing is linear; `bert predict` answers a pipe as it goes).
 The training-based ones (a damaged checkpoint in a run directory, a full disk
 while saving one, a TFRecord truncated in the middle) are `slow`.
 
+The other classes are tested beside the code they concern: the serving
+signature's input shapes (a 2x2 string input refused, not flattened) and its
+batch limit in tests/test_serving.py; the catch-all (a bug is not passed off as
+a user error: it surfaces as a traceback with where to report it) in
+tests/test_app.py.
+
 `tools/bad_input_sweep.py` runs the same kinds of fault against every command
 and prints the table in docs/guide.md ("Troubleshooting").
 """
@@ -69,6 +75,23 @@ def one_line_error(result, *names, absent=()):
 
 def run(script, *args, **kwargs):
     return kit.run(kit.command(script, *args), **kwargs)
+
+
+def user_env():
+    """The environment of a user's shell: without the settings the tests use to
+    quieten TensorFlow and hide the GPU (kit.ENV, conftest), so that what a
+    command prints is what a user would see."""
+    hidden = ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES")
+    return {k: v for k, v in {**os.environ, **kit.ENV}.items() if k not in hidden}
+
+
+def assert_quiet(output):
+    """None of what a user should not see in a command's output: TensorFlow's
+    failed CUDA probe on a machine without a GPU ("failed call to cuInit: ...
+    CUDA error"), or a line too long to read (a dumped config or array)."""
+    lines = output.splitlines()
+    assert not [line for line in lines if "cuInit" in line or "CUDA error" in line], output[-3000:]
+    assert max(map(len, lines), default=0) <= 500, max(lines, key=len)[:600]
 
 
 def classify_args(w, *extra, data=None, ckpt=None, out=None):
@@ -232,9 +255,13 @@ def test_a_truncated_safetensors_file_is_named(w):
     kit.make_huggingface(hf, w.ckpt)
     shutil.copy(w.vocab, hf / "vocab.txt")
     kit.truncate(hf / "model.safetensors")
+    before = kit.snapshot(hf)
     result = run("run_classifier.py", *classify_args(w, ckpt=hf))
-    line = one_line_error(result, "model.safetensors")
+    line = one_line_error(result, "model.safetensors", absent=[
+        w.path("out", "checkpoint"), w.path("out", "eval_results.txt")])
     assert "not a readable safetensors file" in line
+    assert not w.path("out").exists() or not completes_something(w.path("out"))
+    assert not kit.changed(before, kit.snapshot(hf))  # the input is left as it was
 
 
 @pytest.mark.slow
@@ -316,8 +343,13 @@ def test_a_damaged_saved_model_given_to_predict_is_named(w, damage):
         kit.truncate(version / "saved_model.pb")
     elif damage == "variables":
         kit.truncate(version / "variables" / "variables.data-00000-of-00001")
+    before = kit.snapshot(w.path("export"))
     result = run("bert predict", f"--model={w.path('export')}", stdin=b"a good movie\n")
     one_line_error(result, "export")
+    # predict answers on stdout: not a line there (no header a pipeline would take as the
+    # start of an answer), and the export is left as it was.
+    assert result.stdout == ""
+    assert not kit.changed(before, kit.snapshot(w.path("export")))
 
 
 # === Validation of model files and flags ===
@@ -434,8 +466,9 @@ def test_predict_names_the_line_that_is_not_utf8(classifier_run, tmp_path):
 
 def test_predict_answers_each_batch_while_the_pipe_stays_open(classifier_run):
     """`bert predict` as a filter: the answers to the lines sent so far come
-    back while stdin is still open (it does not wait for the end of input)."""
-    env = dict(os.environ, **kit.ENV)
+    back while stdin is still open (it does not wait for the end of input).
+    Run as a user runs it, it logs nothing a user should not see."""
+    env = user_env()
     process = subprocess.Popen(
         [sys.executable, "-m", "official_bert.cli", "predict", f"--model={classifier_run}",
          "--batch_size=2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -465,6 +498,7 @@ def test_predict_answers_each_batch_while_the_pipe_stays_open(classifier_run):
         assert len(second) == 1 and second[0].endswith("\tgreat fun"), second
         process.stdin.close()
         assert process.wait(timeout=60) == 0, process.stderr.read().decode()[-2000:]
+        assert_quiet(process.stderr.read().decode())
     finally:
         if process.poll() is None:
             process.kill()

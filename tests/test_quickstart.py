@@ -1,10 +1,14 @@
 """The quickstart's reruns are honest: a rerun with other settings starts the
-stage afresh, one with the same settings resumes and says how many steps were
-done before and now, and --fresh starts over. (The whole quickstart runs in the
-slow docs tests: `python quickstart.py --fast`.)"""
+stage afresh (also after a stage that failed), one with the same settings
+resumes and says how many steps were done before and now, and --fresh starts
+over. What it prints is what a user should see: a line per logged step with the
+time left, why next-sentence accuracy is at chance, and none of TensorFlow's
+start-up chatter. (The whole quickstart runs in the slow docs tests:
+`python quickstart.py --fast`.)"""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -12,27 +16,120 @@ import pytest
 
 from conftest import REPO_ROOT
 
+from official_bert.commands import quickstart as qs
+from test_faults import assert_quiet, user_env
 
-def quickstart(out, *args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, str(REPO_ROOT / "quickstart.py"),
-                             f"--output_dir={out}", *args], cwd=REPO_ROOT, env=env, text=True,
-                            capture_output=True, timeout=900)
+
+def run_quickstart(out, *args, env=None):
+    env = env or dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, str(REPO_ROOT / "quickstart.py"),
+                           f"--output_dir={out}", *args], cwd=REPO_ROOT, env=env, text=True,
+                          capture_output=True, timeout=900)
+
+
+def quickstart(out, *args, env=None):
+    result = run_quickstart(out, *args, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
+
+
+PRETRAIN_RESULTS = {"masked_lm_accuracy": 0.084, "next_sentence_accuracy": 0.504,
+                    "global_step": 300.0}
+
+
+def test_the_summary_says_why_next_sentence_accuracy_is_at_chance(tmp_path):
+    entry = qs.pretrain_summary(tmp_path / "pretrain", PRETRAIN_RESULTS)
+    assert entry["next_sentence_note"] == qs.NSP_NOTE
+    assert "near chance" in qs.NSP_NOTE and "68% at 3,000" in qs.NSP_NOTE
+    summary = {"pretrain": dict(entry, finished="2026-01-01 00:00:00")}
+    assert qs.summary_lines(summary, ["pretrain"], {}) == [
+        f"  pre-trained tiny BERT   {tmp_path / 'pretrain'}  (masked-LM acc 0.084, "
+        f"next-sentence acc 0.504: {qs.NSP_NOTE})"]
+    # Once next sentence is learned there is nothing to explain.
+    learned = qs.pretrain_summary(tmp_path, dict(PRETRAIN_RESULTS, next_sentence_accuracy=0.68))
+    assert "next_sentence_note" not in learned
+    assert qs.summary_lines({"pretrain": learned}, ["pretrain"], {})[0].endswith(
+        "next-sentence acc 0.680)")
+
+
+def test_the_summary_names_a_stage_that_did_not_finish():
+    summary = {"pretrain": {"settings": {"steps": 4}, "unfinished": True,
+                            "started": "2026-01-01 00:00:00"}}
+    assert qs.summary_lines(summary, ["data"], {}) == [
+        "  [pretrain] did not finish (started 2026-01-01 00:00:00): --stages=pretrain takes "
+        "it up again"]
+
+
+def test_the_commands_it_shows_are_short_lines_a_shell_reads_back():
+    args = ["python", "run_pretraining.py", "--do_train", "--name=a b",
+            *[f"--file{i}=/tmp/pytest-of-user/{'x' * 20}/quickstart_output/{i}.tfrecord"
+              for i in range(12)]]
+    lines = qs.shell_command(args).splitlines()
+    assert len(lines) == 13 and lines[0] == (
+        "      $ python run_pretraining.py --do_train '--name=a b' \\")
+    assert max(map(len, lines)) <= 100
+    assert shlex.split(" ".join(line.rstrip("\\") for line in lines).split("$", 1)[1]) == args
+
+
+def test_progress_shows_the_time_left(monkeypatch, capsys):
+    clock = iter([100.0, 110.0, 130.0])
+    monkeypatch.setattr(qs.time, "time", lambda: next(clock))
+    progress = qs.Progress()
+    for line in ["I1125 trainer.py:452] step 50/200: loss = 5.1",
+                 "I1125 glue.py:859] Wrote train features",
+                 "I1125 trainer.py:452] step 100/200: loss = 4.9",
+                 "I1125 trainer.py:452] step 150/200: loss = 4.8"]:
+        progress.update(line)
+    # 50 steps in 10 s, then 100 in 30 s: 5 and 3.3 steps a second.
+    assert capsys.readouterr().out.splitlines() == [
+        "      step 50/200", "      step 100/200, about 20 s left",
+        "      step 150/200, about 15 s left"]
+
+
+def test_a_failed_stage_keeps_its_settings_for_the_next_run(tmp_path):
+    """A stage that fails (or is killed) leaves its settings in summary.json:
+    a rerun with other settings starts it afresh instead of resuming the
+    partial run as if it were its own."""
+    out = tmp_path / "qs"
+    # No pre-training data: the stage fails as soon as it starts (as a killed one would).
+    failed = run_quickstart(out, "--stages=pretrain", "--pretrain_steps=4")
+    assert failed.returncode == 1 and "error: no pre-training data" in failed.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["pretrain"]["settings"] == {"steps": 4}
+    assert summary["pretrain"]["unfinished"] is True
+    # What a run killed after its first checkpoint leaves.
+    (out / "pretrain").mkdir()
+    (out / "pretrain" / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\n')
+    again = run_quickstart(out, "--stages=pretrain", "--pretrain_steps=6")
+    assert ("[pretrain] settings changed ({'steps': 4} → {'steps': 6}): starting this stage "
+            "afresh") in again.stdout
+    assert not (out / "pretrain").exists()
+    assert json.loads((out / "summary.json").read_text())["pretrain"]["settings"] == {"steps": 6}
 
 
 @pytest.mark.slow
 def test_reruns_say_what_they_did(tmp_path):
     out = tmp_path / "qs"
-    first = quickstart(out, "--stages=data,pretrain", "--pretrain_steps=4")
-    assert "step 4/4" in first and "resumed" not in first
+    # As a user runs it (no test settings): two logged steps (every 50th), so a time left.
+    result = run_quickstart(out, "--stages=data,pretrain", "--pretrain_steps=51",
+                            env=user_env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    first = result.stdout
+    assert "step 50/51\n" in first and "step 51/51, about 0 s left" in first
+    assert "resumed" not in first
+    assert_quiet(result.stdout + result.stderr)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["pretrain"]["steps_before"] == 0 and summary["pretrain"]["steps_now"] == 4
+    assert summary["pretrain"]["steps_before"] == 0 and summary["pretrain"]["steps_now"] == 51
+    assert "unfinished" not in summary["pretrain"] and "unfinished" not in summary["data"]
+    # Why next sentence is at chance, in the summary and its file (when it is).
+    at_chance = summary["pretrain"]["next_sentence_accuracy"] < qs.NSP_NEAR_CHANCE
+    assert (summary["pretrain"].get("next_sentence_note") == qs.NSP_NOTE) == at_chance
+    assert (f"next-sentence acc {summary['pretrain']['next_sentence_accuracy']:.3f}: "
+            f"{qs.NSP_NOTE})" in first) == at_chance
 
     # Other settings: the old run is not resumed as if it were this one.
     changed = quickstart(out, "--stages=pretrain", "--pretrain_steps=6")
-    assert "settings changed ({'steps': 4} → {'steps': 6}): starting this stage afresh" in changed
+    assert "settings changed ({'steps': 51} → {'steps': 6}): starting this stage afresh" in changed
     assert json.loads((out / "summary.json").read_text())["pretrain"]["steps_now"] == 6
 
     # The same settings again: it resumes, and the summary says so.

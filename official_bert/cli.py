@@ -38,6 +38,9 @@ COMMANDS = {
     "export-encoder": ("official_bert.commands.export_encoder",
                        "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) "
                        "from a checkpoint"),
+    "export-ids-only": ("official_bert.commands.export_ids_only",
+                        "a copy of an export with only serve_ids, for servers without the "
+                        "tensorflow-text ops"),
     "export-google": ("official_bert.commands.export_google",
                       "google-research/bert's TF1 files (bert_model.ckpt, bert_config.json, "
                       "vocab.txt) from a checkpoint"),

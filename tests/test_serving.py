@@ -26,6 +26,7 @@ TFLite / ONNX files of the ids signature against TensorFlow.
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -136,9 +137,20 @@ def _export_all(root):
     cases["classification"] = dict(
         dir=classification.export_classifier(model, str(vocab_file), True, SEQ, LABELS, True,
                                              str(root / "classification")),
-        text={"text_a": TEXT_A, "text_b": TEXT_B}, ids=ids,
+        text={"text_a": TEXT_A, "text_b": TEXT_B}, ids=ids, params=model.count_params(),
         expected={"probabilities": probabilities,
                   "label": [LABELS[i] for i in probabilities.argmax(axis=1)]})
+
+    # Regression (one output, no labels; a single-sentence task: text_a only).
+    model = heads.BertClassifier(_encoder(8), 1)
+    single_ids = _pack(tokenizer, TEXT_A)
+    model(single_ids)
+    _scale(model.classifier, 8, 3.0)
+    cases["regression"] = dict(
+        dir=classification.export_classifier(model, str(vocab_file), True, SEQ, None, False,
+                                             str(root / "regression")),
+        text={"text_a": TEXT_A}, ids=single_ids, params=model.count_params(),
+        expected={"score": model(single_ids, training=False).numpy()[:, 0]})
 
     # SQuAD v1.1 and v2.0: one span labeler; the v2.0 threshold splits the questions.
     model = heads.BertSpanLabeler(_encoder(2))
@@ -176,6 +188,7 @@ def _export_all(root):
                 model, VOCAB, str(root / name), version_2_with_negative=version_2,
                 null_score_diff_threshold=threshold, **SQUAD),
             text={"question": QUESTIONS, "context": CONTEXTS}, ids=window_ids,
+            params=model.count_params(),
             expected={"predictions": {i: predictions[str(i)] for i in answered},
                       "start_logits": logits["start_logits"],
                       "end_logits": logits["end_logits"], "threshold": threshold})
@@ -193,6 +206,7 @@ def _export_all(root):
         dir=multiple_choice.export_multiple_choice(model, str(vocab_file), True, SEQ,
                                                    str(root / "multiple_choice")),
         text={"context": MC_CONTEXT, "start": MC_START, "endings": MC_ENDINGS}, ids=mc_ids,
+        params=model.count_params(),
         expected={"logits": mc_logits, "probabilities": tf.nn.softmax(mc_logits).numpy()})
 
     # NER (every sentence fits one window; the export's limit is NER_MAX_BATCH).
@@ -208,7 +222,7 @@ def _export_all(root):
     cases["ner"] = dict(
         dir=ner.export_token_classifier(model, str(vocab_file), True, SEQ, TAGS,
                                         str(root / "ner"), max_batch_size=NER_MAX_BATCH),
-        text={"text": NER_TEXT}, ids=ner_ids,
+        text={"text": NER_TEXT}, ids=ner_ids, params=model.count_params(),
         expected={"tags": [[TAGS[t] for t in w] for w in words],
                   "token_tags": [[TAGS[t] for t in row] for row in tag_ids]})
 
@@ -219,7 +233,7 @@ def _export_all(root):
     cases["encoder"] = dict(
         dir=encoder_serving.export_encoder(encoder, str(vocab_file), True, SEQ,
                                            str(root / "encoder")),
-        text={"text": ENCODER_TEXT}, ids=enc_ids,
+        text={"text": ENCODER_TEXT}, ids=enc_ids, params=encoder.count_params(),
         expected={"pooled_output": out["pooled_output"].numpy(),
                   "sequence_output": out["sequence_output"].numpy(), "ids": enc_ids})
 
@@ -251,7 +265,7 @@ def _export_all(root):
     cases["pretraining"] = dict(
         dir=pretraining.export_pretraining_model(model, str(vocab_file), True, SEQ,
                                                  str(root / "pretraining")),
-        text={"text_a": MLM_A, "text_b": MLM_B}, ids=mlm_ids,
+        text={"text_a": MLM_A, "text_b": MLM_B}, ids=mlm_ids, params=model.count_params(),
         expected={"positions": positions, "probabilities": mlm_probabilities,
                   "next_sentence": tf.nn.softmax(heads_out["next_sentence_logits"]).numpy()})
     return cases
@@ -262,8 +276,8 @@ def exports(tmp_path_factory):
     return _export_all(tmp_path_factory.mktemp("serving"))
 
 
-TASKS = ["classification", "squad_v1", "squad_v2", "multiple_choice", "ner", "encoder",
-         "pretraining"]
+TASKS = ["classification", "regression", "squad_v1", "squad_v2", "multiple_choice", "ner",
+         "encoder", "pretraining"]
 
 # A fresh process in which the project cannot be imported: only tensorflow and
 # tensorflow_text (the LOADER of tests/test_run_squad.py).
@@ -381,6 +395,26 @@ def test_tf_serving_layout(exports, task):
         base.version_dir(parent, int(version))
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_export_stores_each_weight_once(exports, task):
+    """The SavedModel's checkpoint holds the model's weights once: its float
+    variables add up to the model's parameter count (a Keras wrapper variable saved
+    beside the tf.Variable it wraps would double it, `base.Untracked`). Besides
+    them only bookkeeping: the object graph and the dropout layers' int64 seeds."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(os.path.join(exports[task]["dir"], "variables",
+                                                   "variables"))
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    size = {name: int(np.prod(shape)) for name, shape in shapes.items()}
+    weights = sum(n for name, n in size.items() if dtypes[name].is_floating)
+    params = exports[task]["params"]
+    assert weights == params
+    assert {dtypes[name] for name in size if not dtypes[name].is_floating} <= {tf.int64,
+                                                                                  tf.string}
+    assert sum(size.values()) <= 1.01 * params
+
+
 TEXT_OPS = ["NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"]
 
 
@@ -471,6 +505,22 @@ def test_saved_model_cli_show_and_run(served, saved_model_cli, task):
 # --- a fresh process without the project, against the checkpoint's predictions ---------
 
 
+def test_regression_served(exports, served):
+    """num_classes=1: `score` (the raw output) is the only output, from raw text
+    (a single-sentence export: text_a only) and from ids."""
+    expected = exports["regression"]["expected"]["score"]
+    # A random encoder's pooled vectors hardly differ, but the scores differ between
+    # the texts by far more than the tolerance: a wrong row would be caught.
+    assert np.ptp(expected) > 100 * 1e-5
+    for signature in ("serving_default", "serve_ids"):
+        out = served["regression"][signature]
+        assert sorted(out) == ["score"]
+        np.testing.assert_allclose(out["score"], expected, atol=1e-5)
+    metadata = served["regression"]["metadata"]
+    assert metadata["labels"] == [] and metadata["pair"] is False
+    assert metadata["text_inputs"] == ["text_a"]
+
+
 def test_classification_served(exports, served):
     expected = exports["classification"]["expected"]
     for signature in ("serving_default", "serve_ids"):
@@ -519,6 +569,59 @@ def test_squad_served(exports, served, task):
         length = mask[row].sum()
         if start >= 0:  # inside the context (type 1, before the last [SEP])
             assert types[row, start] == 1 and start <= end < length - 1
+
+
+@pytest.mark.slow
+def test_squad_v2_run_exports_its_tuned_threshold(tmp_path):
+    """`run_squad.py --version_2_with_negative --tune_threshold --do_predict
+    --export_dir` on a tiny run: the export's no-answer decisions are made with the
+    threshold the run tuned (eval_results.json), so the served answers are
+    predictions.json's (which the run wrote with that threshold)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from data_prep import squad
+    from official_bert import checkpoints
+    from test_run_squad import COMMON, run_cli, squad_file
+
+    checkpoints.save_checkpoint(_encoder(9), str(tmp_path / "ckpt"),
+                                vocab_file=_vocab_file(tmp_path))
+    data = squad_file(tmp_path / "v2.json", version_2=True)
+    out = tmp_path / "out"
+    run_cli("--do_train", "--max_train_examples=2", "--train_batch_size=2",
+            f"--train_file={data}", "--do_predict", "--version_2_with_negative",
+            "--tune_threshold", f"--init_checkpoint={tmp_path / 'ckpt'}",
+            f"--predict_file={data}", f"--output_dir={out}",
+            f"--export_dir={tmp_path / 'export'}", "--export_version=1", *COMMON)
+    threshold = json.loads((out / "eval_results.json").read_text())["tuned_threshold"]
+    predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
+    odds = json.loads((out / "null_odds.json").read_text())
+    loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    assert float(loaded.metadata()["null_score_diff_threshold"]) == pytest.approx(threshold,
+                                                                                 abs=1e-6)
+    questions = [(qa["id"], qa["question"], p["context"])
+                 for p in json.loads(open(data).read())["data"][0]["paragraphs"]
+                 for qa in p["qas"]]
+    served = {k: v.numpy() for k, v in loaded.signatures["serving_default"](
+        question=tf.constant([q for _, q, _ in questions]),
+        context=tf.constant([c for _, _, c in questions])).items()}
+    nbest = json.loads((out / "nbest_predictions.json").read_text(encoding="utf-8"))
+    compared = 0
+    for i, (qas_id, _, _) in enumerate(questions):
+        assert served["score_diff"][i] == pytest.approx(odds[qas_id], abs=1e-4), qas_id
+        impossible = bool(served["is_impossible"][i])
+        assert impossible == (served["score_diff"][i] > threshold), qas_id
+        best = served["best_answer"][i].decode()
+        assert " ".join(squad.split_doc_tokens(best)[0]) == next(
+            e["text"] for e in nbest[qas_id] if e["text"]), qas_id
+        if abs(odds[qas_id] - threshold) < 1e-4:
+            continue  # the question the threshold was tuned on: float rounding decides
+        assert impossible == (predictions[qas_id] == ""), qas_id
+        compared += 1
+    assert compared >= len(questions) - 1
+    # The decisions are the tuned threshold's, not the default 0.0's.
+    assert any(served["is_impossible"][i] and odds[q] <= 0.0
+               for i, (q, _, _) in enumerate(questions))
 
 
 def test_multiple_choice_served(exports, served):
@@ -636,7 +739,8 @@ def test_batch_above_the_limit_is_refused(served):
 
 def test_non_vector_string_input_is_refused(exports):
     """TF Serving feeds tensors to the graph without checking them against the
-    signature; the checks in the graph refuse a [batch, 1] column or a scalar. The
+    signature; the checks in the graph refuse a [batch, 1] column, a 2 x 2 matrix
+    (as many rows as text_b has strings, so only the rank is wrong) or a scalar. The
     TF1 session's C-level feed (as TF Serving's) is used, not Python's, which would
     refuse the shape itself."""
     import tensorflow as tf
@@ -662,6 +766,9 @@ def test_non_vector_string_input_is_refused(exports):
                            match=r"text_a must be a vector of strings \[batch\]"):
             run([["a movie"], ["a film"]], ["good", "bad"])
         with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"text_a must be a vector of strings \[batch\].* rank\] \[2\]"):
+            run([["a movie", "a film"], ["good", "bad"]], ["good", "bad"])
+        with pytest.raises(tf.errors.InvalidArgumentError,
                            match=r"text_b must be a vector of strings \[batch\]"):
             run(["a movie"], "good")
         with pytest.raises(tf.errors.InvalidArgumentError,
@@ -672,6 +779,9 @@ def test_non_vector_string_input_is_refused(exports):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"text_a must be a vector of strings \[batch\]"):
         signature(text_a=tf.constant([["a"]]), text_b=tf.constant(["b"]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"text_a must be a vector of strings \[batch\]"):
+        signature(text_a=tf.constant([["a", "b"], ["c", "d"]]), text_b=tf.constant(["e", "f"]))
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"text_b must be a vector of strings \[batch\]"):
         signature(text_a=tf.constant(["a"]), text_b=tf.constant("b"))
@@ -780,15 +890,33 @@ def test_warmup_file_parses_with_the_official_protos(exports):
             np.testing.assert_array_equal(tf.make_ndarray(value), inputs[key])
 
 
-# --- the ids-only copy, for a server without the text ops --------------------------------
+# --- the ids-only copy (`bert export-ids-only`), for binaries without the text ops -------
 
 
-def test_ids_only_copy_loads_without_tensorflow_text(exports, tmp_path):
+@pytest.fixture(scope="module")
+def ids_only(exports, tmp_path_factory):
+    """`bert export-ids-only` on the classifier's TF Serving directory (its latest
+    version), run as a user runs it; returns the copy's version directory."""
+    tmp = tmp_path_factory.mktemp("ids_only")
+    source = os.path.dirname(exports["classification"]["dir"])
+    result = subprocess.run(
+        [sys.executable, "-m", "official_bert.cli", "export-ids-only",
+         f"--saved_model={source}", f"--export_dir={tmp / 'ids'}", "--export_version=7"],
+        cwd=str(REPO_ROOT), env=dict(ENV, PYTHONPATH=str(REPO_ROOT)), capture_output=True,
+        text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    path = str(tmp / "ids" / "7")
+    assert result.stdout.strip().splitlines()[-1] == f"serving\t{path}"
+    return path
+
+
+def test_ids_only_copy_loads_without_tensorflow_text(exports, ids_only, tmp_path):
     from official_bert.serving import base
 
-    path = base.export_ids_only(exports["classification"]["dir"], str(tmp_path / "ids"),
-                                version=7)
-    assert path == str(tmp_path / "ids" / "7")
+    path = ids_only
+    assert os.listdir(os.path.dirname(path)) == ["7"]  # nothing staged left behind
+    vocab = open(os.path.join(path, "assets", "vocab.txt"), encoding="utf-8").read()
+    assert vocab.splitlines() == VOCAB  # for the clients, which tokenize themselves
     ids = exports["classification"]["ids"]
     script = textwrap.dedent(f"""
         import json, sys
@@ -809,6 +937,99 @@ def test_ids_only_copy_loads_without_tensorflow_text(exports, tmp_path):
                                atol=1e-5)
     assert [name for name, _ in base.read_warmup_requests(path)] == \
         ["serve_ids", "serve_ids", "serving_default", "serving_default"]
+
+
+def test_export_ids_only_refuses_bad_input(exports, tmp_path):
+    """One clear error before anything is loaded or written: a path that is not an
+    export, a copy into the source's own TF Serving directory (the copy would be
+    served as the raw-text model's newest version) or into its version."""
+    from official_bert.commands import export_ids_only
+    from official_bert.errors import UserError
+
+    version = exports["classification"]["dir"]
+    source = os.path.dirname(version)
+    with pytest.raises(UserError, match=r"--saved_model=.*absent is not an export"):
+        export_ids_only.export(str(tmp_path / "absent"), str(tmp_path / "ids"))
+    for target in (source, version, os.path.join(version, "ids")):
+        with pytest.raises(UserError, match="--saved_model's own directory"):
+            export_ids_only.export(source, target)
+    with pytest.raises(UserError, match="--export_dir is required"):
+        export_ids_only.export(source, None)
+    with pytest.raises(UserError, match="--export_version must be positive"):
+        export_ids_only.export(source, str(tmp_path / "ids"), 0)
+    assert os.listdir(source) == [os.path.basename(version)]
+    assert not os.path.exists(tmp_path / "ids")
+
+
+def test_version_on_an_object_store_gets_saved_model_pb_last(ids_only, monkeypatch):
+    """On a file system with a scheme (here TensorFlow's ram://), where a directory
+    is renamed file by file, the version directory appears without saved_model.pb,
+    which comes last, alone: a polling server cannot load half a version."""
+    import tensorflow as tf
+
+    from official_bert import io
+    from official_bert.serving import base
+
+    renames, rename = [], io.rename
+
+    def recording(source, destination, overwrite=False):
+        renames.append((source, destination,
+                        tf.io.gfile.exists(io.join(source, "saved_model.pb"))))
+        rename(source, destination, overwrite)
+
+    monkeypatch.setattr(io, "rename", recording)
+    path = base.export_ids_only(ids_only, "ram://ids_only_copy", version=3)
+    assert path == "ram://ids_only_copy/3"
+    assert [destination for _, destination, _ in renames][1:] == [
+        path, path + "/saved_model.pb"]
+    assert renames[1][2] is False  # the directory moved without its saved_model.pb
+    assert tf.io.gfile.listdir("ram://ids_only_copy") == ["3"]  # nothing staged left
+    assert {"saved_model.pb", "variables", "assets.extra"} <= set(tf.io.gfile.listdir(path))
+    assert list(tf.saved_model.load(path).signatures) == ["serving_default", "serve_ids"]
+
+
+# --- the real `saved_model_cli` binary ---------------------------------------------------
+
+
+def _real_saved_model_cli(*args, cwd):
+    binary = shutil.which("saved_model_cli")
+    if binary is None:
+        pytest.skip("the saved_model_cli binary is not on PATH")
+    return subprocess.run([binary, *args], cwd=str(cwd), env=ENV, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_real_saved_model_cli_shows_any_export(exports, tmp_path):
+    """The binary as installed (no tensorflow_text imported) reads any export's
+    signatures: `show` does not load the graph's ops."""
+    result = _real_saved_model_cli("show", "--dir", exports["squad_v2"]["dir"], "--all",
+                                   cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for signature in ("serving_default", "serve_ids"):
+        assert f"signature_def['{signature}']:" in result.stdout
+    for name in ("question", "context", "input_word_ids", "input_mask", "input_type_ids",
+                 "is_impossible", "start_logits"):
+        assert f"['{name}'] tensor_info:" in result.stdout, name
+
+
+def test_real_saved_model_cli_runs_the_ids_only_copy(exports, served, ids_only, tmp_path):
+    """`saved_model_cli run` as installed cannot load the raw export (its graph has
+    the tensorflow-text ops, which the binary does not register, even for serve_ids);
+    it runs `bert export-ids-only`'s copy and answers as the full export's serve_ids."""
+    ids = {k: np.asarray(v)[:2] for k, v in exports["classification"]["ids"].items()}
+    flags = ["--tag_set", "serve", "--signature_def", "serve_ids",
+             "--input_exprs", _input_exprs(ids), "--outdir", str(tmp_path / "out")]
+    result = _real_saved_model_cli("run", "--dir", ids_only, *flags, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = served["classification"]["serve_ids"]
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "probabilities.npy"),
+                               np.asarray(expected["probabilities"])[:2], atol=1e-6)
+    labels = np.load(tmp_path / "out" / "label.npy", allow_pickle=True)
+    assert [x.decode() for x in labels] == expected["label"][:2]
+    raw = _real_saved_model_cli("run", "--dir", exports["classification"]["dir"], *flags,
+                                cwd=tmp_path)
+    assert raw.returncode != 0
+    assert "Op type not registered 'NormalizeUTF8'" in raw.stderr
 
 
 # --- the TF-Hub-style pair (`bert export-encoder`), and the edge formats -----------------
@@ -920,6 +1141,11 @@ HUB_USER = WITHOUT_THE_PROJECT + textwrap.dedent("""
     mlm_out = mlm({**{k: tf.constant(v) for k, v in args["ids"].items()},
                    "masked_lm_positions": tf.constant(args["positions"])})
     out["mlm_logits"] = mlm_out["mlm_logits"].numpy().tolist()
+    serving = tf.saved_model.load(args["serving"]).signatures  # --export_dir's version
+    served_ids = serving["serve_ids"](**{k: tf.constant(v) for k, v in args["ids"].items()})
+    out["serving"] = {
+        "serve_ids": served_ids["pooled_output"].numpy().tolist(),
+        "serving_default": serving["serving_default"](text=texts)["pooled_output"].numpy().tolist()}
     print(json.dumps(out))
 """)
 
@@ -930,7 +1156,8 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
     assert sorted(os.listdir(case["root"] / "out")) == ["encoder", "preprocessor"]
     assert written["serving"] == str(case["root"] / "serving" / "3")
     args = {"preprocessor": written["preprocessor"], "encoder": written["encoder"],
-            "mlm_encoder": case["mlm_dir"], "texts_a": TEXT_A[:4], "texts_b": TEXT_B[:4],
+            "mlm_encoder": case["mlm_dir"], "serving": written["serving"],
+            "texts_a": TEXT_A[:4], "texts_b": TEXT_B[:4],
             "ids": {k: v.tolist() for k, v in case["ids"].items()},
             "positions": case["positions"].tolist()}
     result = subprocess.run([sys.executable, "-c", HUB_USER, json.dumps(args)],
@@ -949,6 +1176,10 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
         np.testing.assert_allclose(out["encoded"][key], expected[key], atol=1e-5, err_msg=key)
     for got, want in zip(out["encoded"]["encoder_outputs"], expected["encoder_outputs"]):
         np.testing.assert_allclose(got, want, atol=1e-5)
+    # The TF Serving encoder (`--export_dir`), from the same checkpoint: raw text and ids.
+    for signature in ("serving_default", "serve_ids"):
+        np.testing.assert_allclose(out["serving"][signature], expected["pooled_output"],
+                                   atol=1e-5, err_msg=signature)
     assert out["has_mlm"] is False  # the checkpoint has no masked-LM head
     np.testing.assert_allclose(out["mlm_logits"], expected["mlm_logits"], atol=1e-5)
     # A Keras 3 model around the loaded encoder fine-tunes: every variable gets a

@@ -30,11 +30,23 @@ Everything else lives here, once:
   limit); the three id tensors differ in shape, or are longer than the
   model's `max_position_embeddings`.
 * **Layout.** `save(export_dir, version)` writes `export_dir/<version>/`:
-  staged in a hidden directory inside `export_dir` and renamed when complete,
-  so a model server polling `export_dir` never sees a half-written version;
-  an existing version is never overwritten. The version is the given one, or
-  the seconds since the epoch (raised above every version already there, so
-  the new export is the one served). A version holds
+  staged in a hidden directory inside `export_dir` and renamed when complete;
+  an existing version is never overwritten. On a local file system the
+  rename is one `rename(2)`, atomic: a model server polling `export_dir`
+  never sees a half-written version. An object store (`gs://`, `s3://`) has
+  no directories to rename: `io.rename` moves the files one by one, so the
+  version directory appears before it is complete. `saved_model.pb` is moved
+  last, alone (one object, which appears whole), so until the version is
+  complete it has no `saved_model.pb`: a server that polls in between fails
+  to load it ("Could not find SavedModel") and retries (TF Serving:
+  `--max_num_load_retries=5`, `--load_retry_interval_micros` one minute, by
+  default), finding it whole; it never loads half a version. (A move that
+  outlasts the retries, five minutes by default, leaves that version failed
+  in that server: raise `--max_num_load_retries` for very large models on
+  slow stores.) The version
+  is the given one, or the seconds since the epoch (raised above every
+  version already there, so the new export is the one served). A version
+  holds
 
       saved_model.pb, variables/
       assets/vocab.txt                          the vocabulary, line i = id i
@@ -49,10 +61,14 @@ Everything else lives here, once:
   request uses), so every export has the file without `tensorflow-serving-api`.
 
 The SavedModel loads without this project: `import tensorflow_text` (which
-registers the tokenizer's ops; TF Serving's model server links them) and
-`tf.saved_model.load`, or any TF Serving. A server without the text ops cannot
-load a graph that has them at all, even to call `serve_ids`:
-`export_ids_only` writes a copy with only the ids signature for such servers.
+registers the tokenizer's ops) and `tf.saved_model.load`, or TF Serving's
+model server, the stock `tensorflow/serving` image included, which links
+tensorflow-text's ops. A binary without them (a model server built without
+tensorflow-text, the `saved_model_cli` script) cannot load a graph that has
+them at all, not even to call `serve_ids` (`saved_model_cli show` reads the
+file and works on any export; `run` fails with "Op type not registered
+'NormalizeUTF8'"): `export_ids_only` (`bert export-ids-only`) writes a copy
+with only the ids signature for such binaries.
 """
 
 from __future__ import annotations
@@ -446,7 +462,7 @@ class ExportModule(tf.Module):
                 self.vocab_file = tf.saved_model.Asset(paths["vocab.txt"])
                 tf.saved_model.save(self, staging, signatures=self.signatures())
             write_warmup_requests(staging, self.warmup_requests())
-            io.rename(staging, final)
+            publish_version(staging, final)
         finally:
             io.remove_tree(staging)
         return final
@@ -534,7 +550,8 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
     """Writes a copy of an export with only its ids signature (as
     `serving_default` and `serve_ids`), for a model server without the
     tensorflow-text ops, which cannot load a graph that has them even to call
-    `serve_ids`. Same layout, atomic write and warm-up (serve_ids requests).
+    `serve_ids`. Same layout, atomic write, vocabulary asset and warm-up
+    (serve_ids requests).
 
     Args:
         saved_model: an export (a version directory, or the TF Serving
@@ -559,6 +576,9 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
         warmup = [(name, inputs) for name, inputs in read_warmup_requests(source)
                   if name == "serve_ids"]
         warmup += [("serving_default", inputs) for _, inputs in warmup]
+    vocab = io.join(source, "assets", "vocab.txt")
+    if io.exists(vocab):  # for the clients, which tokenize themselves
+        root.vocab_file = tf.saved_model.Asset(vocab)
     final = version_dir(str(export_dir), version)
     staging = io.make_temporary_dir(str(export_dir), "export")
     try:
@@ -566,7 +586,29 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
                             signatures={"serving_default": function, "serve_ids": function})
         if warmup:
             write_warmup_requests(staging, warmup)
-        io.rename(staging, final)
+        publish_version(staging, final)
     finally:
         io.remove_tree(staging)
     return final
+
+
+def publish_version(staging: str, final: str) -> None:
+    """Renames a complete staged version directory to its version's name.
+
+    Locally one rename, atomic. On a file system with a scheme (`gs://`,
+    `s3://`, `hdfs://`), where `io.rename` moves a directory file by file,
+    `saved_model.pb` is held back and moved last, alone: until the version is
+    complete it has no `saved_model.pb`, so a polling server fails to load it
+    and retries rather than loading part of it (module docstring).
+    """
+    if io.is_local(staging):
+        io.rename(staging, final)
+        return
+    graph = io.join(staging, "saved_model.pb")
+    held = io.temporary_name(staging.rstrip("/") + ".saved_model.pb")  # hidden, in export_dir
+    io.rename(graph, held)
+    try:
+        io.rename(staging, final)
+        io.rename(held, io.join(final, "saved_model.pb"))
+    finally:
+        io.remove(held)

@@ -52,7 +52,7 @@ import tensorflow as tf
 from official_bert import io
 from official_bert.errors import UserError
 from official_bert.serving.base import (IDS_KEYS, Untracked, _asset_files, _vocab_tokens,
-                                        track_captured_variables)
+                                        publish_version, track_captured_variables)
 from official_bert.text import text_layers, tokenization
 
 _IDS_SPEC = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in IDS_KEYS}
@@ -219,7 +219,7 @@ def _save(root, parent: str, name: str, signatures=None, assets=None) -> str:
             for attribute, (file_name, _) in assets.items():
                 setattr(root, attribute, tf.saved_model.Asset(paths[file_name]))
             tf.saved_model.save(root, staging, signatures=signatures)
-        io.rename(staging, final)
+        publish_version(staging, final)
     finally:
         io.remove_tree(staging)
     return final

@@ -688,7 +688,10 @@ class Downloader:
         return destination
 
     def run(self, datasets: Sequence[Dataset]) -> list:
-        if not io.is_local(self.output_dir):
+        # The flag as given: `self.output_dir` went through abspath, which makes
+        # "gs://b/x" the local "<cwd>/gs:/b/x". Local only, because a download
+        # resumes by appending to a `.part` file and unpacks with zipfile/tarfile.
+        if not io.is_local(self.options.output_dir):
             raise UserError(f"--output_dir {self.options.output_dir}: downloads go to a local "
                             "directory (copy the result to other storage afterwards)")
         if self.options.source_dir and not os.path.isdir(

@@ -346,6 +346,11 @@ def main(argv):
     # 0 would otherwise fall back to the default step count without a word.
     if FLAGS.pretrain_steps is not None and FLAGS.pretrain_steps < 1:
         raise UserError(f"--pretrain_steps must be positive, got {FLAGS.pretrain_steps}")
+    # The demo runs its stages as subprocesses in a local directory (pathlib would
+    # make "gs://b/x" the local "gs:/b/x").
+    if not io.is_local(FLAGS.output_dir):
+        raise UserError(f"--output_dir {FLAGS.output_dir}: the quickstart writes to a local "
+                        "directory (copy the result to other storage afterwards)")
     out = pathlib.Path(FLAGS.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise UserError(f"--output_dir {out} is a file, not a directory")

@@ -27,9 +27,9 @@ import threading
 import traceback
 
 from absl import app as absl_app
-from absl import logging
+from absl import flags, logging
 
-from official_bert.errors import Preempted, UserError, is_disk_full
+from official_bert.errors import DiskFullError, Preempted, UserError, is_disk_full
 
 # Where bugs are reported: the repository's issue tracker.
 ISSUE_TRACKER = "the official_bert repository's issue tracker (its Issues page)"
@@ -84,8 +84,6 @@ def one_line_error(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     disk_path = _disk_full_path(error)
     if disk_path is not None:
-        from official_bert.errors import DiskFullError
-
         found = _DISK_FULL_TEXT.search(str(error))
         detail = found.group(0) if found else ""
         if isinstance(error, OSError):
@@ -110,8 +108,6 @@ def grouped_help(argv0: str, doc: str | None) -> str:
     """The script's doc (its example) and its flags, grouped as they were
     defined: the script's own, then `official_bert.cli_flags`' groups (model
     files, training, distribution), leaving out absl's internals."""
-    from absl import flags
-
     values = flags.FLAGS
     parts = [(doc or "").strip(), "", f"usage: {os.path.basename(argv0)} [flags]"]
     for module in values.flags_by_module_dict():

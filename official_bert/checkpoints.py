@@ -21,16 +21,19 @@ use google-research/bert's names too: `cls/predictions/...` (masked LM),
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import re
 
 import numpy as np
-from absl import logging
+import tensorflow as tf
+from safetensors import numpy as safetensors_numpy
 
 from official_bert import io
 from official_bert.errors import BadFileError
 from official_bert.modeling.configs import TANH_GELUS, BertConfig, ConfigError
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
 HUGGINGFACE = "huggingface"
 GOOGLE_TF1 = "google_tf1"
@@ -225,8 +228,6 @@ def _find_beside(path, names):
 def run_checkpoints(directory) -> list:
     """The checkpoint prefixes the `checkpoint` state file of `directory`
     lists, oldest first ([] without one)."""
-    import tensorflow as tf
-
     state_file = io.join(directory, "checkpoint")
     if not io.exists(state_file):
         return []
@@ -237,7 +238,7 @@ def run_checkpoints(directory) -> list:
     except (tf.errors.OpError, ValueError) as e:  # text_format.ParseError is a ValueError
         # (Treating it as "no checkpoint" would start the run over and overwrite
         # the checkpoints it has.)
-        indexes = sorted(io.glob(io.join(glob_escape(str(directory)), "*.index")),
+        indexes = sorted(io.glob(io.join(glob.escape(str(directory)), "*.index")),
                          key=lambda p: (len(p), p))
         newest = os.path.basename(indexes[-1])[:-len(".index")] if indexes else None
         raise CheckpointError(
@@ -266,13 +267,7 @@ def latest_checkpoint(directory) -> str | None:
 
 def checkpoint_files(prefix) -> list:
     """The files of the TensorFlow checkpoint `prefix` (.index, .data-*)."""
-    return [prefix + ".index"] + io.glob(glob_escape(prefix) + ".data-*")
-
-
-def glob_escape(path: str) -> str:
-    import glob as _glob
-
-    return _glob.escape(path)
+    return [prefix + ".index"] + io.glob(glob.escape(prefix) + ".data-*")
 
 
 def _first_line(error: BaseException) -> str:
@@ -283,8 +278,6 @@ def _first_line(error: BaseException) -> str:
 def checkpoint_damage(prefix) -> tuple | None:
     """(file, what is wrong) when the checkpoint `prefix` cannot be read back
     whole (its index, then every tensor: a truncated or corrupt file), else None."""
-    import tensorflow as tf
-
     index = prefix + ".index"
     if not io.exists(index):
         return index, "is missing"
@@ -292,7 +285,7 @@ def checkpoint_damage(prefix) -> tuple | None:
         reader = _reader(prefix)
     except (tf.errors.OpError, ValueError, IndexError) as e:
         return index, f"is damaged: truncated or corrupt ({_first_line(e)})"
-    data_files = io.glob(glob_escape(prefix) + ".data-*")
+    data_files = io.glob(glob.escape(prefix) + ".data-*")
     try:
         for name in reader.get_variable_to_shape_map():
             reader.get_tensor(name)
@@ -358,8 +351,6 @@ def _reader(prefix):
     """The reader of the checkpoint at `prefix`. Not `tf.train.load_checkpoint`:
     it takes a path that `tf.io.gfile.isdir` calls a directory for one, and
     TensorFlow's `ram://` calls every prefix of a stored name one."""
-    import tensorflow as tf
-
     return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
@@ -411,8 +402,6 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
         raise CheckpointError(
             path, "holds no checkpoint", fix="expected model.safetensors (Hugging "
             "Face) or a TensorFlow checkpoint (*.index and *.data-* files)")
-    import tensorflow as tf
-
     try:
         names = _reader(prefix).get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError, IndexError) as e:
@@ -440,8 +429,6 @@ def _config_beside(path, config, names):
 
 
 def _read_huggingface(path, config):
-    from safetensors import numpy as safetensors_numpy
-
     config = _config_beside(path, config, ["config.json", "bert_config.json"])
     weights_file = io.join(path, "model.safetensors")
     try:
@@ -479,8 +466,6 @@ def _read_huggingface(path, config):
 
 
 def _read_google_tf1(path, prefix, names, config):
-    import tensorflow as tf
-
     config = _config_beside(prefix, config, ["bert_config.json", "config.json"])
     reader = _reader(prefix)
     # Optimizer slots (adam_m/adam_v) and the global step are not weights.
@@ -503,10 +488,6 @@ def _read_google_tf1(path, prefix, names, config):
 
 
 def _read_official_bert(path, prefix, config):
-    import tensorflow as tf
-
-    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-
     # CheckpointManager writes into output_dir; the config sits there too.
     config = _config_beside(prefix, config, ["bert_config.json", "config.json"])
     encoder = BertEncoder.from_bert_config(config)
@@ -580,8 +561,6 @@ def load_encoder(path, config: BertConfig | None = None, dtype=None):
     Example:
     >>> encoder, ckpt = load_encoder("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
     """
-    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-
     checkpoint = read_checkpoint(path, config)
     encoder = BertEncoder.from_bert_config(checkpoint.config, dtype=dtype)
     encoder(dummy_inputs())
@@ -607,8 +586,6 @@ def save_checkpoint(encoder, output_dir, vocab_file=None, step=None):
     Also writes `bert_config.json` (and copies `vocab.txt`) beside it so the
     directory is self-describing. Returns the checkpoint prefix.
     """
-    import tensorflow as tf
-
     io.makedirs(output_dir)
     encoder.config.to_json_file(io.join(output_dir, "bert_config.json"))
     if vocab_file:
@@ -627,8 +604,6 @@ def export_huggingface(encoder, output_dir, vocab_file=None, do_lower_case=None)
     directory inside `output_dir` first and published together
     (`io.publish_together`), so a crash never leaves a half-written file.
     """
-    from safetensors import numpy as safetensors_numpy
-
     output_dir = os.fspath(output_dir)
     tensors = {}
     for canonical, value in get_encoder_weights(encoder).items():
@@ -690,8 +665,6 @@ def gelu_tanh_difference(encoder, seed=0) -> float:
     """The largest |difference| in `sequence_output` between `encoder` and the
     same weights with the tanh GELU, on a fixed random batch (2 x 32 tokens):
     what running an exact-GELU model under google's `gelu` changes."""
-    from official_bert.modeling.encoder import BertEncoder
-
     config = dataclasses.replace(encoder.config, hidden_act="gelu_tanh")
     tanh_encoder = BertEncoder.from_bert_config(config)
     length = min(32, config.max_position_embeddings)
@@ -735,8 +708,6 @@ def export_google(encoder, output_dir, vocab_file=None, heads=None, exact_gelu_a
     Returns:
         The checkpoint prefix, `output_dir/bert_model.ckpt`.
     """
-    import tensorflow as tf
-
     output_dir = os.fspath(output_dir)
     heads = dict(heads or {})
     unknown = sorted(set(heads) - set(GOOGLE_HEAD_NAMES))

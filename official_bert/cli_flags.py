@@ -20,6 +20,9 @@ import dataclasses
 
 from absl import flags, logging
 
+# tasks.base and training.distribution load TensorFlow: `run_config` imports
+# them once the flags are parsed, so that defining the flags (and `--help`)
+# loads absl alone.
 # Group titles: `--help` (official_bert.app) lists flags under these headings.
 MODEL_FLAGS = "model files"
 TRAINING_FLAGS = "training"
@@ -180,6 +183,7 @@ def from_flags(config_class, flag_values):
 def run_config(flag_values):
     """The `tasks.base.RunConfig` of the parsed flags."""
     from official_bert.tasks.base import RunConfig
+    from official_bert.training.distribution import GOOGLE_TPU_FLAGS, ignored_tpu_flags
 
     config = from_flags(RunConfig, flag_values)
     tpu = config.tpu or getattr(flag_values, "tpu_name", None) or getattr(flag_values, "master",
@@ -188,8 +192,6 @@ def run_config(flag_values):
         config = dataclasses.replace(config, tpu=tpu)
     if getattr(flag_values, "use_tpu", False):
         config = dataclasses.replace(config, distribution_strategy="tpu")
-    from official_bert.training.distribution import GOOGLE_TPU_FLAGS, ignored_tpu_flags
-
     given = {name: flag_values[name].value for name in GOOGLE_TPU_FLAGS
              if name in flag_values and flag_values[name].present}
     for line in ignored_tpu_flags(config.distribution_strategy, given):

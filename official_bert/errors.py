@@ -122,7 +122,7 @@ def not_utf8(path, error: UnicodeDecodeError | None = None, *, fix: str | None =
     `UnicodeDecodeError` without knowing the line: the file is read again, in
     blocks, up to the bad byte (only on this error path).
     """
-    from official_bert import io
+    from official_bert import io  # here: io imports this module at its top
 
     fix = fix or "convert the file to UTF-8"
     decoder = codecs.getincrementaldecoder("utf-8")()

@@ -41,9 +41,14 @@ import re
 import secrets
 import shutil
 import socket
+import sys
 from typing import Iterable, Iterator
 
-from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
+from official_bert.errors import (BadFileError, DiskFullError, RunDirectoryError, UserError,
+                                  not_utf8)
+
+# TensorFlow is imported only where a path has a scheme (`_gfile`, `_stat`):
+# data_prep/ reads and writes local files through this module without it.
 
 # The hidden temporary name of a file being written: `.<name>.tmp-<pid>-<hex>`.
 _TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
@@ -252,8 +257,6 @@ def read_json(path: str, error: type[BadFileError] = BadFileError, *, what: str 
     naming it: missing, a directory, not UTF-8 (with the line), not JSON
     (with the line and column). `what` says what the file should have been.
     """
-    from official_bert.errors import not_utf8
-
     if not exists(path):
         raise error(path, "does not exist", fix=missing_fix)
     if isdir(path):
@@ -777,8 +780,6 @@ class RunLock:
         self._fd = None
 
     def _owner(self) -> dict:
-        import sys
-
         return {"pid": os.getpid(), "host": socket.gethostname(),
                 "command": " ".join(sys.argv)[:500]}
 

@@ -23,6 +23,9 @@ from absl import flags
 
 from official_bert import app, cli_flags
 
+# tasks.embeddings loads TensorFlow: `main` imports it once the flags are
+# parsed, so that defining the flags (and `--help`) stays fast.
+
 FLAGS = flags.FLAGS
 
 

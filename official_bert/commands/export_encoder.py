@@ -31,6 +31,9 @@ from absl import flags, logging
 from official_bert import app, cli_flags, io
 from official_bert.errors import UserError
 
+# What loads TensorFlow (checkpoints, modeling/, serving/, tasks/) is imported inside the
+# functions that run the command: defining the flags (and `--help`) stays fast.
+
 FLAGS = flags.FLAGS
 
 

@@ -36,7 +36,8 @@ import zipfile
 
 from absl import flags, logging
 
-from official_bert import app, io
+from data_prep import glue
+from official_bert import app, cli_flags, io
 from official_bert.errors import BadFileError, UserError
 
 FLAGS = flags.FLAGS
@@ -66,8 +67,6 @@ class GlueSubmissionConfig:
 
 def _runs(runs_dir: str) -> dict:
     """{run directory: its GLUE TaskSpec} for `runs_dir` and its subdirectories."""
-    from data_prep import glue
-
     candidates = [runs_dir] + [io.join(runs_dir, name) for name in sorted(io.listdir(runs_dir))]
     runs = {}
     for directory in candidates:
@@ -86,8 +85,6 @@ def _runs(runs_dir: str) -> dict:
 
 def _expected_indices(spec, suffix: str, glue_dir: str) -> tuple:
     """(the test file, its row ids in order) of the task's test set `suffix`."""
-    from data_prep import glue
-
     name = dict(spec.test_files)[suffix]
     path = glue.find_data_file(io.join(glue_dir, glue.GLUE_DIRECTORIES[spec.name]), name)
     examples = glue.read_split(spec, path, "test")
@@ -96,8 +93,6 @@ def _expected_indices(spec, suffix: str, glue_dir: str) -> tuple:
 
 def collect(config: GlueSubmissionConfig) -> dict:
     """{file name in the zip: its text}, every file checked (module docstring)."""
-    from data_prep import glue
-
     if not config.runs_dir:
         raise UserError("--runs_dir is required (the directory of your run_classifier.py runs)")
     if not io.isdir(config.runs_dir):
@@ -197,8 +192,6 @@ def _define_flags():
 
 def main(argv):
     app.refuse_arguments(argv)
-    from official_bert import cli_flags
-
     names = make_submission(cli_flags.from_flags(GlueSubmissionConfig, FLAGS))
     print(f"{FLAGS.output_file}: {len(names)} file(s): {', '.join(names)}")
 

@@ -37,8 +37,12 @@ import sys
 
 from absl import flags
 
+from data_prep import glue
 from official_bert import app, io
 from official_bert.errors import BadFileError, UserError
+
+# What loads TensorFlow (checkpoints, serving/) is imported inside the
+# functions that run the command: defining the flags (and `--help`) stays fast.
 
 app.quiet_tensorflow()
 
@@ -115,6 +119,8 @@ def _lines(source):
 def _check_saved_model(directory: str) -> None:
     """`BadFileError` naming the file of a SavedModel that is truncated or
     corrupt (its saved_model.pb, or its variables' .index / .data)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
     from official_bert import checkpoints
     from official_bert.serving.base import latest_version_dir
 
@@ -123,8 +129,6 @@ def _check_saved_model(directory: str) -> None:
         return  # not a SavedModel: ClassifierPredictor says what it expected
     graph = io.join(version, "saved_model.pb")
     try:
-        from tensorflow.core.protobuf import saved_model_pb2
-
         with io.open_file(graph, "rb") as f:
             saved_model_pb2.SavedModel().ParseFromString(f.read())
     except Exception as e:  # noqa: BLE001 - google.protobuf.message.DecodeError
@@ -169,8 +173,6 @@ def _load(model: str):
 
 def main(argv):
     app.refuse_arguments(argv)
-    from data_prep import glue
-
     if not FLAGS.model:
         raise UserError("--model is required: a SavedModel directory or a run_classifier.py "
                         "--output_dir")

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from official_bert.errors import BadFileError
 from official_bert.modeling import layers as bert_layers
-from official_bert.modeling.encoder import ENCODER_INPUTS
+from official_bert.modeling.encoder import ENCODER_INPUTS, dummy_inputs
 from official_bert.modeling.initializers import TorchNormal
 
 
@@ -579,13 +579,10 @@ class BertPretrainer(SerializableHead):
         next_sentence = tf.cast(self.next_sentence(outputs["pooled_output"]), tf.float32)
         return {"masked_lm_logits": logits, "next_sentence_logits": next_sentence}
 
-
     # --- head weights under Google's names ------------------------------------
 
     def _ensure_built(self):
         if not self.next_sentence.built:
-            from official_bert.modeling.encoder import dummy_inputs
-
             inputs = dict(dummy_inputs())
             inputs["masked_lm_positions"] = tf.zeros([1, 1], tf.int32)
             self(inputs)

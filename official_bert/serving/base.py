@@ -80,11 +80,17 @@ import re
 import tempfile
 import time
 
+import keras
+import numpy as np
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
 
 from official_bert import io
 from official_bert.errors import BadFileError, UserError
+from official_bert.modeling import heads
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.serving import prediction_log
+from official_bert.text import text_layers, tokenization
 
 MAX_BATCH_SIZE = 256
 WARMUP_BATCH_SIZES = (1, 8)
@@ -136,8 +142,6 @@ def track_captured_variables(module, layers=()) -> list:
     (the TFLite converter needs the same). The models are `layers` and the
     Keras layers among `module`'s attributes. Returns the variables.
     """
-    import keras
-
     seen, captured = set(), []
     candidates = list(layers) + list(vars(module).values())
     for value in candidates:
@@ -187,8 +191,6 @@ SERVING_DTYPES = ("float32", "bfloat16")
 def check_serving_dtype(serving_dtype: str, export_dir: str | None) -> None:
     """`UserError` for a --serving_dtype that is unknown or given without the
     --export_dir it applies to (every command with both flags asks this)."""
-    from official_bert.errors import UserError
-
     if serving_dtype not in SERVING_DTYPES:
         raise UserError(f"--serving_dtype={serving_dtype}: use one of "
                         f"{', '.join(SERVING_DTYPES)}")
@@ -208,9 +210,6 @@ def with_weights_in(model, dtype: str):
     matmuls save (benchmarks/README.md); stored in bfloat16 they are read as
     they are.
     """
-    from official_bert.modeling import heads
-    from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-
     if dtype not in SERVING_DTYPES:
         raise ValueError(f"serving dtype {dtype!r}: use one of {', '.join(SERVING_DTYPES)}")
     if dtype == "float32":
@@ -233,8 +232,6 @@ def with_weights_in(model, dtype: str):
 
 
 def _vocab_tokens(vocab) -> list:
-    from official_bert.text import tokenization
-
     if isinstance(vocab, (str, bytes)) or hasattr(vocab, "__fspath__"):
         return tokenization.load_vocab_list(vocab)
     return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in vocab]
@@ -280,8 +277,6 @@ class ExportModule(tf.Module):
                  max_batch_size=MAX_BATCH_SIZE, text_inputs=None, name=None,
                  jit_compile=False):
         super().__init__(name=name)
-        from official_bert.text import text_layers, tokenization
-
         if int(max_batch_size) < 1:
             raise ValueError(f"max_batch_size={max_batch_size}: must be at least 1")
         self._model = Untracked(model)
@@ -469,8 +464,6 @@ class ExportModule(tf.Module):
 
     def warmup_requests(self) -> list:
         """[(signature name, inputs dict of numpy arrays)] for the warm-up file."""
-        import numpy as np
-
         requests = []
         texts, ids = self.warmup_texts(), self.warmup_ids()
         for batch in WARMUP_BATCH_SIZES:
@@ -558,8 +551,6 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
             directory, whose latest version is used).
         export_dir: the TF Serving directory to write `<version>/` into.
     """
-    import tensorflow_text  # noqa: F401  (the source's text ops, to load it)
-
     source = latest_version_dir(str(saved_model))
     if source is None:
         raise UserError(f"{saved_model} is not a SavedModel export (no saved_model.pb, no "

@@ -47,9 +47,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the WordPiece ops a loaded export runs)
 
-from official_bert import io
+from official_bert import checkpoints, io
+from official_bert.modeling.configs import BertConfig
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+from official_bert.modeling.heads import BertClassifier, pool_window_logits
 from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule, latest_version_dir
 from official_bert.text import text_layers
 
@@ -134,8 +139,6 @@ class WindowedClassifierServing(ClassifierServing):
         self.window_pooling = str(windows["window_pooling"])
 
     def serve_text(self, text_a, text_b=None):
-        from official_bert.modeling.heads import pool_window_logits
-
         ids = self.tokenizer(text_a)  # [batch, (tokens)]
         length = tf.cast(ids.row_lengths(), tf.int32)
         window = self.seq_length - 2
@@ -220,8 +223,6 @@ class ClassifierPredictor:
                              "(classifier_config.json)")
 
     def _load_saved_model(self, path):
-        import tensorflow_text  # noqa: F401  (registers the WordPiece ops)
-
         loaded = tf.saved_model.load(path)
         if "serving_default" not in loaded.signatures:
             raise ValueError(f"{path} has no serving_default signature")
@@ -243,11 +244,6 @@ class ClassifierPredictor:
         self._loaded = loaded  # keeps the resources alive
 
     def _load_run(self, path):
-        from official_bert import checkpoints
-        from official_bert.modeling.configs import BertConfig
-        from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-        from official_bert.modeling.heads import BertClassifier
-
         config = json.loads(io.read_text(io.join(path, "classifier_config.json")))
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
@@ -282,8 +278,6 @@ class ClassifierPredictor:
     def predict(self, texts_a, texts_b=None) -> dict:
         """Numpy outputs of serving_default (probabilities and label, or score),
         in calls of at most the export's `max_batch_size` examples."""
-        import numpy as np
-
         if texts_b is not None and not self.pair:
             raise ValueError("this model is single-sentence: it takes text_a only, no text_b")
         if texts_b is None and self.pair:

@@ -38,9 +38,14 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
 
 from official_bert import io
 from official_bert.serving.base import IDS_KEYS, latest_version_dir, track_captured_variables
+
+# tf2onnx, onnxruntime and ai_edge_litert (the optional `edge` extra) are
+# imported in the functions that use them: without the extra, this module
+# still loads and TFLite works.
 
 ONNX_OPSET = 17
 FORMATS = ("tflite", "onnx")
@@ -74,8 +79,6 @@ def source_of(module_or_path):
     """(call, trackable, rank, seq_length) of an `ExportModule` or an export's
     directory (loaded with tensorflow-text, for its other signatures' ops)."""
     if isinstance(module_or_path, (str, os.PathLike)):
-        import tensorflow_text  # noqa: F401  (the export's text ops, to load it)
-
         path = latest_version_dir(os.fspath(module_or_path))
         if path is None:
             raise ValueError(f"{module_or_path} is not a SavedModel export")

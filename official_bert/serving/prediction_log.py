@@ -23,6 +23,10 @@ decoder skips fields it does not use, as protobuf parsers do.
 
 from __future__ import annotations
 
+import tensorflow as tf
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from tensorflow.core.framework import tensor_pb2
+
 from data_prep.tfrecord_io import varint
 
 _VARINT, _FIXED64, _LENGTH_DELIMITED, _FIXED32 = 0, 1, 2, 5
@@ -43,8 +47,6 @@ def encode(signature_name: str, inputs: dict, model_name: str = "") -> bytes:
     """The serialized PredictionLog{predict_log{request{model_spec{name,
     signature_name}, inputs}}} of one request; `inputs` maps names to numpy
     arrays (or anything `tf.make_tensor_proto` takes)."""
-    import tensorflow as tf
-
     spec = b"".join(_field(number, text.encode("utf-8")) for number, text in
                     ((MODEL_SPEC_NAME, model_name), (MODEL_SPEC_SIGNATURE_NAME, signature_name))
                     if text)
@@ -109,10 +111,6 @@ def _last(data: bytes, number: int) -> bytes | None:
 def decode(record: bytes) -> tuple[str, str, dict]:
     """(model name, signature name, {input name: numpy array}) of one
     serialized PredictionLog; `DecodeError` if it holds no PredictRequest."""
-    import tensorflow as tf
-    from google.protobuf.message import DecodeError as ProtobufDecodeError
-    from tensorflow.core.framework import tensor_pb2
-
     log = _last(record, PREDICTION_LOG_PREDICT_LOG)
     request = None if log is None else _last(log, PREDICT_LOG_REQUEST)
     if request is None:

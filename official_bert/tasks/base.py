@@ -28,13 +28,23 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
+import signal
+import threading
 import time
 
+import keras
+import numpy as np
+import tensorflow as tf
 from absl import logging
 
-from official_bert import io
+from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, Preempted, RunDirectoryError, UserError
+from official_bert.modeling.configs import BertConfig
+from official_bert.modeling.heads import HeadRestore
+from official_bert.serving.base import check_serving_dtype, with_weights_in
+from official_bert.text import tokenization
+from official_bert.training import distribution, input_pipeline, optimization
+from official_bert.training.trainer import Trainer, TrainingConfig
 
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -115,8 +125,6 @@ class RunConfig:
         if self.early_stopping_patience is not None and not self.keep_best_metric:
             raise UserError("--early_stopping_patience needs --keep_best_metric (the metric "
                             "whose improvement it waits for)")
-        from official_bert.serving.base import check_serving_dtype
-
         check_serving_dtype(self.serving_dtype, self.export_dir)
         for name in ("max_train_examples", "num_train_steps", "export_version",
                      "early_stopping_patience"):
@@ -148,8 +156,6 @@ class RunConfig:
     def padding_multiple(self) -> int | None:
         """The length multiple batches are cut to (`input_pipeline.numpy_dataset`),
         None when --dynamic_padding is off or on TPU (static shapes)."""
-        from official_bert.training import input_pipeline
-
         if not self.dynamic_padding or self.distribution_strategy == "tpu":
             return None
         return input_pipeline.padding_bucket(self.max_seq_length)
@@ -184,8 +190,6 @@ class ModelFiles:
     def tokenizer(self):
         """A `FullTokenizer` over this vocabulary (built once)."""
         if not hasattr(self, "_tokenizer"):
-            from official_bert.text import tokenization
-
             tokenizer = tokenization.FullTokenizer(self.vocab_file,
                                                    do_lower_case=self.do_lower_case)
             object.__setattr__(self, "_tokenizer", tokenizer)
@@ -205,10 +209,6 @@ def resolve_model_files(run: RunConfig, required_tokens=("[PAD]", "[UNK]", "[CLS
     `fallback_vocab_file` is used when neither names a vocabulary; without any,
     `vocab_file` is None, or an error when `vocab_required`.
     """
-    from official_bert import checkpoints
-    from official_bert.modeling.configs import BertConfig
-    from official_bert.text import tokenization
-
     init_checkpoint = run.init_checkpoint
     if not init_checkpoint and not run.bert_config_file and has_checkpoint(run.output_dir):
         init_checkpoint = run.output_dir
@@ -333,10 +333,6 @@ class Task:
         """Loads --init_checkpoint: the encoder, and this task's head when the
         checkpoint has one of the right shape (e.g. a fine-tuned run given back
         as --init_checkpoint). Sets `head_restored`."""
-        from official_bert import checkpoints
-
-        from official_bert.modeling.heads import HeadRestore
-
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
         load = getattr(model, "load_head_weights", None)
         restored = load(checkpoint) if load else False
@@ -432,10 +428,6 @@ class Task:
         with `example_index`), in the arrays' order, every example exactly once.
         For outputs without a sequence axis: batches may be cut to their
         longest sequence (--dynamic_padding)."""
-        import numpy as np
-
-        from official_bert.training import input_pipeline
-
         def output_fn(model, features):
             return {"logits": model(features, training=False),
                     "example_index": features["example_index"]}
@@ -464,8 +456,6 @@ def run(task: Task) -> dict:
     if config.eval_every_steps and not config.do_train:
         raise UserError("--eval_every_steps evaluates while training: add --do_train")
     if config.num_cpu_devices:
-        from official_bert.training import distribution
-
         # Before any TensorFlow op: logical devices cannot change once it has started.
         distribution.split_cpu(config.num_cpu_devices)
 
@@ -498,9 +488,6 @@ def _sigterm_stops():
     `Preempted` (exit 75): evaluation, prediction and export are redone by the
     same command, and every file is written atomically, so nothing is lost.
     Training handles it itself, at a step boundary (`Trainer.train`)."""
-    import signal
-    import threading
-
     def stop(signum, frame):
         del signum, frame
         Preempted.received = True
@@ -540,8 +527,6 @@ def _write_run_files(task: Task, files: ModelFiles) -> None:
 
 
 def make_strategy(config: RunConfig):
-    from official_bert.training import distribution
-
     return distribution.get_strategy(config.distribution_strategy, config.num_gpus, config.tpu,
                                      num_cpu_devices=config.num_cpu_devices,
                                      tpu_zone=config.tpu_zone, gcp_project=config.gcp_project)
@@ -550,9 +535,6 @@ def make_strategy(config: RunConfig):
 def make_trainer(task: Task, strategy, num_train_steps: int, num_warmup_steps: int,
                  train: bool):
     """The `Trainer` of a run, with BERT's optimizer recipe (when `train`)."""
-    from official_bert.training import optimization
-    from official_bert.training.trainer import Trainer, TrainingConfig
-
     config = task.run
     training_config = TrainingConfig(
         output_dir=config.output_dir, num_train_steps=max(num_train_steps, 1),
@@ -574,8 +556,6 @@ def make_trainer(task: Task, strategy, num_train_steps: int, num_warmup_steps: i
 
 
 def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
-    import keras
-
     config = task.run
     strategy = make_strategy(config)
     replicas = strategy.num_replicas_in_sync
@@ -640,8 +620,6 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
     if config.do_predict:
         task.predict(trainer)
     if config.export_dir:
-        from official_bert.serving.base import with_weights_in
-
         path = task.export(with_weights_in(trainer.model, config.serving_dtype),
                            config.export_dir, config.export_version)
         logging.info("Exported step %d to %s", int(trainer.global_step.numpy()), path)
@@ -679,8 +657,6 @@ class BestCheckpoint:
     deletes the unnamed leftovers."""
 
     def __init__(self, task: Task, trainer):
-        import tensorflow as tf
-
         config = task.run
         self.task, self.trainer, self.metric = task, trainer, config.keep_best_metric
         self.patience = config.early_stopping_patience
@@ -737,8 +713,6 @@ class BestCheckpoint:
     def _remove_unnamed_checkpoints(self) -> None:
         """Deletes every `best-*` but the checkpoint `best.json` names, and points
         the `checkpoint` state file (`tf.train.latest_checkpoint`'s) at that one."""
-        import tensorflow as tf
-
         step = self.state["step"]
         keep = f"best-{step}." if step is not None else None
         for name in io.listdir(self.directory):
@@ -776,8 +750,6 @@ def write_results(path: str, results: dict) -> None:
 
 
 def _write_summaries(directory: str, results: dict) -> None:
-    import tensorflow as tf
-
     writer = tf.summary.create_file_writer(directory)
     with writer.as_default(step=int(results.get("global_step", 0))):
         for name, value in results.items():

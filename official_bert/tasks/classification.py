@@ -19,16 +19,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 
 import tensorflow as tf
 from absl import logging
 
+from data_prep import fast_tokenization, glue
 from data_prep.glue import CLASSIFIER_CONFIG
 from official_bert import io
 from official_bert.errors import UserError
-from official_bert.modeling.heads import BertClassifier
+from official_bert.metrics import classification as metrics
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+from official_bert.modeling.heads import WINDOW_POOLINGS, BertClassifier
+from official_bert.serving import classification as serving
 from official_bert.tasks import base
+from official_bert.training import input_pipeline
 
 
 @dataclasses.dataclass
@@ -139,8 +143,6 @@ class ClassificationTask(base.Task):
         return self.run.jit_compile
 
     def build_model(self):
-        from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-
         encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertClassifier(encoder, self.num_classes,
                                dropout=self.bert_config.hidden_dropout_prob,
@@ -171,8 +173,6 @@ class ClassificationTask(base.Task):
     # --- inputs ---------------------------------------------------------------------
 
     def check_flags(self):
-        from data_prep import glue
-
         config = self.config
         if not config.task_name:
             raise UserError(f"--task_name is required; known tasks: "
@@ -192,8 +192,6 @@ class ClassificationTask(base.Task):
         self._check_window_flags()
 
     def _check_window_flags(self):
-        from official_bert.modeling.heads import WINDOW_POOLINGS
-
         config = self.config
         if config.long_document not in ("truncate", "windows"):
             raise UserError(f"--long_document={config.long_document!r}: use truncate (the "
@@ -213,8 +211,6 @@ class ClassificationTask(base.Task):
 
     def _split_files(self, split: str) -> list:
         """[(suffix, path, required)] of `split` ("train", "dev", "test")."""
-        from data_prep import glue
-
         config, spec = self.config, self.spec
         explicit = {"train": config.train_file, "dev": config.eval_file,
                     "test": config.predict_file}[split]
@@ -233,8 +229,6 @@ class ClassificationTask(base.Task):
 
     def _read_split(self, split: str, limit: int | None) -> list:
         """[(suffix, path, examples)] for every file of the split that exists."""
-        from data_prep import glue
-
         out = []
         for suffix, path, required in self._split_files(split):
             if not required and not io.exists(path):
@@ -252,8 +246,6 @@ class ClassificationTask(base.Task):
         return dict(data_dir=self.config.data_dir, **super().input_paths())
 
     def read_inputs(self):
-        from data_prep import glue
-
         run = self.run
         if run.do_train:
             [(_, train_path, self.train_examples)] = self._read_split("train",
@@ -268,8 +260,6 @@ class ClassificationTask(base.Task):
 
     def _settle_labels(self):
         """The final label list; a trained run directory's labels bind."""
-        from data_prep import glue
-
         saved = None
         path = self.output_path(CLASSIFIER_CONFIG)
         if base.has_checkpoint(self.run.output_dir) and io.exists(path):
@@ -332,8 +322,6 @@ class ClassificationTask(base.Task):
     # --- data -----------------------------------------------------------------------
 
     def _features(self, examples, split: str) -> dict:
-        from data_prep import fast_tokenization, glue
-
         files = self.files
         if not hasattr(self, "_tokenizer"):
             self._tokenizer = fast_tokenization.CachedTokenizer(
@@ -365,8 +353,6 @@ class ClassificationTask(base.Task):
         return len(self.train_examples)
 
     def train_dataset(self):
-        from official_bert.training import input_pipeline
-
         arrays = self._features(self.train_examples, "train")
         return input_pipeline.numpy_dataset(arrays, self.run.train_batch_size, True,
                                             self.run.seed, self.run.padding_multiple())
@@ -374,8 +360,6 @@ class ClassificationTask(base.Task):
     # --- evaluation, prediction, export ---------------------------------------------
 
     def evaluate(self, trainer) -> dict:
-        from official_bert.metrics import classification as metrics
-
         results = {}
         for suffix, path, examples in self.eval_sets:
             name = "dev" + (f"_{suffix}" if suffix else "")
@@ -390,9 +374,6 @@ class ClassificationTask(base.Task):
         return results
 
     def predict(self, trainer) -> None:
-        from data_prep import glue
-        from official_bert.metrics import classification as metrics
-
         for suffix, path, examples in self.predict_sets:
             arrays = self._features(examples, "test" + (f"_{suffix}" if suffix else ""))
             logits = self.predict_logits(trainer, arrays, self.run.predict_batch_size)
@@ -411,9 +392,7 @@ class ClassificationTask(base.Task):
                              self.output_path(name))
 
     def export(self, model, export_dir, version):
-        from official_bert.serving import classification
-
-        return classification.export_classifier(
+        return serving.export_classifier(
             model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
             self.spec.labels, self.spec.is_pair, export_dir, version=version,
             windows=self.config.windows)

@@ -23,10 +23,15 @@ import json
 import time
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
-from official_bert import io
+from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
+from official_bert.serving.embedding import SentenceEmbeddingServing
+from official_bert.tasks import base
+from official_bert.tasks.features import InputExample, featurize
 
 OUTPUT_FORMATS = (".npy", ".jsonl")
 CHUNK_BATCHES = 16  # batches per sorted chunk: the memory bound, and the padding saved
@@ -66,10 +71,6 @@ class EmbedConfig:
 
 def run(config: EmbedConfig) -> dict:
     """Validates everything, then writes what `config` asks for; returns {what: path}."""
-    from official_bert import checkpoints
-    from official_bert.modeling.pooling import SENTENCE_POOLINGS
-    from official_bert.tasks import base
-
     if not config.init_checkpoint:
         raise UserError("--init_checkpoint is required: the model to embed with")
     if not config.output_file and not config.export_dir:
@@ -109,8 +110,6 @@ def run(config: EmbedConfig) -> dict:
         embed_file(encoder, files.tokenizer(), config, num_lines)
         written["embeddings"] = config.output_file
     if config.export_dir:
-        from official_bert.serving.embedding import SentenceEmbeddingServing
-
         module = SentenceEmbeddingServing(
             encoder, files.vocab, files.do_lower_case, config.max_seq_length,
             max_batch_size=config.max_batch_size, pooling=config.pooling,
@@ -163,8 +162,6 @@ def embed_texts(encoder, tokenizer, texts, max_seq_length, batch_size, pooling="
     Sorted by length into batches, each padded to its longest text (rounded
     up to 8): padding is masked out, so a vector does not depend on its batch.
     """
-    from official_bert.tasks.features import InputExample, featurize
-
     features = featurize([InputExample(i, t, None) for i, t in enumerate(texts)], tokenizer,
                          max_seq_length)
     forward = forward or make_forward(encoder, pooling, normalize)
@@ -186,10 +183,6 @@ def embed_texts(encoder, tokenizer, texts, max_seq_length, batch_size, pooling="
 
 def make_forward(encoder, pooling, normalize):
     """The batch function: ids, mask, types → [batch, hidden] vectors, traced once."""
-    import tensorflow as tf
-
-    from official_bert.modeling.pooling import sentence_embedding
-
     spec = tf.TensorSpec([None, None], tf.int32)
 
     @tf.function(input_signature=[spec, spec, spec])

@@ -19,10 +19,14 @@ import json
 import re
 import time
 
+import numpy as np
+import tensorflow as tf
 from absl import logging
 
-from official_bert import io
+from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.tasks import base
+from official_bert.text import tokenization
 
 
 @dataclasses.dataclass
@@ -53,9 +57,6 @@ class FeatureExtractionConfig:
 
 def run(config: FeatureExtractionConfig) -> int:
     """Writes the features of every example; returns how many."""
-    from official_bert import checkpoints
-    from official_bert.tasks import base
-
     for name in ("input_file", "output_file", "init_checkpoint"):
         if not getattr(config, name):
             raise UserError(f"--{name} is required")
@@ -134,8 +135,6 @@ def parse_layers(spec, num_layers):
 
 def featurize(examples, tokenizer, max_seq_length):
     """Tokenizes and packs each example: (tokens, ids, mask, segment ids)."""
-    from official_bert.text import tokenization
-
     features = []
     for example in examples:
         tokens_a = tokenizer.tokenize(example.text_a)
@@ -150,9 +149,6 @@ def featurize(examples, tokenizer, max_seq_length):
 
 def extract(encoder, features, layer_indexes, batch_size, pooling):
     """Yields, per example, {layer index: [tokens, H] array} (or [H] pooled)."""
-    import numpy as np
-    import tensorflow as tf
-
     @tf.function(reduce_retracing=True)
     def forward(inputs):
         outputs = encoder(inputs, training=False)

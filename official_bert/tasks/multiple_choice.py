@@ -18,9 +18,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data_prep import swag
 from official_bert import io
+from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import BertMultipleChoice
+from official_bert.serving import multiple_choice as serving
 from official_bert.tasks import base
+from official_bert.training import input_pipeline
 
 
 @dataclasses.dataclass
@@ -48,8 +52,6 @@ class MultipleChoiceTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        from official_bert.modeling.encoder import BertEncoder
-
         encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertMultipleChoice(encoder, dropout=self.bert_config.hidden_dropout_prob)
         ones = tf.ones([1, 2, 8], tf.int32)
@@ -74,8 +76,6 @@ class MultipleChoiceTask(base.Task):
     # --predict_file).
 
     def read_inputs(self):
-        from data_prep import swag
-
         run, config = self.run, self.config
         if run.do_train:
             examples = swag.read_swag(config.train_file)
@@ -89,8 +89,6 @@ class MultipleChoiceTask(base.Task):
         return ["test_results.tsv"]
 
     def _arrays(self, split):
-        from data_prep import swag
-
         return swag.convert_examples(self.examples[split], self.files.tokenizer(),
                                      self.run.max_seq_length)
 
@@ -98,8 +96,6 @@ class MultipleChoiceTask(base.Task):
         return len(self.examples["train"])
 
     def train_dataset(self):
-        from official_bert.training import input_pipeline
-
         logging.info("train: %d examples, %d choices each", len(self.examples["train"]),
                      len(self.examples["train"][0].endings))
         return input_pipeline.numpy_dataset(self._arrays("train"), self.run.train_batch_size,
@@ -129,8 +125,6 @@ class MultipleChoiceTask(base.Task):
         logging.info("Wrote %d predictions to %s", len(probabilities), path)
 
     def export(self, model, export_dir, version):
-        from official_bert.serving import multiple_choice
-
-        return multiple_choice.export_multiple_choice(
+        return serving.export_multiple_choice(
             model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
             export_dir, version=version)

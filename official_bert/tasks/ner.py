@@ -32,10 +32,16 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import io
+from data_prep import conll
+from official_bert import checkpoints, io
 from official_bert.errors import UserError
+from official_bert.metrics import ner as ner_metrics
+from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
+from official_bert.serving import ner as serving
 from official_bert.tasks import base
+from official_bert.tasks.features import parse_layers
+from official_bert.training import input_pipeline
 
 LABEL_LIST = "label_list.txt"
 
@@ -115,8 +121,6 @@ class NerTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-
         encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         # The pooler (C) gets no gradient from a token-level loss; the Trainer
         # needs a gradient for every trainable variable.
@@ -142,8 +146,6 @@ class NerTask(base.Task):
             raise UserError(f"--window_stride must be positive, got {config.window_stride}")
 
     def read_inputs(self):
-        from data_prep import conll
-
         run, config = self.run, self.config
         if run.do_train:
             train = conll.read_conll(config.train_file, config.tag_scheme)
@@ -181,8 +183,6 @@ class NerTask(base.Task):
         return ["eval_predictions.conll", "test_predictions.conll", "test_results.txt"]
 
     def _windows(self, split):
-        from data_prep import conll
-
         key = f"_windows_{split}"
         if not hasattr(self, key):
             setattr(self, key, conll.convert_sentences(
@@ -196,9 +196,6 @@ class NerTask(base.Task):
         return len(self._windows("train"))
 
     def train_dataset(self):
-        from data_prep import conll
-        from official_bert.training import input_pipeline
-
         windows = self._windows("train")
         extra = sum(1 for i in range(1, len(windows))
                     if windows[i].sentence_index == windows[i - 1].sentence_index)
@@ -213,9 +210,6 @@ class NerTask(base.Task):
 
     def _predict_split(self, trainer, split, batch_size):
         """(per-sentence predicted label ids, loss over the labelled words)."""
-        from data_prep import conll
-        from official_bert.training import input_pipeline
-
         windows = self._windows(split)
         arrays = conll.windows_to_arrays(windows)
         arrays["example_index"] = np.arange(len(windows), dtype=np.int32)
@@ -231,9 +225,6 @@ class NerTask(base.Task):
 
     def _score(self, trainer, split, batch_size):
         """Writes `<split>_predictions.conll`; returns the scores (None without gold tags)."""
-        from data_prep import conll
-        from official_bert.metrics import ner as ner_metrics
-
         data = self.data[split]
         predicted, loss = self._predict_split(trainer, split, batch_size)
         tags = [[self.label_list[i] for i in ids] for ids in predicted]
@@ -258,8 +249,6 @@ class NerTask(base.Task):
             base.write_results(self.output_path("test_results.txt"), results)
 
     def export(self, model, export_dir, version):
-        from official_bert.serving import ner as serving
-
         return serving.export_token_classifier(
             model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
             self.label_list, export_dir, version=version)
@@ -330,15 +319,11 @@ class FeatureBasedNerTask(NerTask):
 
     def read_inputs(self):
         super().read_inputs()
-        from official_bert.tasks.features import parse_layers
-
         self.layer_indexes = parse_layers(self.config.layers,
                                           self.files.config.num_hidden_layers)
 
     def prepare(self):
         """Runs the frozen encoder over every split (or reads the cache)."""
-        from official_bert import checkpoints
-
         encoder, _ = checkpoints.load_encoder(self.run.init_checkpoint, self.files.config,
                                               dtype=self.run.dtype_policy)
         encoder.trainable = False

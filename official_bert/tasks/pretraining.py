@@ -21,10 +21,16 @@ import json
 import tensorflow as tf
 from absl import logging
 
-from official_bert import io
-from official_bert.errors import UserError
-from official_bert.modeling.heads import BertPretrainer, PRETRAINING_INPUTS
+from data_prep import create_pretraining_data
+from data_prep.pretraining_instances import PretrainingDataConfig
+from official_bert import checkpoints, io
+from official_bert.errors import BadFileError, UserError
+from official_bert.modeling.encoder import BertEncoder
+from official_bert.modeling.heads import PRETRAINING_INPUTS, BertPretrainer
+from official_bert.serving import pretraining as serving
 from official_bert.tasks import base
+from official_bert.text import tokenization
+from official_bert.training import input_pipeline
 
 
 @dataclasses.dataclass
@@ -106,8 +112,6 @@ class PretrainingTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        from official_bert.modeling.encoder import BertEncoder
-
         encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         model = BertPretrainer(encoder)
         model._ensure_built()
@@ -116,8 +120,6 @@ class PretrainingTask(base.Task):
     def initialize(self, model, checkpoint) -> None:
         """The encoder and, when the checkpoint has them, the pre-training heads
         (Google `cls/*`, Hugging Face `BertForPreTraining`, a previous run)."""
-        from official_bert import checkpoints
-
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
         self.head_restored = model.load_head_weights(checkpoint)
         logging.info("Initialized the encoder%s from %s (%s checkpoint)",
@@ -233,8 +235,6 @@ class PretrainingTask(base.Task):
     def text_config(self):
         """The generator's config for --input_format=text (the run's lengths,
         casing and seed; the data flags of create_pretraining_data)."""
-        from data_prep.pretraining_instances import PretrainingDataConfig
-
         config, run = self.config, self.run
         return PretrainingDataConfig(
             max_seq_length=run.max_seq_length,
@@ -255,22 +255,13 @@ class PretrainingTask(base.Task):
                 + [("eval_input_file", path) for path in self.eval_files])
 
     def read_inputs(self):
-        from official_bert.training import input_pipeline
-
         if self.files.vocab_file is None:
             logging.warning("No vocabulary (--vocab_file): the output directory gets no "
                             "vocab.txt, and dynamic masking assumes Google's layout "
                             "([MASK]=103)")
-        else:
-            from official_bert.text import tokenization
-
-            if tokenization.MASK_TOKEN not in self.files.vocab:
-                from official_bert.errors import BadFileError
-
-                raise BadFileError(self.files.vocab_file, "lacks [MASK], which masking needs")
+        elif tokenization.MASK_TOKEN not in self.files.vocab:
+            raise BadFileError(self.files.vocab_file, "lacks [MASK], which masking needs")
         if self.text:
-            from data_prep import create_pretraining_data
-
             if self.files.vocab_file is None:
                 raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
             for flag, files in (("input_file", self.train_files),
@@ -300,8 +291,6 @@ class PretrainingTask(base.Task):
     def find_bad_input(self):
         """The first input file with a truncated or corrupt record (a
         `BadFileError`), or None: the `Trainer` asks when reading fails."""
-        from official_bert.training import input_pipeline
-
         if self.text:
             return None  # text is checked whole before training (check_text_corpus)
         files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
@@ -320,8 +309,6 @@ class PretrainingTask(base.Task):
     # --- data, evaluation -----------------------------------------------------------
 
     def _dataset_fn(self, files, batch_size, training, drop_remainder=True):
-        from official_bert.training import input_pipeline
-
         config, run = self.config, self.run
 
         def dataset_fn(context=None):
@@ -357,8 +344,6 @@ class PretrainingTask(base.Task):
     def export(self, model, export_dir, version):
         """The masked LM and next-sentence head as a TF Serving SavedModel
         (`serving.pretraining`: fill in the `[MASK]`s of raw text)."""
-        from official_bert.serving import pretraining as serving
-
         if not self.files.vocab_file:
             raise UserError("--export_dir needs the vocabulary the model was trained with: "
                             "pass --vocab_file")

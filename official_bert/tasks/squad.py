@@ -27,11 +27,15 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data_prep import squad
 from official_bert import io
 from official_bert.errors import UserError
-from official_bert.modeling.encoder import ENCODER_INPUTS
+from official_bert.metrics import squad as squad_metrics
+from official_bert.modeling.encoder import ENCODER_INPUTS, BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertSpanLabeler
+from official_bert.serving import squad as serving
 from official_bert.tasks import base
+from official_bert.training import input_pipeline
 
 
 @dataclasses.dataclass
@@ -87,8 +91,6 @@ class SpanLabelingTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-
         encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
         # The span head never reads the pooled output, so the pooler gets no
         # gradient (google's optimizer skips such variables): not trainable here.
@@ -143,8 +145,6 @@ class SpanLabelingTask(base.Task):
                             f"{config.max_predict_examples}")
 
     def read_inputs(self):
-        from data_prep import squad
-
         config, run = self.config, self.run
         self.read_stats = squad.ReadStats()
         if run.do_train:
@@ -165,8 +165,6 @@ class SpanLabelingTask(base.Task):
                 "eval_results.json"]
 
     def _windows(self, examples, is_training, stats=None):
-        from data_prep import squad
-
         features = squad.convert_examples_to_features(
             examples, self.files.tokenizer(), is_training=is_training, stats=stats,
             max_seq_length=self.run.max_seq_length, doc_stride=self.config.doc_stride,
@@ -177,8 +175,6 @@ class SpanLabelingTask(base.Task):
 
     def _train_arrays(self):
         if not hasattr(self, "_train_windows"):
-            from data_prep import squad
-
             stats = squad.FeatureStats()
             features, arrays = self._windows(self.train_examples, True, stats)
             logging.info("***** Running training *****")
@@ -201,8 +197,6 @@ class SpanLabelingTask(base.Task):
                                 / self.run.train_batch_size))
 
     def train_dataset(self):
-        from official_bert.training import input_pipeline
-
         # Shuffled before it is repeated, so each epoch sees every window once.
         return input_pipeline.numpy_dataset(self._train_arrays(), self.run.train_batch_size,
                                             training=True, seed=self.run.seed)
@@ -222,8 +216,6 @@ class SpanLabelingTask(base.Task):
         return {f"eval_{k}": v for k, v in results.items()}
 
     def predict(self, trainer) -> None:
-        from data_prep import squad
-
         config, run = self.config, self.run
         predictions, answers, self.eval_results = self._answers(trainer)
         squad.write_prediction_files(predictions, run.output_dir,
@@ -236,9 +228,6 @@ class SpanLabelingTask(base.Task):
 
     def _answers(self, trainer):
         """(predictions, answers to write, official scores or None) of --predict_file."""
-        from data_prep import squad
-        from official_bert.training import input_pipeline
-
         config, run = self.config, self.run
         examples = self.predict_examples
         features, arrays = self._windows(examples, False)
@@ -247,8 +236,6 @@ class SpanLabelingTask(base.Task):
         logging.info("  Num split examples = %d", len(features))
         multiple = run.padding_multiple()
         if multiple:
-            from official_bert.training import input_pipeline
-
             # Windows sorted by length, longest first, so each batch is cut near
             # its own length (in file order nearly every batch holds a
             # full-length window); answers are matched by unique_id.
@@ -284,8 +271,6 @@ class SpanLabelingTask(base.Task):
             verbose_logging=config.verbose_logging)
         answers = {q: p.text for q, p in predictions.items()}
         dataset_json = squad.load_squad_json(config.predict_file)
-        from official_bert.metrics import squad as squad_metrics
-
         scores = None
         if squad_metrics.has_gold_answers(dataset_json):
             scores, answers = self._score(dataset_json, predictions, answers)
@@ -293,9 +278,6 @@ class SpanLabelingTask(base.Task):
 
     def _score(self, dataset, predictions, answers):
         """The official metric on `answers`; returns (results, answers to write)."""
-        from data_prep import squad
-        from official_bert.metrics import squad as squad_metrics
-
         config = self.config
         if config.max_predict_examples:
             # Only part of the file was predicted: score those questions only
@@ -326,8 +308,6 @@ class SpanLabelingTask(base.Task):
     # --- export -----------------------------------------------------------------------
 
     def export(self, model, export_dir, version):
-        from official_bert.serving import squad as serving
-
         config = self.config
         threshold = config.null_score_diff_threshold
         if config.tune_threshold and self.eval_results:

@@ -67,8 +67,10 @@ import re
 
 import tensorflow as tf
 
+from data_prep import create_pretraining_data
 from official_bert import io
 from official_bert.errors import BadFileError, UserError
+from official_bert.text import text_layers, tokenization
 
 STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -174,8 +176,6 @@ def _check_features(path, features, seq_length, max_predictions_per_seq) -> bool
 
 def _vocab_ids(vocab_file: str):
     """(vocab_size, mask_id, cls_id, sep_id, ordinary ids) from a vocabulary file."""
-    from official_bert.text import tokenization
-
     vocab = tokenization.load_vocab(vocab_file)
     for token in ("[MASK]", "[CLS]", "[SEP]"):
         if token not in vocab:
@@ -599,8 +599,6 @@ def text_records(files: Sequence[str], vocab_file: str, config, pipeline_id: int
       pipeline_id, num_pipelines: this input pipeline's share.
       is_training: passes forever with shuffled files, else one pass.
     """
-    from data_prep import create_pretraining_data
-
     files = list(files)
 
     def chunks(size=256):
@@ -705,8 +703,6 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
     multiple (`text_layers.trim_padding`); only for outputs that do not have
     the sequence length (losses, per-example scores).
     """
-    from official_bert.text import text_layers
-
     sequence_keys = text_layers.PACKED_KEYS + ("label_ids",)
 
     def trim(batch):

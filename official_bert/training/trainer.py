@@ -43,7 +43,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert.errors import Preempted
+from official_bert import checkpoints
+from official_bert.errors import BadFileError, Preempted, UserError
 from official_bert.training import distribution
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
@@ -170,8 +171,6 @@ class Trainer:
             max_to_keep=config.keep_checkpoint_max, checkpoint_name="ckpt",
         )
         self.resumed_from = None
-        from official_bert import checkpoints
-
         # The newest checkpoint whose files are there (after a damaged one was
         # deleted, the one before it).
         latest = checkpoints.latest_checkpoint(config.output_dir)
@@ -362,8 +361,6 @@ class Trainer:
         bad = find() if find is not None else None
         if bad is None:
             return error
-        from official_bert.errors import BadFileError
-
         latest = self.manager.latest_checkpoint if self.is_chief else None
         fix = ("fix or replace the file (or leave it out) and run the same command again"
                if latest is None else
@@ -433,8 +430,6 @@ class Trainer:
             window_metrics = metrics if window_metrics is None else tf.nest.map_structure(
                 lambda a, b: a + b, window_metrics, metrics)
             if not np.isfinite(float(loss)):
-                from official_bert.errors import UserError
-
                 raise UserError(
                     f"the loss is {float(loss)} at step {step}: training diverged; lower "
                     "--learning_rate or use --dtype=float32 (checkpoints saved before are "
@@ -519,8 +514,6 @@ class Trainer:
                 lambda a, b: a + b, total_metrics, metrics)
             batches += 1
         if batches == 0:
-            from official_bert.errors import UserError
-
             raise UserError("the evaluation data made no batch: it holds fewer examples than "
                             "the replicas need (lower --eval_batch_size, or add data)")
         results = {"loss": total_loss / batches}

@@ -5,12 +5,13 @@ quantized variants.
 Formats (all of the ids signature, so every row answers the same request):
 
     savedmodel          the TF Serving export itself (`tf.saved_model.load`, `serve_ids`)
+    savedmodel_bf16     the same model exported with `--serving_dtype=bfloat16` (weights
+                        stored and matmuls run in bfloat16, `serving.base.with_weights_in`;
+                        `--classifier_bf16_export` / `--ner_bf16_export`; skipped without)
     tflite              `serving/edge.py`: TFLite, builtin ops, fixed length
     tflite_dynamic_range  TFLite with int8 weights (`Optimize.DEFAULT`)
     onnx                tf2onnx, run with onnxruntime
     onnx_int8           ONNX Runtime dynamic quantization (int8 weights and activations)
-
-(bfloat16 SavedModels are another issue's; not measured here.)
 
 * load: seconds from nothing to a callable model, in a fresh process (TensorFlow
   or the runtime already imported);
@@ -22,18 +23,28 @@ Formats (all of the ids signature, so every row answers the same request):
 * accuracy: the classifier's accuracy on `--classifier_data` (a GLUE-layout dev
   TSV) and the tagger's entity F1 on `--ner_data` (a CoNLL file), each through the
   format, inputs made by the project's Python tokenizer and packer; the delta is
-  against the SavedModel's.
+  against the (float32) SavedModel's.
 
     python run_classifier.py --task_name=sst-2 --data_dir=$DATA/glue/SST-2 \
         --init_checkpoint=$MINILM --do_train --do_eval --max_train_examples=8000 \
         --num_train_epochs=1 --max_seq_length=64 --output_dir=/tmp/sst2 \
         --export_dir=/tmp/sst2_export
+    python run_classifier.py --task_name=sst-2 --data_dir=$DATA/glue/SST-2 \
+        --max_seq_length=64 --output_dir=/tmp/sst2 --export_dir=/tmp/sst2_export_bf16 \
+        --serving_dtype=bfloat16          # no --do_train: the run's checkpoint, in bf16
     python run_ner.py --do_train --train_file=$DATA/ner/conll2003/eng.train ... \
-        --export_dir=/tmp/ner_export
+        --output_dir=/tmp/ner --export_dir=/tmp/ner_export
+    python run_ner.py ... --output_dir=/tmp/ner --export_dir=/tmp/ner_export_bf16 \
+        --serving_dtype=bfloat16
     python benchmarks/export_bench.py --classifier_export=/tmp/sst2_export \
+        --classifier_bf16_export=/tmp/sst2_export_bf16 \
         --classifier_data=$DATA/glue/SST-2/dev.tsv --ner_export=/tmp/ner_export \
+        --ner_bf16_export=/tmp/ner_export_bf16 \
         --ner_data=$DATA/ner/conll2003/eng.testb --work_dir=/tmp/export_bench \
         --json_output=benchmarks/results/export_bench.json
+
+bfloat16 pays off only on CPUs with AVX512-BF16 or AMX; elsewhere its row is slower
+than float32's (the matmuls are emulated).
 
 Needs the `edge` extra for the TFLite/ONNX rows (`pip install -e '.[edge]'`).
 """
@@ -52,11 +63,18 @@ from absl import app, flags
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from benchmarks import common  # noqa: E402
 
-FORMATS = ("savedmodel", "tflite", "tflite_dynamic_range", "onnx", "onnx_int8")
+FORMATS = ("savedmodel", "savedmodel_bf16", "tflite", "tflite_dynamic_range", "onnx",
+           "onnx_int8")
 FLAGS = flags.FLAGS
 flags.DEFINE_string("classifier_export", None, "A classifier export (TF Serving directory).")
+flags.DEFINE_string("classifier_bf16_export", None,
+                    "The same classifier exported with --serving_dtype=bfloat16 (the "
+                    "savedmodel_bf16 row; skipped without).")
 flags.DEFINE_string("classifier_data", None, "GLUE-layout dev TSV (sentence, label) to score.")
 flags.DEFINE_string("ner_export", None, "An NER export (TF Serving directory).")
+flags.DEFINE_string("ner_bf16_export", None,
+                    "The same tagger exported with --serving_dtype=bfloat16 (the "
+                    "savedmodel_bf16 row; skipped without).")
 flags.DEFINE_string("ner_data", None, "CoNLL file with gold tags to score.")
 flags.DEFINE_integer("max_eval_examples", None, "Score the first N examples/sentences only.")
 flags.DEFINE_string("work_dir", "/tmp/export_bench", "Where the converted files go.")
@@ -67,11 +85,16 @@ flags.DEFINE_string("json_output", None, "Also write the results here.")
 flags.DEFINE_string("_measure", None, "Internal: a fresh process's load/first-request timing.")
 
 
-def _paths(export, work_dir, name):
+def _paths(export, work_dir, name, bf16_export=None):
     from official_bert.serving.base import latest_version_dir
 
     saved = latest_version_dir(export)
-    return {"savedmodel": saved,
+    if saved is None:
+        raise SystemExit(f"{export} holds no SavedModel export")
+    bf16 = latest_version_dir(bf16_export) if bf16_export else None
+    if bf16_export and bf16 is None:
+        raise SystemExit(f"{bf16_export} holds no SavedModel export")
+    return {"savedmodel": saved, "savedmodel_bf16": bf16,
             "tflite": os.path.join(work_dir, f"{name}.tflite"),
             "tflite_dynamic_range": os.path.join(work_dir, f"{name}_dynamic_range.tflite"),
             "onnx": os.path.join(work_dir, f"{name}.onnx"),
@@ -82,7 +105,7 @@ def _convert(export, paths, formats):
     from official_bert.serving import edge
 
     for name in formats:
-        if name == "savedmodel" or os.path.exists(paths[name]):
+        if name.startswith("savedmodel") or os.path.exists(paths[name]):
             continue
         start = time.time()
         if name.startswith("tflite"):
@@ -98,7 +121,7 @@ def _runner(name, path, threads):
 
     from official_bert.serving import edge
 
-    if name == "savedmodel":
+    if name.startswith("savedmodel"):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401
 
@@ -149,7 +172,8 @@ def _measure_here(payload):
     import numpy as np
 
     args = json.loads(payload)
-    if args["name"] == "savedmodel":
+    savedmodel = args["name"].startswith("savedmodel")
+    if savedmodel:
         import tensorflow as tf
         import tensorflow_text  # noqa: F401
 
@@ -162,7 +186,7 @@ def _measure_here(payload):
     warmup = 0.0
     if args["warm"]:
         start = time.perf_counter()
-        if args["name"] == "savedmodel":
+        if savedmodel:
             from official_bert.serving import base
 
             for signature, inputs in base.read_warmup_requests(args["path"]):
@@ -266,10 +290,14 @@ def ner_f1(run, data):
 # --- the run ---------------------------------------------------------------------------
 
 
-def bench_model(kind, export, data_path, rows, results):
+def bench_model(kind, export, bf16_export, data_path, rows, results):
     name = "classifier" if kind == "classification" else "ner"
-    paths = _paths(export, FLAGS.work_dir, name)
+    paths = _paths(export, FLAGS.work_dir, name, bf16_export)
     formats = [f for f in FORMATS if f in FLAGS.formats]
+    if "savedmodel_bf16" in formats and paths["savedmodel_bf16"] is None:
+        print(f"{name}: no savedmodel_bf16 row (give --{name}_bf16_export, an export made "
+              "with --serving_dtype=bfloat16)", flush=True)
+        formats.remove("savedmodel_bf16")
     _convert(export, paths, formats)
     data = (classifier_data if kind == "classification" else ner_data)(
         paths["savedmodel"], data_path, FLAGS.max_eval_examples) if data_path else None
@@ -309,10 +337,11 @@ def main(argv):
     os.makedirs(FLAGS.work_dir, exist_ok=True)
     rows, results = [], {}
     if FLAGS.classifier_export:
-        bench_model("classification", FLAGS.classifier_export, FLAGS.classifier_data, rows,
-                    results)
+        bench_model("classification", FLAGS.classifier_export, FLAGS.classifier_bf16_export,
+                    FLAGS.classifier_data, rows, results)
     if FLAGS.ner_export:
-        bench_model("ner", FLAGS.ner_export, FLAGS.ner_data, rows, results)
+        bench_model("ner", FLAGS.ner_export, FLAGS.ner_bf16_export, FLAGS.ner_data, rows,
+                    results)
     results["load_average"] = os.getloadavg()
     results["threads"] = FLAGS.threads
     results["max_eval_examples"] = FLAGS.max_eval_examples

@@ -13,7 +13,7 @@ docstring says what it adds (streaming, all cores, dynamic masking, safe output)
 `sample_text.txt` is five inaugural addresses from `data_prep/sample_corpus/`.
 """
 
-from data_prep.create_pretraining_data import entry
-
 if __name__ == "__main__":
-    entry()
+    from data_prep import create_pretraining_data
+
+    create_pretraining_data.entry()

@@ -1,43 +1,11 @@
 """Multiple choice with BERT (SWAG): one score per choice, softmax over the choices.
 
-Reads SWAG's CSV (`sent1`, `sent2`, `ending0..3`, `label`; `data_prep/swag.py`)
-and packs each choice `[CLS] sent1 [SEP] sent2 ending [SEP]`, as the BERT paper
-does. What it writes: `official_bert/tasks/multiple_choice.py`; `--export_dir`
-writes a raw-text SavedModel (context, start, endings → probabilities).
-
-Example (HellaSwag laid out as SWAG):
-  python run_swag.py --do_train --do_eval \\
-    --train_file=../shared/data/multiple_choice/hellaswag_as_swag-train.csv \\
-    --eval_file=../shared/data/multiple_choice/hellaswag_as_swag-dev.csv \\
-    --init_checkpoint=$MINILM --max_train_examples=2000 --max_seq_length=128 \\
-    --train_batch_size=16 --learning_rate=5e-5 --num_train_epochs=1 --output_dir=/tmp/swag
+The script beside google-research/bert's. The command itself is
+`official_bert/commands/swag.py` (also `bert swag`): its flags, an example and what it
+writes are in `python run_swag.py --help`.
 """
 
-from absl import flags
-
-from official_bert import app, cli_flags
-
-FLAGS = flags.FLAGS
-
-flags.DEFINE_string("train_file", None, "SWAG CSV to train on.")
-flags.DEFINE_string("eval_file", None, "SWAG CSV (with labels) to evaluate on.")
-flags.DEFINE_string("predict_file", None, "SWAG CSV to predict (label column optional).")
-cli_flags.define_run_flags(max_seq_length=128, train_batch_size=16)
-
-
-# The main/entry pair every script ends with (deliberately the same): flags → config → the library.
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import base, multiple_choice
-
-    config = cli_flags.from_flags(multiple_choice.MultipleChoiceConfig, FLAGS)
-    base.run(multiple_choice.MultipleChoiceTask(config, cli_flags.run_config(FLAGS)))
-
-
-def entry(argv=None):
-    """Console entry point (`bert swag`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    from official_bert.commands import swag
+
+    swag.entry()

@@ -1,7 +1,8 @@
 """`bert`: one command for every job, `bert <command> [flags]`.
 
-Each command is one of the scripts (`run_*.py`, `data_prep/*.py`, ...) with the
-same flags; `bert <command> --help` shows them grouped, with an example.
+Each command is a module with `entry(argv)` (`official_bert/commands/*.py`,
+`data_prep/*.py`), the same one the top-level scripts (`run_*.py`, ...) run, with
+the same flags; `bert <command> --help` shows them grouped, with an example.
 
     bert download glue/SST-2 --output_dir=~/bert_data
     bert prepare-corpus --input=my_docs/ --output_file=corpus.txt
@@ -25,16 +26,20 @@ COMMANDS = {
     "build-vocab": ("data_prep.build_vocab", "learn a WordPiece vocabulary (Google's layout)"),
     "create-pretraining-data": ("data_prep.create_pretraining_data",
                                 "masked-LM + next-sentence TFRecords"),
-    "pretrain": ("run_pretraining", "pre-train BERT (masked LM + next sentence)"),
-    "classify": ("run_classifier", "fine-tune / evaluate / predict GLUE or your own CSV/TSV"),
-    "squad": ("run_squad", "question answering, SQuAD v1.1 and v2.0"),
+    "pretrain": ("official_bert.commands.pretrain",
+                 "pre-train BERT (masked LM + next sentence)"),
+    "classify": ("official_bert.commands.classify",
+                 "fine-tune / evaluate / predict GLUE or your own CSV/TSV"),
+    "squad": ("official_bert.commands.squad", "question answering, SQuAD v1.1 and v2.0"),
     "squad-split": ("data_prep.squad", "split a SQuAD file into train and dev by article"),
-    "swag": ("run_swag", "multiple choice (SWAG layout)"),
-    "ner": ("run_ner", "token tagging (CoNLL files), fine-tuned or feature-based"),
+    "swag": ("official_bert.commands.swag", "multiple choice (SWAG layout)"),
+    "ner": ("official_bert.commands.ner",
+            "token tagging (CoNLL files), fine-tuned or feature-based"),
     "glue-submission": ("official_bert.commands.glue_submission",
                         "the GLUE leaderboard's zip from a directory of predicted runs"),
     "predict": ("official_bert.commands.predict", "labels for raw text lines from an export or a trained run"),
-    "extract-features": ("extract_features", "per-layer token vectors or sentence vectors"),
+    "extract-features": ("official_bert.commands.extract_features",
+                         "per-layer token vectors or sentence vectors"),
     "embed": ("official_bert.commands.embed",
               "sentence embeddings of a text file (.npy / .jsonl) and a SavedModel that embeds"),
     "export-encoder": ("official_bert.commands.export_encoder",

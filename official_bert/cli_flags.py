@@ -150,12 +150,13 @@ def define_distribution_flags() -> None:
                          "the TPU strategy uses every core of the TPU it connects to.", **g)
 
 
-def define_export_flags() -> None:
-    """--export_dir --export_version --serving_dtype."""
+def define_export_flags(export_dir_help: str = (
+        "Write a SavedModel for TF Serving to export_dir/<version>/ (after training; without "
+        "--do_train, of the checkpoint in --output_dir).")) -> None:
+    """--export_dir --export_version --serving_dtype; `export_dir_help` says
+    what the command exports."""
     g = dict(module_name=EXPORT_FLAGS)
-    flags.DEFINE_string("export_dir", None,
-                        "Write a SavedModel for TF Serving to export_dir/<version>/ (after "
-                        "training; without --do_train, of the checkpoint in --output_dir).", **g)
+    flags.DEFINE_string("export_dir", None, export_dir_help, **g)
     flags.DEFINE_integer("export_version", None,
                          "The version directory's number (default: seconds since the epoch). "
                          "An existing version is never overwritten.", **g)

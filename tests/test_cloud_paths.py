@@ -77,7 +77,7 @@ def stdout_of(entry, *argv):
 
 
 def case_squad():
-    run_squad = fresh("run_squad")
+    run_squad = fresh("official_bert.commands.squad")
     put_tree(ARGS["squad_ckpt"], "ram://squad/ckpt")
     put(ARGS["squad_file"], "ram://squad/tiny.json")
     command(run_squad.entry, "--do_train", "--do_predict", "--init_checkpoint=ram://squad/ckpt",
@@ -97,7 +97,7 @@ def case_squad():
 
 
 def case_ner():
-    run_ner = fresh("run_ner")
+    run_ner = fresh("official_bert.commands.ner")
     put_tree(ARGS["ner_ckpt"], "ram://ner/ckpt")
     put(ARGS["ner_file"], "ram://ner/train.conll")
     command(run_ner.entry, "--do_train", "--do_eval", "--do_predict",
@@ -117,7 +117,7 @@ def case_ner():
 
 
 def case_swag():
-    run_swag = fresh("run_swag")
+    run_swag = fresh("official_bert.commands.swag")
     put_tree(ARGS["ner_ckpt"], "ram://swag/ckpt")
     put(ARGS["swag_file"], "ram://swag/swag.csv")
     command(run_swag.entry, "--do_train", "--do_eval", "--do_predict",

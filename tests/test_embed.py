@@ -221,3 +221,34 @@ def test_savedmodel_in_a_tf1_session_as_tf_serving(tiny_model, tmp_path):
         with pytest.raises(tf.errors.InvalidArgumentError, match="max_batch_size"):
             session.run(fetch, {feed: texts})
     np.testing.assert_allclose(served, np.load(tmp_path / "out.npy")[:4], atol=1e-6)
+
+
+def test_serving_dtype_bfloat16_through_the_command(tiny_model, tmp_path):
+    """`bert embed --serving_dtype=bfloat16` (the shared export flags): the
+    export's weights are bfloat16 and its vectors those of the float32 .npy
+    within bfloat16's precision; without --export_dir the flag is refused."""
+    import tensorflow_text  # noqa: F401  (the export's text ops)
+
+    model_dir, _ = tiny_model
+    texts = _texts(4, seed=5)
+    _write_texts(tmp_path / "in.txt", texts)
+    command = [sys.executable, "-m", "official_bert.cli", "embed",
+               f"--init_checkpoint={model_dir}", "--max_seq_length=16",
+               "--serving_dtype=bfloat16"]
+    refused = subprocess.run(command + [f"--input_file={tmp_path / 'in.txt'}",
+                                        f"--output_file={tmp_path / 'refused.npy'}"],
+                             capture_output=True, text=True, cwd=REPO_ROOT)
+    assert refused.returncode == 1 and "--serving_dtype" in refused.stderr.splitlines()[-1]
+    result = subprocess.run(command + [f"--input_file={tmp_path / 'in.txt'}",
+                                       f"--output_file={tmp_path / 'out.npy'}",
+                                       f"--export_dir={tmp_path / 'export'}",
+                                       "--export_version=1"],
+                            capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    signature = loaded.signatures["serving_default"]
+    kernels = [v.dtype for v in signature.variables if v.name.split(":")[0].endswith("kernel")]
+    assert kernels and set(kernels) == {tf.bfloat16}
+    served = signature(text=tf.constant(texts))["embedding"]
+    assert served.dtype == tf.float32
+    np.testing.assert_allclose(served.numpy(), np.load(tmp_path / "out.npy"), atol=3e-2)

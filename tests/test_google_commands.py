@@ -386,12 +386,18 @@ GOOGLE_ONLY_FLAGS = {
 }
 
 
+# The command module each script runs (it defines the flags).
+COMMAND_MODULES = {"run_classifier": "classify", "run_squad": "squad",
+                   "run_pretraining": "pretrain", "extract_features": "extract_features"}
+
+
 @pytest.mark.parametrize("script", sorted(GOOGLE_ONLY_FLAGS))
 def test_every_google_flag_parses(script):
     import subprocess
     import sys
 
-    code = (f"import sys, {script}\nfrom absl import flags\n"
+    code = (f"import sys\nfrom official_bert.commands import {COMMAND_MODULES[script]}\n"
+            f"from absl import flags\n"
             f"flags.FLAGS(['{script}'] + sys.argv[1:])\n"
             f"from official_bert import cli_flags\n"
             + ("print(cli_flags.run_config(flags.FLAGS).tpu)\n" if script != "extract_features"
@@ -401,3 +407,21 @@ def test_every_google_flag_parses(script):
     assert result.returncode == 0, result.stderr[-2000:]
     # --tpu_name wins over --master as the TPU to connect to, as in google's scripts.
     assert result.stdout.strip().splitlines()[-1] in ("my-tpu", "parsed")
+
+
+def test_extract_features_says_once_which_google_flags_it_ignores(tmp_path):
+    """extract_features runs the encoder on this machine: each of google's TPU
+    flags given is logged once as unused, before the run (here stopped by a
+    missing checkpoint)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "extract_features.py", *GOOGLE_ONLY_FLAGS["extract_features"],
+         f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}",
+         f"--init_checkpoint={tmp_path / 'missing'}"],
+        cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    for name in ("use_tpu", "master", "num_tpu_cores", "use_one_hot_embeddings"):
+        assert result.stderr.count(f"--{name} is not used: ") == 1, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("error: ")

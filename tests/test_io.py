@@ -489,7 +489,7 @@ print("JSON", json.dumps({
 """
 
 PRETRAIN = PRELUDE + r"""
-import run_pretraining
+from official_bert.commands import pretrain as run_pretraining
 
 for name in os.listdir(ARGS["data"]):
     put(os.path.join(ARGS["data"], name), "ram://data/" + name)
@@ -513,7 +513,7 @@ sys.path.insert(0, ARGS["tests"])
 from conftest import tiny_config
 from test_run_classifier import DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, VOCAB
 
-import run_classifier
+from official_bert.commands import classify as run_classifier
 from official_bert import checkpoints
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.serving.classification import ClassifierPredictor

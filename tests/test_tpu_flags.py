@@ -64,7 +64,7 @@ logging.getLogger("absl").addHandler(Keep())
 
 from absl import flags
 
-import run_classifier
+from official_bert.commands import classify as run_classifier
 from official_bert import cli_flags
 from official_bert.tasks import base
 

@@ -34,12 +34,6 @@ def _define_flags():
     flags.DEFINE_string("output_file", None,
                         "Where the vectors go: a new .npy (float32 [lines, hidden]) or .jsonl "
                         "file; never overwritten.")
-    flags.DEFINE_string("export_dir", None,
-                        "Also write a SavedModel to export_dir/<version>/: raw text in "
-                        "(serving_default), the embedding out.")
-    flags.DEFINE_integer("export_version", None,
-                         "The --export_dir version's number (default: seconds since the "
-                         "epoch). An existing version is never overwritten.")
     flags.DEFINE_integer("max_batch_size", 256,
                          "The --export_dir model refuses requests with more texts.")
     flags.DEFINE_integer("batch_size", 64, "Texts per forward pass.")
@@ -48,6 +42,9 @@ def _define_flags():
                       "(sentence-transformers'); cls: the [CLS] token's vector.")
     flags.DEFINE_bool("normalize", True, "L2-normalize each vector (dot product = cosine).")
     cli_flags.define_model_flags(max_seq_length=256)
+    cli_flags.define_export_flags("Also write a SavedModel for TF Serving to "
+                                  "export_dir/<version>/: raw text in (serving_default), the "
+                                  "embedding out.")
 
 
 def main(argv):

@@ -145,12 +145,6 @@ def _define_flags():
     flags.DEFINE_string("output_dir", None,
                         "Where to write preprocessor/ and encoder/ (TF Hub's pair) and the "
                         "edge files; neither SavedModel may exist there yet.")
-    flags.DEFINE_string("export_dir", None,
-                        "Also write the encoder for TF Serving to export_dir/<version>/ "
-                        "(raw-text serving_default and serve_ids).")
-    flags.DEFINE_integer("export_version", None,
-                         "The --export_dir version's number (default: seconds since the "
-                         "epoch). An existing version is never overwritten.")
     flags.DEFINE_integer("max_batch_size", 256,
                          "The --export_dir model refuses requests with more examples.")
     flags.DEFINE_list("edge_formats", [],
@@ -160,11 +154,10 @@ def _define_flags():
                       "With --edge_formats: also write encoder_dynamic_range.tflite "
                       "(int8 weights) and encoder_int8.onnx (ONNX Runtime dynamic "
                       "quantization).")
-    flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
-                      "The --export_dir model's precision: bfloat16 stores its weights and "
-                      "runs its matmuls in bfloat16 (CPUs with AVX512-BF16 or AMX: 1.7x "
-                      "faster at batch 1 than a mixed_bfloat16 export, benchmarks/README.md).")
     cli_flags.define_model_flags(max_seq_length=128)
+    cli_flags.define_export_flags("Also write the encoder for TF Serving to "
+                                  "export_dir/<version>/ (raw-text serving_default and "
+                                  "serve_ids).")
 
 
 def main(argv):

@@ -29,6 +29,7 @@ from absl import logging
 from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
+from official_bert.serving.base import check_serving_dtype, with_weights_in
 from official_bert.serving.embedding import SentenceEmbeddingServing
 from official_bert.tasks import base
 from official_bert.tasks.features import InputExample, featurize
@@ -46,6 +47,8 @@ class EmbedConfig:
         output_file: `.npy` or `.jsonl` to write (must not exist).
         export_dir: also write the SavedModel to export_dir/<version>/.
         export_version, max_batch_size: the SavedModel's version and request limit.
+        serving_dtype: "float32", or "bfloat16": the SavedModel's weights and
+            matmuls in bfloat16 (`serving.base.with_weights_in`).
         init_checkpoint, bert_config_file, vocab_file, do_lower_case,
             max_seq_length: the model files, as in every command; texts are
             cut at max_seq_length WordPieces ([CLS] and [SEP] included).
@@ -59,6 +62,7 @@ class EmbedConfig:
     export_dir: str | None = None
     export_version: int | None = None
     max_batch_size: int = 256
+    serving_dtype: str = "float32"
     init_checkpoint: str | None = None
     bert_config_file: str | None = None
     vocab_file: str | None = None
@@ -80,6 +84,7 @@ def run(config: EmbedConfig) -> dict:
         raise UserError("--input_file and --output_file go together")
     if config.pooling not in SENTENCE_POOLINGS:
         raise UserError(f"--pooling={config.pooling!r}: use {' or '.join(SENTENCE_POOLINGS)}")
+    check_serving_dtype(config.serving_dtype, config.export_dir)
     if config.batch_size <= 0 or config.max_seq_length < 2 or config.max_batch_size <= 0:
         raise UserError("--batch_size and --max_batch_size must be positive and "
                         "--max_seq_length at least 2")
@@ -111,7 +116,7 @@ def run(config: EmbedConfig) -> dict:
         written["embeddings"] = config.output_file
     if config.export_dir:
         module = SentenceEmbeddingServing(
-            encoder, files.vocab, files.do_lower_case, config.max_seq_length,
+            with_weights_in(encoder, config.serving_dtype), files.vocab, files.do_lower_case, config.max_seq_length,
             max_batch_size=config.max_batch_size, pooling=config.pooling,
             normalize=config.normalize)
         written["serving"] = module.save(config.export_dir, config.export_version)

@@ -6,6 +6,9 @@ this project's name mapping, and compared with what
 `tf.compat.v1.train.list_variables` finds in the written file; the files are
 then loaded the way google's scripts load them (`init_from_checkpoint` with
 `get_assignment_map_from_checkpoint`'s name → name map) and read back here.
+Fine-tuned runs bring their heads under the names google's run_classifier.py
+and run_squad.py create, and google's classifier computation on the written
+file gives the run's own probabilities.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from official_bert.commands.export_google import ExportGoogleConfig, export
 from official_bert.errors import UserError
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+from test_run_classifier import trained  # noqa: F401  (a fixture: a fine-tuned classifier run)
+from test_run_squad import tiny_checkpoint  # noqa: F401  (a fixture)
 
 V, H, L, A, I, P, T = 64, 16, 2, 4, 32, 32, 2  # vocab, hidden, layers, heads, intermediate, positions, types
 
@@ -292,3 +297,63 @@ def test_cloud_path_output(tmp_path):
     before, after = checkpoints.read_checkpoint(str(source)), checkpoints.read_checkpoint(prefix)
     for name, value in before.weights.items():
         np.testing.assert_array_equal(after.weights[name], value, err_msg=name)
+
+
+# === Fine-tuned heads: run_classifier.py's and run_squad.py's names ===
+
+
+def _exported_run(run_dir, output_dir):
+    """`bert export-google` of a run directory; (prefix, name → shape, the reader)."""
+    prefix = export(ExportGoogleConfig(init_checkpoint=str(run_dir), output_dir=str(output_dir),
+                                       exact_gelu_as="gelu_exact"))
+    return (prefix, dict(tf.compat.v1.train.list_variables(prefix)),
+            tf.compat.v1.train.load_checkpoint(prefix))
+
+
+def _same_weights_back(run_dir, prefix):
+    before, after = checkpoints.read_checkpoint(str(run_dir)), checkpoints.read_checkpoint(prefix)
+    assert after.kind == checkpoints.GOOGLE_TF1 and sorted(after.weights) == sorted(before.weights)
+    for name, value in before.weights.items():
+        np.testing.assert_array_equal(after.weights[name], value, err_msg=name)
+
+
+def test_a_fine_tuned_classifier_exports_run_classifiers_head(trained, tmp_path):  # noqa: F811
+    """google's run_classifier.py `create_model`: `output_weights` [num_labels, H],
+    `output_bias` [num_labels], logits = pooled_output · output_weightsᵀ + output_bias.
+    Computed that way from the written file, the probabilities are the run's own
+    test_results.tsv."""
+    from official_bert.text import tokenization
+    from test_run_classifier import DEV, VOCAB
+
+    prefix, found, reader = _exported_run(trained["out"], tmp_path / "google")
+    assert found == {**google_variables(2, vocab=len(VOCAB)), "output_weights": [2, H],
+                     "output_bias": [2]}
+    _same_weights_back(trained["out"], prefix)
+    encoder, _ = checkpoints.load_encoder(prefix)
+    tokenizer = tokenization.FullTokenizer(str(tmp_path / "google" / "vocab.txt"))
+    packed = [tokenization.pack_tokens(tokenizer.tokenize(text), None, 16) for text in DEV]
+    pooled = encoder({"input_word_ids": np.array([tokenizer.convert_tokens_to_ids(tokens)
+                                                  for tokens, _, _ in packed], "int32"),
+                      "input_mask": np.array([mask for _, mask, _ in packed], "int32"),
+                      "input_type_ids": np.array([types for _, _, types in packed], "int32")},
+                     training=False)["pooled_output"].numpy()
+    logits = pooled @ reader.get_tensor("output_weights").T + reader.get_tensor("output_bias")
+    probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(probabilities,
+                               np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t"),
+                               atol=1e-5)
+
+
+def test_a_fine_tuned_squad_run_exports_run_squads_head(tiny_checkpoint, tmp_path):  # noqa: F811
+    """google's run_squad.py `create_model`: `cls/squad/output_weights` [2, H] and
+    `cls/squad/output_bias` [2] beside the encoder, read back bit-exactly."""
+    from test_run_squad import COMMON, VOCAB, run_cli, squad_file
+
+    data = squad_file(tmp_path / "tiny.json")
+    run_cli("--do_train", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--train_file={data}",
+            f"--output_dir={tmp_path / 'squad'}", "--train_batch_size=4",
+            "--num_train_epochs=1", *COMMON)
+    prefix, found, _ = _exported_run(tmp_path / "squad", tmp_path / "google")
+    assert found == {**google_variables(1, vocab=len(VOCAB), positions=64),
+                     "cls/squad/output_weights": [2, H], "cls/squad/output_bias": [2]}
+    _same_weights_back(tmp_path / "squad", prefix)

@@ -697,6 +697,10 @@ class Downloader:
         if self.options.source_dir and not os.path.isdir(
                 os.path.expanduser(self.options.source_dir)):
             raise UserError(f"--source_dir {self.options.source_dir} is not a directory")
+        if self.options.source_dir:  # its <group>/ directories would pass for unpacked datasets
+            io.refuse_output_over_input(
+                {"--output_dir": self.output_dir},
+                {"source_dir": os.path.expanduser(self.options.source_dir)})
         io.makedirs(self.output_dir)
         with io.RunLock(self.output_dir):
             return [self.dataset(d) for d in datasets]

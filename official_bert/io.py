@@ -291,11 +291,7 @@ def refuse_output_over_input(outputs: dict, inputs) -> None:
         if not output:
             continue
         for in_flag, path in inputs:
-            if not path:
-                continue
-            if out_flag == "--output_dir" and in_flag == "init_checkpoint":
-                continue  # a run directory as its own checkpoint: resume, evaluate, export
-            if same_path(output, path):
+            if path and same_path(output, path):
                 raise UserError(f"{out_flag} is --{in_flag} ({path}): the run would write "
                                 f"over its own input; choose another output")
 

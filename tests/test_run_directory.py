@@ -112,6 +112,9 @@ def test_rerun_with_another_vocabulary_changes_nothing(data, tmp_path):
     # The same vocabulary again is fine.
     same = run(*classify(data, out, "--do_eval", f"--vocab_file={data['ckpt']}/vocab.txt"))
     assert same.returncode == 0, same.stderr[-3000:]
+    # The run directory as its own --init_checkpoint is not an output over an input.
+    own = run(*classify(data, out, "--do_eval", f"--init_checkpoint={out}"))
+    assert own.returncode == 0, own.stderr[-3000:]
 
 
 def test_files_follow_the_umask(data, tmp_path):
@@ -150,6 +153,75 @@ def test_an_output_that_is_an_input_is_refused(data, tmp_path):
                           f"--init_checkpoint={data['ckpt']}", "--max_seq_length=16"))
     assert "--output_file is --input_file" in line or "output_file is --input_file" in line
     assert text.read_text() == "a good movie\n"
+
+
+# Every other command that writes, with an output pointed at one of its inputs
+# (run_classifier, extract_features and embed above and in tests/test_embed.py):
+# (command, its flags, the input the output names, a word the error line says).
+# `W` is the tiny world of tools/fault_kit.py.
+OUTPUT_OVER_INPUT = {
+    "pretrain": ("run_pretraining.py", lambda W: [
+        "--do_train", f"--input_file={W.path('pretrain.tfrecord')}", f"--vocab_file={W.vocab}",
+        f"--bert_config_file={W.config}", "--max_seq_length=32", "--max_predictions_per_seq=5",
+        f"--output_dir={W.path('pretrain.tfrecord')}"], "pretrain.tfrecord", "--input_file"),
+    "squad": ("run_squad.py", lambda W: [
+        "--do_train", f"--train_file={W.path('squad/train.json')}", f"--init_checkpoint={W.ckpt}",
+        "--max_seq_length=32", "--max_query_length=8", "--doc_stride=8",
+        f"--output_dir={W.path('squad/train.json')}"], "squad/train.json", "--train_file"),
+    "swag": ("run_swag.py", lambda W: [
+        "--do_train", f"--train_file={W.path('swag/train.csv')}", f"--init_checkpoint={W.ckpt}",
+        "--max_seq_length=32", f"--output_dir={W.path('swag/train.csv')}"],
+        "swag/train.csv", "--train_file"),
+    "ner": ("run_ner.py", lambda W: [
+        "--do_train", f"--train_file={W.path('conll/train.txt')}", f"--init_checkpoint={W.ckpt}",
+        "--max_seq_length=32", f"--output_dir={W.path('conll/train.txt')}"],
+        "conll/train.txt", "--train_file"),
+    "glue-submission": ("bert glue-submission", lambda W: [
+        f"--runs_dir={W.path('glue')}", f"--output_file={W.path('glue')}"], "glue", "--runs_dir"),
+    "export-google": ("bert export-google", lambda W: [
+        f"--init_checkpoint={W.ckpt}", f"--output_dir={W.ckpt}"], "ckpt", "--output_dir"),
+    "export-encoder": ("bert export-encoder", lambda W: [
+        f"--init_checkpoint={W.ckpt}", f"--output_dir={W.ckpt}", "--max_seq_length=32"],
+        "ckpt", "--init_checkpoint"),
+    "prepare-corpus": ("bert prepare-corpus", lambda W: [
+        f"--input={W.path('corpus.txt')}", f"--output_file={W.path('corpus.txt')}"],
+        "corpus.txt", "--input"),
+    "build-vocab": ("bert build-vocab", lambda W: [
+        f"--input_file={W.path('corpus.txt')}", f"--output_file={W.path('corpus.txt')}"],
+        "corpus.txt", "--input_file"),
+    "create-pretraining-data": ("create_pretraining_data.py", lambda W: [
+        f"--input_file={W.path('corpus.txt')}", f"--output_file={W.vocab}", f"--vocab_file={W.vocab}"],
+        "vocab.txt", "--vocab_file"),
+    "squad-split": ("bert squad-split", lambda W: [
+        f"--input_file={W.path('squad/dev.json')}", f"--train_output={W.path('squad/dev.json')}",
+        f"--dev_output={W.path('squad/dev_part.json')}", "--num_train_articles=1"],
+        "squad/dev.json", "--input_file"),
+    # The datasets' <group>/ directories of the sources would pass for unpacked datasets.
+    "download": ("bert download", lambda W: [
+        "wnut17", f"--output_dir={W.path('conll')}", f"--source_dir={W.path('conll')}"],
+        "conll", "--source_dir"),
+}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    sys.path.insert(0, os.path.join(REPO, "tools"))
+    import fault_kit
+
+    return fault_kit, fault_kit.World(tmp_path_factory.mktemp("world")).build()
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_OVER_INPUT))
+def test_every_writer_refuses_an_output_that_is_its_input(world, name):
+    """One line naming the input, no traceback, and every file of the world as
+    it was (nothing changed, nothing added)."""
+    kit, w = world
+    script, flags, target, word = OUTPUT_OVER_INPUT[name]
+    before = kit.snapshot(w.root)
+    result = kit.run(kit.command(script, *flags(w)))
+    line = error_line(result)
+    assert str(w.root / target) in line and word in line, line
+    assert kit.snapshot(w.root) == before
 
 
 @pytest.mark.parametrize("dtype,expected", [("float32", "float32"), ("bfloat16", "bfloat16"),

@@ -464,9 +464,13 @@ def run(task: Task) -> dict:
     task.bert_config = files.config
     task.read_inputs()
     inputs = task.input_paths()
+    # A run directory given as its own --init_checkpoint (to resume, evaluate or
+    # export it) is not an input the run writes over.
+    own_run = bool(config.init_checkpoint) and io.same_path(config.init_checkpoint,
+                                                            config.output_dir)
     inputs = list(inputs.items() if isinstance(inputs, dict) else inputs) + [
-        ("init_checkpoint", config.init_checkpoint), ("vocab_file", files.vocab_file),
-        ("bert_config_file", config.bert_config_file)]
+        ("init_checkpoint", None if own_run else config.init_checkpoint),
+        ("vocab_file", files.vocab_file), ("bert_config_file", config.bert_config_file)]
     outputs = {"--output_dir": config.output_dir, "--export_dir": config.export_dir}
     for name in ["eval_results.txt", *task.run_files(), *task.output_files()]:
         if name not in ("bert_config.json", "vocab.txt"):  # rewritten only when equal

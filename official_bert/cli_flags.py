@@ -28,6 +28,7 @@ MODEL_FLAGS = "model files"
 TRAINING_FLAGS = "training"
 DISTRIBUTION_FLAGS = "distribution, precision, XLA"
 EXPORT_FLAGS = "export"
+PRECISION_FLAGS = "precision"
 
 DTYPES = ("float32", "bfloat16", "float16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -131,9 +132,7 @@ def define_distribution_flags() -> None:
     flags.DEFINE_integer("num_cpu_devices", 0,
                          "Split the CPU into this many logical devices (to try "
                          "--distribution_strategy=mirrored without GPUs).", **g)
-    flags.DEFINE_enum("dtype", "float32", list(DTYPES),
-                      "Compute dtype: bfloat16/float16 are mixed precision (variables stay "
-                      "float32; float16 adds loss scaling).", **g)
+    define_dtype_flag(DISTRIBUTION_FLAGS)
     flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.", **g)
     # google-research/bert's spelling of the same, so its TPU commands run unchanged.
     flags.DEFINE_bool("use_tpu", False,
@@ -148,6 +147,13 @@ def define_distribution_flags() -> None:
                         "address when --tpu is not given.", **g)
     flags.DEFINE_integer("num_tpu_cores", 8, "google-research/bert's flag, accepted and unused: "
                          "the TPU strategy uses every core of the TPU it connects to.", **g)
+
+
+def define_dtype_flag(group: str = PRECISION_FLAGS) -> None:
+    """--dtype, under the help group `group`."""
+    flags.DEFINE_enum("dtype", "float32", list(DTYPES),
+                      "Compute dtype: bfloat16/float16 are mixed precision (variables stay "
+                      "float32; float16 adds loss scaling in training).", module_name=group)
 
 
 def define_export_flags(export_dir_help: str = (

@@ -253,3 +253,48 @@ def test_dtype_sets_the_compute_dtype_of_every_task(dtype, expected):
                                                          task_model="dense"), run_config)
     feature_task.feature_dim = 8
     assert feature_task.build_model().compute_dtype == expected
+
+
+def test_dtype_flag_through_a_script(data, tmp_path):
+    """--dtype read by the run flow of a real script: the model it trains
+    computes in bfloat16 (the run's log line), its variables stay float32."""
+    result = run(*classify(data, tmp_path / "run", "--do_train", "--num_train_epochs=1",
+                           "--max_train_examples=8", "--dtype=bfloat16"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("BertClassifier computes in bfloat16, variables in float32 (--dtype=bfloat16)"
+            in result.stderr), result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", ["extract_features.py", "embed"])
+def test_dtype_of_the_feature_based_commands(data, tmp_path, command):
+    """extract_features and bert embed take --dtype (cli_flags' definition): the
+    encoder computes in bfloat16 and the vectors are float32 ones within
+    bfloat16's precision of the float32 run's."""
+    import json
+
+    import numpy as np
+
+    text = tmp_path / "sentences.txt"
+    text.write_text("a good movie\nthe film is awful ||| great\n")
+    vectors, lines = {}, {}
+    for dtype in ("float32", "bfloat16"):
+        if command == "embed":
+            out = tmp_path / f"{dtype}.npy"
+            args = ["-m", "official_bert.cli", "embed", f"--output_file={out}"]
+        else:
+            out = tmp_path / f"{dtype}.jsonl"
+            args = ["extract_features.py", f"--output_file={out}", "--layers=-1",
+                    "--pooling=mean"]
+        result = run(*args, f"--input_file={text}", f"--init_checkpoint={data['ckpt']}",
+                     "--max_seq_length=16", f"--dtype={dtype}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        lines[dtype] = [line for line in result.stderr.splitlines() if " computes in " in line]
+        vectors[dtype] = (np.load(out) if command == "embed" else np.array(
+            [json.loads(line)["layers"][0]["values"] for line in out.read_text().splitlines()]))
+    assert len(lines["bfloat16"]) == 1
+    assert lines["bfloat16"][0].endswith(
+        "BertEncoder computes in bfloat16, variables in float32 (--dtype=bfloat16)")
+    assert lines["float32"][0].endswith("computes in float32, variables in float32 "
+                                        "(--dtype=float32)")
+    difference = np.abs(vectors["bfloat16"] - vectors["float32"]).max()
+    assert 0 < difference < 0.05 * np.abs(vectors["float32"]).max()

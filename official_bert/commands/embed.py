@@ -42,6 +42,7 @@ def _define_flags():
                       "(sentence-transformers'); cls: the [CLS] token's vector.")
     flags.DEFINE_bool("normalize", True, "L2-normalize each vector (dot product = cosine).")
     cli_flags.define_model_flags(max_seq_length=256)
+    cli_flags.define_dtype_flag()
     cli_flags.define_export_flags("Also write a SavedModel for TF Serving to "
                                   "export_dir/<version>/: raw text in (serving_default), the "
                                   "embedding out.")

@@ -30,6 +30,7 @@ flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
 flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean"],
                   "none: a vector per token; cls: the [CLS] vector; mean: the mean over tokens.")
 cli_flags.define_model_flags(max_seq_length=128)
+cli_flags.define_dtype_flag()
 # google-research/bert's TPU flags of this script: accepted so its commands run unchanged,
 # unused (the encoder runs on this machine's device; embeddings are looked up either way):
 # `main` logs each one given, once.

@@ -49,6 +49,22 @@ from official_bert.training.trainer import Trainer, TrainingConfig
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
+def dtype_policy(dtype: str) -> str | None:
+    """The Keras mixed-precision policy of --dtype (None for float32); a
+    `UserError` for a dtype that is none of `DTYPE_POLICIES`."""
+    if dtype not in DTYPE_POLICIES:
+        raise UserError(f"--dtype={dtype!r} is unknown; use one of {', '.join(DTYPE_POLICIES)}")
+    return DTYPE_POLICIES[dtype]
+
+
+def log_precision(model, dtype: str) -> None:
+    """Logs the dtype `model` computes in (its encoder's layers', which its
+    heads follow) and keeps its variables in, for --dtype."""
+    layer = getattr(getattr(model, "encoder", model), "embeddings", model)
+    logging.info("%s computes in %s, variables in %s (--dtype=%s)", type(model).__name__,
+                 layer.compute_dtype, layer.variable_dtype, dtype)
+
+
 # === Settings ===
 
 
@@ -138,9 +154,7 @@ class RunConfig:
                             f"{self.warmup_proportion}")
         if self.learning_rate <= 0:
             raise UserError(f"--learning_rate must be positive, got {self.learning_rate}")
-        if self.dtype not in DTYPE_POLICIES:
-            raise UserError(f"--dtype={self.dtype!r} is unknown; use one of "
-                            f"{', '.join(DTYPE_POLICIES)}")
+        dtype_policy(self.dtype)
         if self.num_gpus < 0 or self.num_cpu_devices < 0:
             raise UserError("--num_gpus and --num_cpu_devices cannot be negative")
         if not self.init_checkpoint and not self.bert_config_file:
@@ -151,7 +165,7 @@ class RunConfig:
     @property
     def dtype_policy(self) -> str | None:
         """The Keras mixed-precision policy of --dtype (None for float32)."""
-        return DTYPE_POLICIES[self.dtype]
+        return dtype_policy(self.dtype)
 
     def padding_multiple(self) -> int | None:
         """The length multiple batches are cut to (`input_pipeline.numpy_dataset`),
@@ -585,6 +599,7 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
                      "" if config.num_train_steps else f"{task.num_train_examples()} examples, ",
                      config.train_batch_size, num_train_steps, num_warmup_steps)
     trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train)
+    log_precision(trainer.model, config.dtype)
     if not config.do_train and trainer.resumed_from is None and not task.has_head():
         source = (f"--init_checkpoint {config.init_checkpoint} " + (
             task.head_report.what_the_checkpoint_holds() if task.head_report is not None else

@@ -55,6 +55,8 @@ class EmbedConfig:
         batch_size: texts per forward pass.
         pooling: "mean" (over the tokens, sentence-transformers') or "cls".
         normalize: L2-normalize each vector.
+        dtype: the encoder's compute dtype: "float32", or "bfloat16" /
+            "float16" (mixed precision; the vectors are float32).
     """
 
     input_file: str | None = None
@@ -71,6 +73,7 @@ class EmbedConfig:
     batch_size: int = 64
     pooling: str = "mean"
     normalize: bool = True
+    dtype: str = "float32"
 
 
 def run(config: EmbedConfig) -> dict:
@@ -85,6 +88,7 @@ def run(config: EmbedConfig) -> dict:
     if config.pooling not in SENTENCE_POOLINGS:
         raise UserError(f"--pooling={config.pooling!r}: use {' or '.join(SENTENCE_POOLINGS)}")
     check_serving_dtype(config.serving_dtype, config.export_dir)
+    policy = base.dtype_policy(config.dtype)
     if config.batch_size <= 0 or config.max_seq_length < 2 or config.max_batch_size <= 0:
         raise UserError("--batch_size and --max_batch_size must be positive and "
                         "--max_seq_length at least 2")
@@ -109,7 +113,9 @@ def run(config: EmbedConfig) -> dict:
          "vocab_file": files.vocab_file, "bert_config_file": config.bert_config_file})
     num_lines = count_lines(config.input_file) if config.input_file else 0
 
-    encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
+    encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config,
+                                          dtype=policy)
+    base.log_precision(encoder, config.dtype)
     written = {}
     if config.output_file:
         embed_file(encoder, files.tokenizer(), config, num_lines)

@@ -41,6 +41,8 @@ class FeatureExtractionConfig:
         layers: comma-separated layer indexes (-1 = last).
         batch_size: examples per forward pass.
         pooling: "none" (a vector per token), "cls" or "mean".
+        dtype: the encoder's compute dtype: "float32", or "bfloat16" /
+            "float16" (mixed precision; the vectors are written as float32).
     """
 
     input_file: str | None = None
@@ -53,6 +55,7 @@ class FeatureExtractionConfig:
     layers: str = "-1,-2,-3,-4"
     batch_size: int = 32
     pooling: str = "none"
+    dtype: str = "float32"
 
 
 def run(config: FeatureExtractionConfig) -> int:
@@ -64,6 +67,7 @@ def run(config: FeatureExtractionConfig) -> int:
         raise UserError("--batch_size and --max_seq_length must be positive")
     if config.pooling not in ("none", "cls", "mean"):
         raise UserError(f"--pooling={config.pooling!r}: use none, cls or mean")
+    policy = base.dtype_policy(config.dtype)
     files = base.resolve_model_files(base.RunConfig(
         output_dir=config.output_file, init_checkpoint=config.init_checkpoint,
         bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
@@ -74,7 +78,9 @@ def run(config: FeatureExtractionConfig) -> int:
     layer_indexes = parse_layers(config.layers, files.config.num_hidden_layers)
     examples = read_examples(config.input_file)
     features = featurize(examples, files.tokenizer(), config.max_seq_length)
-    encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
+    encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config,
+                                          dtype=policy)
+    base.log_precision(encoder, config.dtype)
 
     start = time.time()
     with io.atomic_output(config.output_file) as out:  # never a half-written output
@@ -152,7 +158,7 @@ def extract(encoder, features, layer_indexes, batch_size, pooling):
     @tf.function(reduce_retracing=True)
     def forward(inputs):
         outputs = encoder(inputs, training=False)
-        return [outputs["encoder_outputs"][i] for i in layer_indexes]
+        return [tf.cast(outputs["encoder_outputs"][i], tf.float32) for i in layer_indexes]
 
     for start in range(0, len(features), batch_size):
         batch = features[start:start + batch_size]

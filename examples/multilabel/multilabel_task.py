@@ -82,15 +82,6 @@ class MultiLabelTask(base.Task):
 
     # Inputs: read and checked before anything is written.
 
-    def check_flags(self):
-        config = self.config
-        self.require_files(train=config.train_file, eval=config.eval_file,
-                           predict=config.predict_file)
-
-    def input_paths(self):
-        return {f"{m}_file": getattr(self.config, f"{m}_file") for m in ("train", "eval",
-                                                                         "predict")}
-
     def read_inputs(self):
         for mode in ("train", "eval", "predict"):
             if getattr(self.run, f"do_{mode}"):

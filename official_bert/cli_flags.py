@@ -34,8 +34,10 @@ DTYPES = ("float32", "bfloat16", "float16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
-def define_model_flags(max_seq_length: int = 128) -> None:
-    """--init_checkpoint --bert_config_file --vocab_file --do_lower_case --max_seq_length."""
+def define_model_flags(max_seq_length: int | None = 128) -> None:
+    """--init_checkpoint --bert_config_file --vocab_file --do_lower_case --max_seq_length
+    (`modeling.configs.ModelFilesConfig`'s fields); no --max_seq_length when it is None
+    (a command that packs no sequences)."""
     g = dict(module_name=MODEL_FLAGS)
     flags.DEFINE_string(
         "init_checkpoint", None,
@@ -50,8 +52,10 @@ def define_model_flags(max_seq_length: int = 128) -> None:
     flags.DEFINE_bool("do_lower_case", None,
                       "Lower-case and strip accents (default: what the checkpoint says, else "
                       "True).", **g)
-    flags.DEFINE_integer("max_seq_length", max_seq_length,
-                         "Tokens per sequence after WordPiece, [CLS] and [SEP] included.", **g)
+    if max_seq_length is not None:
+        flags.DEFINE_integer("max_seq_length", max_seq_length,
+                             "Tokens per sequence after WordPiece, [CLS] and [SEP] included.",
+                             **g)
 
 
 def define_training_flags(*, modes=("train", "eval", "predict"), train_batch_size: int = 32,

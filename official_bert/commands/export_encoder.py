@@ -30,6 +30,7 @@ from absl import flags, logging
 
 from official_bert import app, cli_flags, io
 from official_bert.errors import UserError
+from official_bert.modeling.configs import ModelFilesConfig
 
 # What loads TensorFlow (checkpoints, modeling/, serving/, tasks/) is imported inside the
 # functions that run the command: defining the flags (and `--help`) stays fast.
@@ -38,12 +39,11 @@ FLAGS = flags.FLAGS
 
 
 @dataclasses.dataclass
-class ExportEncoderConfig:
+class ExportEncoderConfig(ModelFilesConfig):
     """The command's settings (its flags' names).
 
     Args:
-        init_checkpoint, bert_config_file, vocab_file, do_lower_case: the model
-            files, as in every command.
+        (the model files: `ModelFilesConfig`)
         max_seq_length: the preprocessor's default packed length (and the
             TF Serving export's, and the TFLite files' fixed length).
         output_dir: where preprocessor/ and encoder/ (and edge files) go.
@@ -56,11 +56,6 @@ class ExportEncoderConfig:
             (`serving.base.with_weights_in`), for CPUs with AVX512-BF16/AMX.
     """
 
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    max_seq_length: int = 128
     output_dir: str | None = None
     export_dir: str | None = None
     export_version: int | None = None
@@ -99,10 +94,7 @@ def export(config: ExportEncoderConfig) -> dict:
         if io.exists(io.join(config.output_dir, name)):
             raise UserError(f"{io.join(config.output_dir, name)} exists: an export never "
                             "overwrites one; use another --output_dir or remove it")
-    files = base.resolve_model_files(base.RunConfig(
-        output_dir=config.output_dir, init_checkpoint=config.init_checkpoint,
-        bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-        do_lower_case=config.do_lower_case, max_seq_length=config.max_seq_length))
+    files = base.resolve_model_files(config)
     io.refuse_output_over_input(
         {"--output_dir": config.output_dir, "--export_dir": config.export_dir},
         {"init_checkpoint": config.init_checkpoint, "vocab_file": files.vocab_file,

@@ -38,6 +38,7 @@ from absl import flags, logging
 
 from official_bert import app, cli_flags, io
 from official_bert.errors import UserError
+from official_bert.modeling.configs import ModelFilesConfig
 
 # What loads TensorFlow (checkpoints, tasks/) is imported inside the
 # functions that run the command: defining the flags (and `--help`) stays fast.
@@ -46,20 +47,17 @@ FLAGS = flags.FLAGS
 
 
 @dataclasses.dataclass
-class ExportGoogleConfig:
+class ExportGoogleConfig(ModelFilesConfig):
     """The command's settings (its flags' names).
 
     Args:
-        init_checkpoint, bert_config_file, vocab_file, do_lower_case: the model
-            files, as in every command.
+        (the model files: `ModelFilesConfig`; no max_seq_length: the weights
+        are written whole)
         output_dir: the new directory to write.
         exact_gelu_as: "refuse", "tanh" or "gelu_exact" (module docstring).
     """
 
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
+    max_seq_length: int | None = None
     output_dir: str | None = None
     exact_gelu_as: str = "refuse"
 
@@ -80,10 +78,7 @@ def export(config: ExportGoogleConfig) -> str:
                                          or io.listdir(config.output_dir)):
         raise UserError(f"--output_dir={config.output_dir} exists and is not an empty "
                         "directory: the export never overwrites; choose a new directory")
-    files = base.resolve_model_files(base.RunConfig(
-        output_dir=config.output_dir, init_checkpoint=config.init_checkpoint,
-        bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-        do_lower_case=config.do_lower_case, max_seq_length=1))
+    files = base.resolve_model_files(config)
     io.refuse_output_over_input(
         {"--output_dir": config.output_dir},
         {"init_checkpoint": config.init_checkpoint, "vocab_file": files.vocab_file,
@@ -125,7 +120,7 @@ def _define_flags():
                       "refuse; tanh (write google's \"gelu\", the tanh approximation, and "
                       "print how much outputs move); gelu_exact (exact when this project "
                       "reads it, refused by google's code).")
-    cli_flags.define_model_flags()
+    cli_flags.define_model_flags(max_seq_length=None)  # the weights are written whole
 
 
 def main(argv):

@@ -39,7 +39,7 @@ from absl import logging
 
 from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, Preempted, RunDirectoryError, UserError
-from official_bert.modeling.configs import BertConfig
+from official_bert.modeling.configs import BertConfig, ModelFilesConfig
 from official_bert.modeling.heads import HeadRestore
 from official_bert.serving.base import check_serving_dtype, with_weights_in
 from official_bert.text import tokenization
@@ -69,8 +69,9 @@ def log_precision(model, dtype: str) -> None:
 
 
 @dataclasses.dataclass
-class RunConfig:
-    """The settings every task shares (from `cli_flags`, or built in Python).
+class RunConfig(ModelFilesConfig):
+    """The settings every task shares (from `cli_flags`, or built in Python):
+    the model files (`ModelFilesConfig`), the modes, training, distribution.
 
     Field names are the flags' names (google-research/bert's where it has the
     concept); `validate` names the flag of a bad value.
@@ -80,12 +81,7 @@ class RunConfig:
     do_train: bool = False
     do_eval: bool = False
     do_predict: bool = False
-    # Model files.
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    max_seq_length: int = 128
+    max_seq_length: int = 128  # every task packs sequences
     # Training.
     train_batch_size: int = 32
     eval_batch_size: int = 8
@@ -210,39 +206,43 @@ class ModelFiles:
         return self._tokenizer
 
 
-def resolve_model_files(run: RunConfig, required_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]"),
+def resolve_model_files(model: ModelFilesConfig,
+                        required_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]"),
                         vocab_required: bool = True, fallback_vocab_file: str | None = None,
-                        ) -> ModelFiles:
+                        run_dir: str | None = None) -> ModelFiles:
     """Finds config, weights, vocabulary and casing from what was given, and
     checks that they fit each other (`UserError` / `BadFileError` otherwise).
 
     `--init_checkpoint` alone is enough when its config and vocab.txt lie beside
     it; explicit `--bert_config_file` / `--vocab_file` win. With neither
-    `--init_checkpoint` nor `--bert_config_file`, a run directory that already
-    holds a checkpoint is its own model source (evaluate or export a run).
-    `fallback_vocab_file` is used when neither names a vocabulary; without any,
-    `vocab_file` is None, or an error when `vocab_required`.
+    `--init_checkpoint` nor `--bert_config_file`, `run_dir` (a run's
+    --output_dir) that already holds a checkpoint is its own
+    model source (evaluate or export a run). `fallback_vocab_file` is used when
+    neither names a vocabulary; without any, `vocab_file` is None, or an error
+    when `vocab_required`.
     """
-    init_checkpoint = run.init_checkpoint
-    if not init_checkpoint and not run.bert_config_file and has_checkpoint(run.output_dir):
-        init_checkpoint = run.output_dir
-    config = BertConfig.from_json_file(run.bert_config_file) if run.bert_config_file else None
+    init_checkpoint = model.init_checkpoint
+    if not init_checkpoint and not model.bert_config_file and has_checkpoint(run_dir):
+        init_checkpoint = run_dir
+    config = (BertConfig.from_json_file(model.bert_config_file) if model.bert_config_file
+              else None)
     ckpt = checkpoints.read_checkpoint(init_checkpoint, config) if init_checkpoint else None
     if ckpt is not None:
         config = ckpt.config
     if config is None:
         raise UserError("pass --init_checkpoint (or --bert_config_file and --vocab_file to "
                         "start from random weights)")
-    vocab_file = run.vocab_file or (ckpt.vocab_file if ckpt else None) or fallback_vocab_file
-    do_lower_case = run.do_lower_case
+    vocab_file = model.vocab_file or (ckpt.vocab_file if ckpt else None) or fallback_vocab_file
+    do_lower_case = model.do_lower_case
     if do_lower_case is None:
         do_lower_case = True if ckpt is None or ckpt.do_lower_case is None else ckpt.do_lower_case
-    if run.max_seq_length > config.max_position_embeddings:
-        raise UserError(f"--max_seq_length={run.max_seq_length} is longer than the model's "
+    if (model.max_seq_length is not None
+            and model.max_seq_length > config.max_position_embeddings):
+        raise UserError(f"--max_seq_length={model.max_seq_length} is longer than the model's "
                         f"max_position_embeddings ({config.max_position_embeddings})")
     if not vocab_file:
         if vocab_required:
-            raise UserError(f"no vocab.txt beside {init_checkpoint or run.bert_config_file}; "
+            raise UserError(f"no vocab.txt beside {init_checkpoint or model.bert_config_file}; "
                             "pass --vocab_file")
         return ModelFiles(config, ckpt, None, bool(do_lower_case), [])
     if not io.exists(vocab_file):
@@ -474,7 +474,7 @@ def run(task: Task) -> dict:
         distribution.split_cpu(config.num_cpu_devices)
 
     task.files = files = resolve_model_files(config, task.required_tokens, task.vocab_required,
-                                             task.fallback_vocab_file())
+                                             task.fallback_vocab_file(), config.output_dir)
     task.bert_config = files.config
     task.read_inputs()
     inputs = task.input_paths()

@@ -28,6 +28,7 @@ from absl import logging
 
 from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.modeling.configs import ModelFilesConfig
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
 from official_bert.serving.base import check_serving_dtype, with_weights_in
 from official_bert.serving.embedding import SentenceEmbeddingServing
@@ -39,7 +40,7 @@ CHUNK_BATCHES = 16  # batches per sorted chunk: the memory bound, and the paddin
 
 
 @dataclasses.dataclass
-class EmbedConfig:
+class EmbedConfig(ModelFilesConfig):
     """`bert embed`'s flags.
 
     Args:
@@ -49,9 +50,9 @@ class EmbedConfig:
         export_version, max_batch_size: the SavedModel's version and request limit.
         serving_dtype: "float32", or "bfloat16": the SavedModel's weights and
             matmuls in bfloat16 (`serving.base.with_weights_in`).
-        init_checkpoint, bert_config_file, vocab_file, do_lower_case,
-            max_seq_length: the model files, as in every command; texts are
-            cut at max_seq_length WordPieces ([CLS] and [SEP] included).
+        (the model files: `ModelFilesConfig`)
+        max_seq_length: texts are cut at max_seq_length WordPieces ([CLS] and
+            [SEP] included).
         batch_size: texts per forward pass.
         pooling: "mean" (over the tokens, sentence-transformers') or "cls".
         normalize: L2-normalize each vector.
@@ -65,10 +66,6 @@ class EmbedConfig:
     export_version: int | None = None
     max_batch_size: int = 256
     serving_dtype: str = "float32"
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
     max_seq_length: int = 256
     batch_size: int = 64
     pooling: str = "mean"
@@ -102,11 +99,7 @@ def run(config: EmbedConfig) -> dict:
     if config.input_file and (not io.exists(config.input_file) or io.isdir(config.input_file)):
         raise BadFileError(config.input_file, "does not exist or is a directory",
                            fix="check --input_file")
-    files = base.resolve_model_files(base.RunConfig(
-        output_dir=config.output_file or config.export_dir,
-        init_checkpoint=config.init_checkpoint, bert_config_file=config.bert_config_file,
-        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
-        max_seq_length=config.max_seq_length))
+    files = base.resolve_model_files(config)
     io.refuse_output_over_input(
         {"--output_file": config.output_file, "--export_dir": config.export_dir},
         {"input_file": config.input_file, "init_checkpoint": config.init_checkpoint,

@@ -25,19 +25,19 @@ from absl import logging
 
 from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.modeling.configs import ModelFilesConfig
 from official_bert.tasks import base
 from official_bert.text import tokenization
 
 
 @dataclasses.dataclass
-class FeatureExtractionConfig:
+class FeatureExtractionConfig(ModelFilesConfig):
     """extract_features.py's flags (google's names).
 
     Args:
         input_file: one example a line ("a ||| b" for pairs).
         output_file: the JSON-lines file to write.
-        init_checkpoint, bert_config_file, vocab_file, do_lower_case,
-            max_seq_length: the model files, as in every task.
+        (the model files: `ModelFilesConfig`)
         layers: comma-separated layer indexes (-1 = last).
         batch_size: examples per forward pass.
         pooling: "none" (a vector per token), "cls" or "mean".
@@ -47,11 +47,6 @@ class FeatureExtractionConfig:
 
     input_file: str | None = None
     output_file: str | None = None
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    max_seq_length: int = 128
     layers: str = "-1,-2,-3,-4"
     batch_size: int = 32
     pooling: str = "none"
@@ -68,10 +63,7 @@ def run(config: FeatureExtractionConfig) -> int:
     if config.pooling not in ("none", "cls", "mean"):
         raise UserError(f"--pooling={config.pooling!r}: use none, cls or mean")
     policy = base.dtype_policy(config.dtype)
-    files = base.resolve_model_files(base.RunConfig(
-        output_dir=config.output_file, init_checkpoint=config.init_checkpoint,
-        bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-        do_lower_case=config.do_lower_case, max_seq_length=config.max_seq_length))
+    files = base.resolve_model_files(config)
     io.refuse_output_over_input({"--output_file": config.output_file}, {
         "input_file": config.input_file, "init_checkpoint": config.init_checkpoint,
         "vocab_file": files.vocab_file, "bert_config_file": config.bert_config_file})

@@ -243,6 +243,7 @@ def test_the_final_evaluation_predictions_and_export_are_the_best_steps(tmp_path
     served = tf.saved_model.load(str(export / "1")).signatures["serving_default"](
         text_a=tf.constant(TRAIN))["probabilities"].numpy()
     assert _eval_loss(served, labels) == pytest.approx(best["value"], abs=1e-5)
+    assert f"Exported step {best['step']} to {export / '1'}" in result.stderr
 
 
 def test_another_task_keeps_its_best_model(tmp_path):

@@ -622,8 +622,10 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
                           evaluate_every=config.eval_every_steps,
                           on_evaluate=best.evaluate if best else None)
         logging.info("Training took %.1f s", time.time() - start)
-    if best is not None:
-        best.restore()
+    # The step whose weights the model now holds: the best one when it was kept.
+    model_step = best.restore() if best is not None else None
+    if model_step is None:
+        model_step = int(trainer.global_step.numpy())
 
     results = {}
     if config.do_eval:
@@ -641,7 +643,7 @@ def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
     if config.export_dir:
         path = task.export(with_weights_in(trainer.model, config.serving_dtype),
                            config.export_dir, config.export_version)
-        logging.info("Exported step %d to %s", int(trainer.global_step.numpy()), path)
+        logging.info("Exported step %d to %s", model_step, path)
     return results
 
 
@@ -748,11 +750,12 @@ class BestCheckpoint:
         else:
             io.remove(io.join(self.directory, "checkpoint"))
 
-    def restore(self) -> None:
+    def restore(self) -> int | None:
         """Puts the best model's weights into the trainer's model (for the final
-        evaluation, the predictions and the export)."""
+        evaluation, the predictions and the export); returns its step (None
+        when no best model is kept)."""
         if not self.metric or self.state["step"] is None:
-            return
+            return None
         prefix = self._prefix(self.state["step"])
         if not io.exists(prefix + ".index"):
             raise RunDirectoryError(f"{self.state_path} names the best model of step "
@@ -761,6 +764,7 @@ class BestCheckpoint:
         self.checkpoint.read(prefix).expect_partial()
         logging.info("Using the best model (%s %.4g, step %d) from %s", self.metric,
                      self.state["value"], self.state["step"], prefix)
+        return self.state["step"]
 
 
 def write_results(path: str, results: dict) -> None:

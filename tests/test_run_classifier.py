@@ -223,7 +223,8 @@ def test_head_restore_is_logged_weight_by_weight(caplog):
         model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=num_classes)
         model(dummy_inputs())
         caplog.clear()
-        with caplog.at_level(logging.INFO):
+        # absl.logging's logger is "absl": an earlier test in the process may have raised its level.
+        with caplog.at_level(logging.INFO, logger="absl"):
             task.initialize(model, checkpoint)
         return task, [r.getMessage() for r in caplog.records]
 

@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from official_bert.errors import UserError
 from official_bert.tasks import base
-from test_run_classifier import DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, run
+from test_run_classifier import (DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, run,
+                                 write_sst2)
 
 
 class _Model(tf.Module):
@@ -96,12 +97,7 @@ def test_flags_need_each_other():
 
 def test_early_stopping_end_to_end(tmp_path):
     ckpt = make_checkpoint(str(tmp_path / "ckpt"))
-    data = tmp_path / "sst"
-    data.mkdir()
-    (data / "train.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{y}\n" for s, y in zip(TRAIN * 4, TRAIN_LABELS * 4)))
-    (data / "dev.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{y}\n" for s, y in zip(DEV, DEV_LABELS)))
+    data = write_sst2(tmp_path / "sst", (TRAIN * 4, TRAIN_LABELS * 4), (DEV, DEV_LABELS))
     out = tmp_path / "out"
     # A learning rate too small to change a prediction: accuracy never improves after
     # the first evaluation, so with patience 2 the run stops at the third (step 6 of 16).
@@ -211,14 +207,8 @@ def test_the_final_evaluation_predictions_and_export_are_the_best_steps(tmp_path
         vocab_size=len(VOCAB), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
     encoder(dummy_inputs())
     checkpoints.save_checkpoint(encoder, str(ckpt), vocab_file=str(ckpt / "vocab.txt"))
-    data = tmp_path / "sst"
-    data.mkdir()
-    (data / "train.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{y}\n" for s, y in zip(TRAIN * 2, TRAIN_LABELS * 2)))
-    (data / "dev.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{1 - y}\n" for s, y in zip(TRAIN, TRAIN_LABELS)))
-    (data / "test.tsv").write_text("index\tsentence\n" + "".join(
-        f"{i}\t{s}\n" for i, s in enumerate(TRAIN)))
+    data = write_sst2(tmp_path / "sst", (TRAIN * 2, TRAIN_LABELS * 2),
+                      (TRAIN, [1 - y for y in TRAIN_LABELS]), TRAIN)
     out, export = tmp_path / "out", tmp_path / "export"
     result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={data}",
                  f"--init_checkpoint={ckpt}", "--do_train", "--do_eval", "--do_predict",

@@ -421,15 +421,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 @pytest.mark.slow  # three tiny fine-tuning runs: about 40 s on one core
 def test_sigterm_during_fine_tuning_resumes_to_the_same_evaluations(tmp_path):
-    from test_run_classifier import DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint
+    from test_run_classifier import (DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint,
+                                     write_sst2)
 
     ckpt = make_checkpoint(str(tmp_path / "ckpt"))
-    data = tmp_path / "sst"
-    data.mkdir()
-    (data / "train.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{y}\n" for s, y in zip(TRAIN * 4, TRAIN_LABELS * 4)))
-    (data / "dev.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{y}\n" for s, y in zip(DEV, DEV_LABELS)))
+    data = write_sst2(tmp_path / "sst", (TRAIN * 4, TRAIN_LABELS * 4), (DEV, DEV_LABELS))
 
     def run(out, term_at=0):
         # 32 examples, batch 4, 2 epochs: 16 steps; evaluations at 4, 8, 12, 16; no

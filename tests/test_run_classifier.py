@@ -6,6 +6,7 @@ one-line errors; plus the classifier head and loss (in process)."""
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -38,6 +39,22 @@ def make_checkpoint(directory):
     return directory
 
 
+def write_sst2(directory, train=None, dev=None, test=None):
+    """GLUE's SST-2 layout in `directory` (made if needed): train.tsv / dev.tsv
+    from (sentences, labels), test.tsv (index, sentence) from sentences; None
+    is not written."""
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("train", train), ("dev", dev)):
+        if rows is not None:
+            (directory / f"{name}.tsv").write_text("sentence\tlabel\n" + "".join(
+                f"{s}\t{y}\n" for s, y in zip(*rows)))
+    if test is not None:
+        (directory / "test.tsv").write_text("index\tsentence\n" + "".join(
+            f"{i}\t{s}\n" for i, s in enumerate(test)))
+    return directory
+
+
 def run(script, *args, stdin=None):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     return subprocess.run([sys.executable, os.path.join(REPO, script), *args], cwd=REPO, env=env,
@@ -52,13 +69,7 @@ def read_results(path):
 def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("classifier")
     ckpt = make_checkpoint(str(root / "ckpt"))
-    data = root / "sst"
-    data.mkdir()
-    (data / "train.tsv").write_text(
-        "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in zip(TRAIN, TRAIN_LABELS)))
-    (data / "dev.tsv").write_text(
-        "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in zip(DEV, DEV_LABELS)))
-    (data / "test.tsv").write_text("index\tsentence\n" + "".join(f"{i}\t{s}\n" for i, s in enumerate(DEV)))
+    data = write_sst2(root / "sst", (TRAIN, TRAIN_LABELS), (DEV, DEV_LABELS), DEV)
     out = root / "out"
     result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={data}",
                  f"--init_checkpoint={ckpt}", "--do_train", "--do_eval", "--do_predict",

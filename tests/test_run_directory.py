@@ -14,7 +14,8 @@ import time
 import pytest
 
 from conftest import tiny_config
-from test_run_classifier import DEV, DEV_LABELS, REPO, TRAIN, TRAIN_LABELS, VOCAB, make_checkpoint
+from test_run_classifier import (DEV, DEV_LABELS, REPO, TRAIN, TRAIN_LABELS, VOCAB, make_checkpoint,
+                                 write_sst2)
 
 
 def _env():
@@ -57,14 +58,7 @@ def snapshot(directory):
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("rundir")
     ckpt = make_checkpoint(str(root / "ckpt"))
-    sst = root / "sst"
-    sst.mkdir()
-    (sst / "train.tsv").write_text(
-        "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in zip(TRAIN * 8, TRAIN_LABELS * 8)))
-    (sst / "dev.tsv").write_text(
-        "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in zip(DEV, DEV_LABELS)))
-    (sst / "test.tsv").write_text("index\tsentence\n"
-                                  + "".join(f"{i}\t{s}\n" for i, s in enumerate(DEV)))
+    sst = write_sst2(root / "sst", (TRAIN * 8, TRAIN_LABELS * 8), (DEV, DEV_LABELS), DEV)
     return dict(root=root, ckpt=ckpt, sst=sst)
 
 

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from test_run_classifier import TRAIN, TRAIN_LABELS, make_checkpoint
+from test_run_classifier import TRAIN, TRAIN_LABELS, make_checkpoint, write_sst2
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,10 +103,7 @@ NO_TPU = ["--use_tpu=False", "--tpu_name=my-tpu", "--tpu_zone=us-central1-b",
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("tpu_flags")
     ckpt = make_checkpoint(str(root / "ckpt"))
-    data = root / "sst"
-    data.mkdir()
-    (data / "train.tsv").write_text("sentence\tlabel\n" + "".join(
-        f"{s}\t{y}\n" for s, y in zip(TRAIN, TRAIN_LABELS)))
+    data = write_sst2(root / "sst", (TRAIN, TRAIN_LABELS))
     common = ["--task_name=sst-2", f"--data_dir={data}", f"--init_checkpoint={ckpt}",
               "--do_train", "--max_seq_length=16", "--train_batch_size=2",
               "--num_train_epochs=1", "--learning_rate=1e-3"]  # 8 examples: 4 steps

@@ -896,7 +896,7 @@ def define_cases():
     case("glue-submission", "rows unlike the official test set (no --glue_dir)",
          lambda c: glue_submission(c, glue_dir=None), setup=both(glue_runs, mk),
          names=lambda c: ["SST-2.tsv"], outputs=zip_out)
-    for label, text, where in (
+    for label, content, where in (  # not `text`: the pretrain cases' helper of that name
             ("a file without its header", "0\t1\n1\t0\n2\t1\n3\t0\n", "SST-2.tsv line 1"),
             ("an unknown label", "index\tprediction\n0\t1\n1\tpositive\n2\t1\n3\t0\n",
              "SST-2.tsv line 3"),
@@ -906,7 +906,7 @@ def define_cases():
             ("indices unlike --glue_dir's test set", "index\tprediction\n0\t1\n1\t0\n9\t1\n3\t0\n",
              "SST-2.tsv line 4")):
         case("glue-submission", label, lambda c: glue_submission(c),
-             setup=both(lambda c, t=text: glue_runs(c, text=t), mk),
+             setup=both(lambda c, t=content: glue_runs(c, text=t), mk),
              names=lambda c, w=where: [w], outputs=zip_out)
     case("glue-submission", "a predictions file not UTF-8", lambda c: glue_submission(c),
          setup=both(lambda c: glue_runs(c, text=b"index\tprediction\n0\t1\n1\t\xff\n"), mk),

@@ -98,6 +98,7 @@ class ClassifierTask:
 
 
 def time_ours(config, features, jit_compile):
+    import keras
     import tensorflow as tf
 
     from official_bert.modeling import heads

@@ -62,3 +62,28 @@ def test_serving_speed_interleaves_the_engines_and_divides_right():
     assert ours["b1_vs_ort_fp32"] == 0.5 and ort["b1_vs_ort_fp32"] == 1.0
     assert abs(ours["tput_vs_ort_fp32"] - (32 / 3.0) / 4.0) < 1e-12
     assert "b1_vs_ov_fp32" not in ours  # only competitors that ran
+
+
+def test_pretraining_step_times_our_trainer_step(tmp_path):
+    """The benchmark runs the runners' own Trainer step (a tiny model, both
+    tasks) and reports the FLOPs the MFU formula counts for what it ran."""
+    import json
+    import subprocess
+
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    for task, masked in (("pretraining", 3), ("classifier", 0)):
+        out = tmp_path / f"{task}.json"
+        result = subprocess.run(
+            [sys.executable, os.path.join(repo, "benchmarks", "pretraining_step.py"),
+             f"--task={task}", "--num_layers=1", "--hidden_size=16", "--num_heads=2",
+             "--vocab_size=2000", "--batch_size=2", "--seq_length=8", "--masked_positions=3",
+             "--steps=2", "--warmup_steps=1", "--implementations=ours",
+             f"--json_output={out}"],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = json.loads(out.read_text())
+        assert list(report["runs"]) == ["ours"] and report["masked_positions"] == masked
+        assert report["flops_per_token"] == common.pretraining_flops_per_token(1, 16, 64, 8, 2000,
+                                                                               masked)
+        assert report["tokens_per_second"] == 2 * 8 / (report["ms_per_step"] / 1000)

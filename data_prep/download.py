@@ -378,9 +378,21 @@ def load_manifest(path: Optional[str]) -> Tuple[Dict[str, Remote], Optional[str]
         sha = entry.get("sha256", remotes[name].sha256)
         if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", str(sha)):
             raise BadFileError(path, f"has a sha256 for {name} that is not 64 hex digits")
+        md5 = entry.get("md5")
+        if md5 is not None and not re.fullmatch(r"[0-9a-f]{32}", str(md5)):
+            raise BadFileError(path, f"has an md5 for {name} that is not 32 hex digits")
+        size = entry.get("size")
+        if size is not None and (type(size) is not int or size < 0):
+            raise BadFileError(path, f"has a size for {name} that is not a whole number of "
+                               f"bytes: {size!r}")
+        if not isinstance(entry.get("url", ""), str):
+            raise BadFileError(path, f"has a url for {name} that is not a string")
         remotes[name] = dataclasses.replace(
             remotes[name], **dict({"pinned_by": f"manifest {path}"}, **entry))
-    return remotes, data.get("base_url")
+    base_url = data.get("base_url")
+    if base_url is not None and not isinstance(base_url, str):
+        raise BadFileError(path, f"has a base_url that is not a string: {base_url!r}")
+    return remotes, base_url
 
 
 # === Fetching ===

@@ -336,3 +336,31 @@ def test_pinned_hashes_match_the_copies_in_shared():
     for name, path in copies.items():
         remote = download.REMOTES[name]
         assert download.verify(str(path), remote) == [], name
+
+
+@pytest.mark.parametrize("entry, says", [
+    ({"size": "12"}, "has a size for wnut17/wnut17train.conll that is not a whole number of "
+                     "bytes: '12'"),
+    ({"size": -1}, "that is not a whole number of bytes: -1"),
+    ({"size": True}, "that is not a whole number of bytes: True"),
+    ({"md5": "abc"}, "has an md5 for wnut17/wnut17train.conll that is not 32 hex digits"),
+    ({"sha256": "0" * 63}, "has a sha256 for wnut17/wnut17train.conll that is not 64 hex digits"),
+    ({"url": 5}, "has a url for wnut17/wnut17train.conll that is not a string"),
+])
+def test_a_manifest_value_of_the_wrong_kind_names_the_manifest(tmp_path, entry, says):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"files": {"wnut17/wnut17train.conll": entry}}))
+    with pytest.raises(download.BadFileError) as info:
+        download.load_manifest(str(path))
+    assert str(path) in str(info.value) and says in str(info.value)
+
+
+def test_a_manifest_base_url_that_is_not_a_string_names_the_manifest(tmp_path):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"base_url": ["http://x"], "files": {}}))
+    with pytest.raises(download.BadFileError, match="has a base_url that is not a string"):
+        download.load_manifest(str(path))
+    good = {"base_url": "http://x/", "files": {"wnut17/wnut17train.conll": {"size": 12}}}
+    path.write_text(json.dumps(good))
+    remotes, base_url = download.load_manifest(str(path))
+    assert base_url == "http://x/" and remotes["wnut17/wnut17train.conll"].size == 12

@@ -91,9 +91,13 @@ def test_a_failed_stage_keeps_its_settings_for_the_next_run(tmp_path):
     a rerun with other settings starts it afresh instead of resuming the
     partial run as if it were its own."""
     out = tmp_path / "qs"
-    # No pre-training data: the stage fails as soon as it starts (as a killed one would).
+    # One of the data stage's files without the others: the stage starts, then
+    # run_pretraining refuses (as a killed stage would stop).
+    out.mkdir()
+    (out / "pretrain_train.tfrecord").write_bytes(b"")
     failed = run_quickstart(out, "--stages=pretrain", "--pretrain_steps=4")
-    assert failed.returncode == 1 and "error: no pre-training data" in failed.stderr
+    assert failed.returncode == 1, failed.stderr[-2000:]
+    assert "error: run_pretraining.py failed" in failed.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["pretrain"]["settings"] == {"steps": 4}
     assert summary["pretrain"]["unfinished"] is True
@@ -105,6 +109,23 @@ def test_a_failed_stage_keeps_its_settings_for_the_next_run(tmp_path):
             "afresh") in again.stdout
     assert not (out / "pretrain").exists()
     assert json.loads((out / "summary.json").read_text())["pretrain"]["settings"] == {"steps": 6}
+
+
+@pytest.mark.parametrize("stages, message", [
+    ("pretrain", "error: no pre-training data in"),
+    ("serve", "error: no SavedModel under"),
+    ("pretrain,serve", "error: no pre-training data in"),
+])
+def test_a_stage_without_its_input_is_refused_before_anything_is_written(tmp_path, stages,
+                                                                         message):
+    """Nothing an earlier stage would make is in --output_dir and that stage is not
+    asked for: one line, and no directory, summary or partial output is left."""
+    out = tmp_path / "qs"
+    result = run_quickstart(out, f"--stages={stages}")
+    assert result.returncode == 1
+    assert_quiet(result.stderr)
+    assert message in result.stderr and "run the" in result.stderr
+    assert not out.exists()
 
 
 @pytest.mark.slow

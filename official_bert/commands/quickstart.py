@@ -310,16 +310,15 @@ print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}, default=lambda
 
 def stage_serve(out: pathlib.Path, summary: dict) -> None:
     print("[serve] the exported SavedModel, in a fresh process without this project", flush=True)
-    export_root = out / "qnli_export"
-    versions = sorted((p for p in export_root.glob("*") if p.name.isdigit()),
-                      key=lambda p: int(p.name)) if export_root.exists() else []
-    if not versions:
-        raise UserError(f"no SavedModel under {export_root}: run the finetune stage first")
+    saved_model = newest_export(out)
+    if saved_model is None:
+        raise UserError(f"no SavedModel under {out / 'qnli_export'}: run the finetune stage "
+                        "first (--stages=finetune,serve)")
     questions = ["What is the capital of France?", "Who wrote the Declaration of Independence?"]
     sentences = ["Paris is the capital and most populous city of France.",
                  "The weather in the mountains was cold all winter."]
     result = subprocess.run(
-        [sys.executable, "-c", SERVE_SNIPPET, str(versions[-1]), json.dumps(questions),
+        [sys.executable, "-c", SERVE_SNIPPET, str(saved_model), json.dumps(questions),
          json.dumps(sentences)], cwd="/", text=True, capture_output=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""))
     if result.returncode:
@@ -331,7 +330,31 @@ def stage_serve(out: pathlib.Path, summary: dict) -> None:
                                   outputs["probabilities"]):
         print(f"      {q!r} / {s!r}\n        → {label} (p = {max(probs):.3f})")
         answers.append({"text_a": q, "text_b": s, "label": label, "probabilities": probs})
-    summary["serve"] = {"saved_model": str(versions[-1]), "answers": answers}
+    summary["serve"] = {"saved_model": str(saved_model), "answers": answers}
+
+
+def newest_export(out: pathlib.Path) -> pathlib.Path | None:
+    """The newest version directory under the fine-tuning stage's export, if any."""
+    export_root = out / "qnli_export"
+    versions = sorted((p for p in export_root.glob("*") if p.name.isdigit()),
+                      key=lambda p: int(p.name)) if export_root.is_dir() else []
+    return versions[-1] if versions else None
+
+
+def check_stage_inputs(out: pathlib.Path) -> None:
+    """Refuses, before anything is written, a stage whose input neither an earlier
+    run left in `out` nor a stage run before it now will make."""
+    kept = not FLAGS.fresh  # --fresh removes what earlier runs left
+    if ("pretrain" in FLAGS.stages and "data" not in FLAGS.stages
+            and not (kept and (out / "pretrain_train.tfrecord").exists())):
+        raise UserError(f"no pre-training data in {out}: run the data stage first "
+                        "(--stages=data,pretrain)")
+    if "finetune" in FLAGS.stages:
+        minilm_dir()
+    if ("serve" in FLAGS.stages and "finetune" not in FLAGS.stages
+            and not (kept and newest_export(out))):
+        raise UserError(f"no SavedModel under {out / 'qnli_export'}: run the finetune stage "
+                        "first (--stages=finetune,serve)")
 
 
 def main(argv):
@@ -354,7 +377,6 @@ def main(argv):
     out = pathlib.Path(FLAGS.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise UserError(f"--output_dir {out} is a file, not a directory")
-    out.mkdir(parents=True, exist_ok=True)
     summary_file = out / "summary.json"
     previous = (io.read_json(str(summary_file), what="the summary of an earlier quickstart",
                              directory_fix="remove it, or pass --fresh")
@@ -362,6 +384,8 @@ def main(argv):
     if not isinstance(previous, dict):
         raise BadFileError(str(summary_file), "is not a quickstart summary (a JSON object)",
                            fix="remove it, or pass --fresh")
+    check_stage_inputs(out)
+    out.mkdir(parents=True, exist_ok=True)
     if FLAGS.fresh:
         for stage in STAGES:
             start_afresh(out, stage)

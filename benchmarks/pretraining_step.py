@@ -77,7 +77,6 @@ class ClassifierTask:
 
     def build_model(self):
         from official_bert.modeling import heads
-        from official_bert.tasks import pretraining
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
         encoder = BertEncoder.from_bert_config(self.config, dtype=self.policy)
@@ -101,7 +100,6 @@ def time_ours(config, features, jit_compile):
     import keras
     import tensorflow as tf
 
-    from official_bert.modeling import heads
     from official_bert.tasks import base, pretraining
     from official_bert.training import distribution
     from official_bert.training import trainer as training

@@ -237,7 +237,6 @@ def _matmuls_only_runner(config, dtype="float32"):
 
 
 def _ort_runner(path):
-    import numpy as np
     import onnxruntime as ort
 
     options = ort.SessionOptions()

@@ -77,7 +77,6 @@ import collections
 import collections.abc
 import dataclasses
 import itertools
-import json
 import multiprocessing
 import os
 import random
@@ -270,7 +269,7 @@ def check_text_corpus(files: Sequence[str], vocab_file: str, flag: str = "input_
                     decoder.decode(block)
                 decoder.decode(b"", final=True)
         except UnicodeDecodeError as e:
-            raise not_utf8(path, e, fix=f"convert the file to UTF-8 (or make TFRecords with "
+            raise not_utf8(path, e, fix="convert the file to UTF-8 (or make TFRecords with "
                            "create_pretraining_data --skip_bad_lines)") from None
 
 

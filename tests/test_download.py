@@ -267,7 +267,7 @@ def test_http_errors_are_one_line(mirror, tmp_path):
     [line] = error_lines(result)
     assert "HTTP 404" in line and "--source_dir" in line
     refused = run_cli("wnut17", f"--output_dir={tmp_path}", "--retries=0",
-                      f"--base_url=http://127.0.0.1:9")
+                      "--base_url=http://127.0.0.1:9")
     [line] = error_lines(refused)
     assert "stopped at 0 B" in line
 

@@ -26,6 +26,7 @@ TFLite / ONNX files of the ids signature against TensorFlow.
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -958,6 +959,14 @@ def test_export_ids_only_refuses_bad_input(exports, tmp_path):
     with pytest.raises(UserError, match="--export_version must be positive"):
         export_ids_only.export(source, str(tmp_path / "ids"), 0)
     assert os.listdir(source) == [os.path.basename(version)]
+    assert not os.path.exists(tmp_path / "ids")
+    # A copy of the export whose saved_model.pb was cut short: named, nothing written.
+    damaged = tmp_path / "damaged" / "1"
+    shutil.copytree(version, damaged)
+    graph = damaged / "saved_model.pb"
+    graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])
+    with pytest.raises(UserError, match=f"{re.escape(str(graph))} is truncated or corrupt"):
+        export_ids_only.export(str(damaged.parent), str(tmp_path / "ids"))
     assert not os.path.exists(tmp_path / "ids")
 
 

@@ -184,6 +184,11 @@ def export_encoder(c: Ctx, *extra, output_dir=None, ckpt="ckpt"):
             f"--output_dir={output_dir or c.p('gen', 'hub')}", *TINY, *extra]
 
 
+def ids_only(c: Ctx, *extra, source="export", output=None):
+    return ["bert export-ids-only", f"--saved_model={c.p(source)}",
+            f"--export_dir={output or c.p('gen', 'ids')}", *extra]
+
+
 def glue_submission(c: Ctx, *extra, runs="runs", output=None, glue_dir="gluedata"):
     return ["bert glue-submission", f"--runs_dir={c.p(runs)}",
             f"--output_file={output or c.p('gen', 'submission.zip')}",
@@ -877,6 +882,33 @@ def define_cases():
          names=lambda c: ["model.safetensors"], outputs=hub)
     case("export-encoder", "stray positional argument", lambda c: export_encoder(c, "extra"),
          setup=mk, names=lambda c: ["extra"], outputs=hub)
+
+    # --- export-ids-only ------------------------------------------------------------------
+    ids_out = _gen_outputs("ids")
+    case("export-ids-only", "good input", lambda c: ids_only(c), setup=mk, expect_error=False)
+    case("export-ids-only", "no --saved_model",
+         lambda c: [a for a in ids_only(c) if not a.startswith("--saved_model")], setup=mk,
+         names=lambda c: ["--saved_model"], outputs=ids_out)
+    case("export-ids-only", "no --export_dir",
+         lambda c: [a for a in ids_only(c) if not a.startswith("--export_dir")], setup=mk,
+         names=lambda c: ["--export_dir"], outputs=ids_out)
+    case("export-ids-only", "--saved_model does not exist", lambda c: ids_only(c, source="nope"),
+         setup=mk, names=lambda c: ["nope"], outputs=ids_out)
+    case("export-ids-only", "--saved_model is a checkpoint, not an export",
+         lambda c: ids_only(c, source="ckpt"), setup=mk, names=lambda c: ["ckpt"],
+         outputs=ids_out)
+    case("export-ids-only", "--saved_model: truncated saved_model.pb", lambda c: ids_only(c),
+         setup=both(lambda c: kit.truncate(saved_model(c) / "saved_model.pb"), mk),
+         names=lambda c: ["saved_model.pb"], outputs=ids_out)
+    case("export-ids-only", "--export_dir is --saved_model's own directory",
+         lambda c: ids_only(c, output=c.p("export")), names=lambda c: ["--export_dir"])
+    case("export-ids-only", "--export_version=0", lambda c: ids_only(c, "--export_version=0"),
+         setup=mk, names=lambda c: ["--export_version"], outputs=ids_out)
+    case("export-ids-only", "--export_version already there",
+         lambda c: ids_only(c, "--export_version=7"),
+         setup=_text("gen/ids/7/keep.txt", "mine"), names=lambda c: ["7"])
+    case("export-ids-only", "stray positional argument", lambda c: ids_only(c, "extra"),
+         setup=mk, names=lambda c: ["extra"], outputs=ids_out)
 
     # --- glue-submission ------------------------------------------------------------------
     zip_out = _gen_outputs("submission.zip")

@@ -116,44 +116,16 @@ def _lines(source):
         yield bytes(buffer)
 
 
-def _check_saved_model(directory: str) -> None:
-    """`BadFileError` naming the file of a SavedModel that is truncated or
-    corrupt (its saved_model.pb, or its variables' .index / .data)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    from official_bert import checkpoints
-    from official_bert.serving.base import latest_version_dir
-
-    version = latest_version_dir(directory)
-    if version is None:
-        return  # not a SavedModel: ClassifierPredictor says what it expected
-    graph = io.join(version, "saved_model.pb")
-    try:
-        with io.open_file(graph, "rb") as f:
-            saved_model_pb2.SavedModel().ParseFromString(f.read())
-    except Exception as e:  # noqa: BLE001 - google.protobuf.message.DecodeError
-        if type(e).__name__ != "DecodeError":
-            raise
-        raise BadFileError(graph, f"is truncated or corrupt ({e})",
-                           fix="copy or export the SavedModel again") from None
-    variables = io.join(version, "variables", "variables")
-    if not io.exists(variables + ".index"):
-        if io.isdir(io.join(version, "variables")):
-            raise BadFileError(variables + ".index", "is missing",
-                               fix="copy or export the SavedModel again")
-        return
-    damage = checkpoints.checkpoint_damage(variables)
-    if damage is not None:
-        raise BadFileError(damage[0], damage[1], fix="copy or export the SavedModel again")
-
-
 def _load(model: str):
     """The predictor of --model; a file that will not load is named, in one line."""
     from official_bert.serving import classification as export
+    from official_bert.serving.base import check_saved_model, latest_version_dir
 
     if not io.exists(model):
         raise BadFileError(model, "does not exist", fix="check --model")
-    _check_saved_model(model)
+    version = latest_version_dir(model)
+    if version is not None:  # else not a SavedModel: ClassifierPredictor says what it expected
+        check_saved_model(version)
     try:
         return export.ClassifierPredictor(model)
     except UserError:

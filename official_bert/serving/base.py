@@ -84,8 +84,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
+from tensorflow.core.protobuf import saved_model_pb2
 
-from official_bert import io
+from official_bert import checkpoints, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling import heads
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
@@ -127,6 +128,31 @@ def latest_version_dir(path: str) -> str | None:
         if io.exists(io.join(candidate, "saved_model.pb")):
             return candidate
     return None
+
+
+def check_saved_model(version: str) -> None:
+    """`BadFileError` naming the file of the SavedModel in the version directory
+    `version` that is truncated or corrupt (its saved_model.pb, or its
+    variables' .index / .data): loading one raises a protobuf or TensorFlow
+    error that names neither the file nor the fix."""
+    graph = io.join(version, "saved_model.pb")
+    try:
+        with io.open_file(graph, "rb") as f:
+            saved_model_pb2.SavedModel().ParseFromString(f.read())
+    except Exception as e:  # noqa: BLE001 - google.protobuf.message.DecodeError
+        if type(e).__name__ != "DecodeError":
+            raise
+        raise BadFileError(graph, f"is truncated or corrupt ({e})",
+                           fix="copy or export the SavedModel again") from None
+    variables = io.join(version, "variables", "variables")
+    if not io.exists(variables + ".index"):
+        if io.isdir(io.join(version, "variables")):
+            raise BadFileError(variables + ".index", "is missing",
+                               fix="copy or export the SavedModel again")
+        return
+    damage = checkpoints.checkpoint_damage(variables)
+    if damage is not None:
+        raise BadFileError(damage[0], damage[1], fix="copy or export the SavedModel again")
 
 
 def track_captured_variables(module, layers=()) -> list:
@@ -555,6 +581,7 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
     if source is None:
         raise UserError(f"{saved_model} is not a SavedModel export (no saved_model.pb, no "
                         "numbered versions)")
+    check_saved_model(source)
     loaded = tf.saved_model.load(source)
     if "serve_ids" not in loaded.signatures:
         raise UserError(f"{source} has no serve_ids signature")

@@ -289,8 +289,7 @@ def stage_finetune(out: pathlib.Path, summary: dict) -> None:
                   max_train_examples=rows, num_train_epochs=epochs, warmup_proportion=0.1,
                   seed=42, log_steps=10, jit_compile=True, **FINETUNE)
     results = read_results(finetune_dir / "eval_results.txt")
-    versions = sorted((p for p in export_dir.iterdir() if p.name.isdigit()),
-                      key=lambda p: int(p.name))
+    versions = export_versions(export_dir)
     for old_version in versions[:-1]:  # the quickstart keeps its newest export only
         shutil.rmtree(old_version)
     print(f"      dev accuracy {results['eval_accuracy']:.3f} on 500 QNLI rows "
@@ -333,11 +332,15 @@ def stage_serve(out: pathlib.Path, summary: dict) -> None:
     summary["serve"] = {"saved_model": str(saved_model), "answers": answers}
 
 
+def export_versions(export_root: pathlib.Path) -> list:
+    """The version directories of a TF Serving export directory, oldest first."""
+    return sorted((p for p in export_root.glob("*") if p.name.isdigit()),
+                  key=lambda p: int(p.name)) if export_root.is_dir() else []
+
+
 def newest_export(out: pathlib.Path) -> pathlib.Path | None:
     """The newest version directory under the fine-tuning stage's export, if any."""
-    export_root = out / "qnli_export"
-    versions = sorted((p for p in export_root.glob("*") if p.name.isdigit()),
-                      key=lambda p: int(p.name)) if export_root.is_dir() else []
+    versions = export_versions(out / "qnli_export")
     return versions[-1] if versions else None
 
 

@@ -381,7 +381,7 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
             num_workers=2, progress_seconds=0, log=None)["instances"]
     (tmp_path / "bert_config.json").write_text(json.dumps(dict(
         vocab_size=len(tokens), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=512, max_position_embeddings=128)))
+        intermediate_size=512, max_position_embeddings=128, type_vocab_size=2)))
 
     def label_counts(pattern):
         """Masked-LM label counts and next-sentence labels of some files."""

@@ -469,9 +469,10 @@ def run(task: Task) -> dict:
                         "evaluate on)")
     if config.eval_every_steps and not config.do_train:
         raise UserError("--eval_every_steps evaluates while training: add --do_train")
-    if config.num_cpu_devices:
-        # Before any TensorFlow op: logical devices cannot change once it has started.
-        distribution.split_cpu(config.num_cpu_devices)
+    # Before any TensorFlow op (reading the inputs below runs some): logical devices,
+    # and the collective ops of MultiWorkerMirroredStrategy, cannot be set up once
+    # TensorFlow's runtime has started.
+    strategy = make_strategy(config)
 
     task.files = files = resolve_model_files(config, task.required_tokens, task.vocab_required,
                                              task.fallback_vocab_file(), config.output_dir)
@@ -495,9 +496,13 @@ def run(task: Task) -> dict:
         raise UserError("--export_dir must not be --output_dir: give the SavedModels a "
                         "directory of their own")
 
-    with io.RunLock(config.output_dir), _sigterm_stops():
-        _write_run_files(task, files)
-        return _train_evaluate_predict_export(task, files)
+    # The chief owns the run directory (its lock and files); the other workers of a
+    # multi-worker run write their checkpoints to scratch directories (Trainer).
+    chief = distribution.is_chief(strategy)
+    with io.RunLock(config.output_dir) if chief else contextlib.nullcontext(), \
+            _sigterm_stops():
+        _write_run_files(task, files, write=chief)
+        return _train_evaluate_predict_export(task, files, strategy)
 
 
 @contextlib.contextmanager
@@ -521,9 +526,9 @@ def _sigterm_stops():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _write_run_files(task: Task, files: ModelFiles) -> None:
+def _write_run_files(task: Task, files: ModelFiles, write: bool = True) -> None:
     """bert_config.json, vocab.txt and the task's files: each checked against
-    what the directory holds before any is written."""
+    what the directory holds before any is written (only checked, without `write`)."""
     config = task.run
     wanted = {"bert_config.json": files.config.to_json_string()}
     if files.vocab_file:
@@ -540,7 +545,7 @@ def _write_run_files(task: Task, files: ModelFiles) -> None:
                 f"); nothing was changed. Use another --output_dir, or the same model files")
     for name, text in wanted.items():
         path = io.join(config.output_dir, name)
-        if not (io.exists(path) and io.read_text(path) == text):
+        if write and not (io.exists(path) and io.read_text(path) == text):
             io.atomic_write(path, text)
 
 
@@ -573,9 +578,8 @@ def make_trainer(task: Task, strategy, num_train_steps: int, num_warmup_steps: i
                    loss_scale=config.dtype == "float16")
 
 
-def _train_evaluate_predict_export(task: Task, files: ModelFiles) -> dict:
+def _train_evaluate_predict_export(task: Task, files: ModelFiles, strategy) -> dict:
     config = task.run
-    strategy = make_strategy(config)
     replicas = strategy.num_replicas_in_sync
     if config.do_train and config.train_batch_size % (replicas * config.gradient_accumulation_steps):
         raise UserError(f"--train_batch_size={config.train_batch_size} is not divisible by the "

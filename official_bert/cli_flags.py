@@ -20,6 +20,8 @@ import dataclasses
 
 from absl import flags, logging
 
+from official_bert.settings import settings_of
+
 # tasks.base and training.distribution load TensorFlow: `run_config` imports
 # them once the flags are parsed, so that defining the flags (and `--help`)
 # loads absl alone.
@@ -182,6 +184,39 @@ def define_run_flags(*, max_seq_length: int = 128, **training_defaults) -> None:
     define_training_flags(**training_defaults)
     define_distribution_flags()
     define_export_flags()
+
+
+_DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+           str: flags.DEFINE_string, list: flags.DEFINE_list}
+
+
+def define_flags(config_class, *, group: str | None = None, only=None, skip=(),
+                 flag_values=flags.FLAGS) -> list[str]:
+    """Defines a flag for each setting of the dataclass `config_class`
+    (`official_bert.settings.setting` fields): its name, type, default, help and
+    choices come from the field, so the flag and the config cannot disagree.
+
+    Args:
+        group: the `--help` heading (absl's module name); default: the caller's.
+        only: the names to define (default: every setting); `skip`: names not to.
+    Returns the names defined. A name already defined (a field two configs of
+    one command share) is defined once.
+    """
+    defined = []
+    for s in settings_of(config_class):
+        if (only is not None and s.name not in only) or s.name in skip:
+            continue
+        if s.name in flag_values:
+            continue
+        kwargs = dict(flag_values=flag_values)
+        if group:
+            kwargs["module_name"] = group
+        if s.choices is not None:
+            flags.DEFINE_enum(s.name, s.default, list(s.choices), s.help, **kwargs)
+        else:
+            _DEFINE[s.kind](s.name, s.default, s.help, **kwargs)
+        defined.append(s.name)
+    return defined
 
 
 def from_flags(config_class, flag_values):

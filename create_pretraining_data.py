@@ -7,13 +7,13 @@ command runs unchanged from the repository root,
     --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \\
     --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 
-The generator is `data_prep/create_pretraining_data.py` (also `bert
-create-pretraining-data` and `python -m data_prep.create_pretraining_data`): its
-docstring says what it adds (streaming, all cores, dynamic masking, safe output).
+The command is `official_bert/commands/create_pretraining_data.py` (also `bert
+create-pretraining-data`): its docstring says what it adds (streaming, all cores,
+dynamic masking, safe output); the generator is `data_prep/create_pretraining_data.py`.
 `sample_text.txt` is five inaugural addresses from `data_prep/sample_corpus/`.
 """
 
 if __name__ == "__main__":
-    from data_prep import create_pretraining_data
+    from official_bert.commands import create_pretraining_data
 
     create_pretraining_data.entry()

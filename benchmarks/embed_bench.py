@@ -110,13 +110,13 @@ def _run_one(name, path, workdir):
     model's loading and the embedding (reading, tokenizing, the encoder,
     pooling, writing) timed apart, as the commands run them."""
     common.set_threads(FLAGS.threads)
-    from official_bert import checkpoints, io
+    from official_bert import checkpoints, io, model_files
     from official_bert.tasks import base, embeddings, features
 
     output = os.path.join(workdir, name)
     start = time.time()
     encoder, checkpoint = checkpoints.load_encoder(_model_dir())
-    files = base.resolve_model_files(base.RunConfig(
+    files = model_files.resolve_model_files(base.RunConfig(
         output_dir=workdir, init_checkpoint=_model_dir(), max_seq_length=FLAGS.max_seq_length))
     tokenizer = files.tokenizer()
     loaded = time.time()

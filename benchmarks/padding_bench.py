@@ -128,7 +128,7 @@ class Pipeline:
             self.counts.append((mask.size, int(mask.sum()), int(mask.sum()) - special))
 
         keras.utils.set_random_seed(0)
-        task = pretraining.PretrainingTask(run=base.RunConfig(),
+        task = pretraining.PretrainingTask(run_config=base.RunConfig(),
                                            bert_config=_bert_config(len(ids)))
         task.next_sentence = next_sentence
         self.trainer = training.Trainer(

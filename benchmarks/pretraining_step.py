@@ -106,7 +106,8 @@ def time_ours(config, features, jit_compile):
 
     policy = None if FLAGS.dtype == "float32" else common.policy_name(FLAGS.dtype)
     keras.utils.set_random_seed(0)
-    task = (pretraining.PretrainingTask(run=base.RunConfig(dtype=FLAGS.dtype), bert_config=config)
+    task = (pretraining.PretrainingTask(run_config=base.RunConfig(dtype=FLAGS.dtype),
+                                        bert_config=config)
             if FLAGS.task == "pretraining" else ClassifierTask(config, policy))
     run_config = training.TrainingConfig(
         output_dir=tempfile.mkdtemp(prefix="bench-"), num_train_steps=10**9,

@@ -24,8 +24,8 @@ learned by tensorflow-text's WordPiece trainer
 (`tensorflow_text.tools.wordpiece_vocab`: `wordpiece_tokenizer_learner_lib.learn`,
 the learner behind `bert_vocab_from_dataset`), fed the word counts directly.
 
-Usage:
-  python -m data_prep.build_vocab --input_file=/tmp/corpus.txt \
+The command is `bert build-vocab` (`official_bert/commands/build_vocab.py`):
+  bert build-vocab --input_file=/tmp/corpus.txt \
       --output_file=/tmp/vocab.txt --vocab_size=30522 --do_lower_case
 """
 
@@ -33,18 +33,20 @@ from __future__ import annotations
 
 import collections
 import logging
-import sys
 from typing import Sequence
 
-from official_bert import io
+from data_prep.configs import BuildVocabConfig
+from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
 
 _log = logging.getLogger(__name__)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# The defaults are the command's (`configs.BuildVocabConfig`), stated once there.
+_DEFAULTS = BuildVocabConfig()
 
 
-def reserved_tokens(num_unused: int = 994) -> list[str]:
+def reserved_tokens(num_unused: int = _DEFAULTS.num_unused) -> list[str]:
     """[PAD], [unused0..98], [UNK], [CLS], [SEP], [MASK], [unused99..]: Google's order."""
     before = min(num_unused, 99)
     return (["[PAD]"] + [f"[unused{i}]" for i in range(before)]
@@ -76,9 +78,11 @@ def count_words(files: Sequence[str], do_lower_case: bool,
     return counts
 
 
-def learn_vocab(word_counts, vocab_size: int = 30522, num_unused: int = 994,
-                lower_thresh: int = 10, slack_ratio: float = 0.05,
-                max_unique_chars: int = 1000) -> tuple[list[str], int]:
+def learn_vocab(word_counts, vocab_size: int = _DEFAULTS.vocab_size,
+                num_unused: int = _DEFAULTS.num_unused,
+                lower_thresh: int = _DEFAULTS.lower_thresh,
+                slack_ratio: float = _DEFAULTS.slack_ratio,
+                max_unique_chars: int = _DEFAULTS.max_unique_chars) -> tuple[list[str], int]:
     """Word counts → (vocabulary of exactly `vocab_size` tokens, number learned)."""
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
@@ -140,12 +144,16 @@ def write_vocab(vocab: Sequence[str], path: str) -> None:
             f.write(token + "\n")
 
 
-def build_vocab(input_patterns: Sequence[str], output_file: str, vocab_size: int = 30522,
-                do_lower_case: bool = True, num_unused: int = 994, lower_thresh: int = 10,
-                slack_ratio: float = 0.05, max_unique_chars: int = 1000,
-                max_lines: int | None = None) -> dict:
+def build_vocab(input_patterns: Sequence[str], output_file: str,
+                vocab_size: int = _DEFAULTS.vocab_size,
+                do_lower_case: bool = _DEFAULTS.do_lower_case,
+                num_unused: int = _DEFAULTS.num_unused,
+                lower_thresh: int = _DEFAULTS.lower_thresh,
+                slack_ratio: float = _DEFAULTS.slack_ratio,
+                max_unique_chars: int = _DEFAULTS.max_unique_chars,
+                max_lines: int | None = _DEFAULTS.max_lines) -> dict:
     """Counts words, learns the vocabulary, writes it; returns a summary dict."""
-    files = io.expand_paths(input_patterns, "input_file")
+    files = file_sets.expand_paths(input_patterns, "input_file")
     io.refuse_output_over_input({"--output_file": output_file},
                                 [("input_file", path) for path in files])
     io.check_output_directory(output_file)
@@ -168,49 +176,3 @@ def build_vocab(input_patterns: Sequence[str], output_file: str, vocab_size: int
         "words": sum(counts.values()),
         "ids": {t: vocab.index(t) for t in SPECIAL_TOKENS},
     }
-
-
-def _define_flags():
-    from absl import flags
-
-    flags.DEFINE_list("input_file", None, "Comma-separated text files or globs "
-                      "(e.g. the output of prepare_corpus.py).")
-    flags.DEFINE_string("output_file", None, "Vocabulary file to write (one token per line).")
-    flags.DEFINE_integer("vocab_size", 30522, "Exact number of tokens in the vocabulary.")
-    flags.DEFINE_bool("do_lower_case", True, "Uncased (lower-case, strip accents) or cased.")
-    flags.DEFINE_integer("num_unused", 994, "Number of [unusedN] slots (Google: 994).")
-    flags.DEFINE_integer("lower_thresh", 10, "Lowest word-piece count the trainer's "
-                         "threshold search may go down to (tensorflow-text default 10).")
-    flags.DEFINE_float("slack_ratio", 0.05, "Learned vocabulary may fall this fraction short "
-                       "of --vocab_size (filled with [unusedN]).")
-    flags.DEFINE_integer("max_unique_chars", 1000, "Largest alphabet kept.")
-    flags.DEFINE_integer("max_lines", None, "Count words in at most this many lines.")
-    flags.mark_flags_as_required(["input_file", "output_file"])
-
-
-def main(argv):
-    from official_bert import app
-
-    app.refuse_arguments(argv)
-    from absl import flags
-
-    FLAGS = flags.FLAGS
-    summary = build_vocab(FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_size,
-                          FLAGS.do_lower_case, FLAGS.num_unused, FLAGS.lower_thresh,
-                          FLAGS.slack_ratio, FLAGS.max_unique_chars, FLAGS.max_lines)
-    print(f"wrote {FLAGS.output_file}: {summary['vocab_size']} tokens "
-          f"({summary['learned_tokens']} learned, {summary['padding_unused_tokens']} padding "
-          f"[unusedN]) from {summary['words']} words ({summary['distinct_words']} distinct); "
-          f"ids {summary['ids']}", file=sys.stderr)
-
-
-def entry(argv=None):
-    """Console entry point (`bert <command>` and `python -m`)."""
-    from official_bert import app
-
-    _define_flags()
-    app.run(main, argv)
-
-
-if __name__ == "__main__":
-    entry()

@@ -35,20 +35,13 @@ Your own data (`custom_task`): a `.tsv`, `.csv` (with a header row) or
 caller; the labels listed by the caller or taken from the training data
 (sorted), or a float score for regression.
 
-Features (`convert_examples`): `[CLS] a [SEP] (b [SEP])`, truncated longest
-first (google's `_truncate_seq_pair`), as int32 numpy arrays
-`input_word_ids`, `input_mask`, `input_type_ids` [n, max_seq_length], `label`
-(int32 class id, or float32 score) and `example_index` (file order).
-`cached_features` stores them as TFRecords in a cache directory under a name
-that hashes the examples, the vocabulary and the settings, and re-uses them
-when nothing changed.
+The examples become the model's inputs in `glue_features`.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import json
 import os
 from typing import List, Optional, Sequence, Tuple, Union
@@ -56,8 +49,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from official_bert import io
-from official_bert.errors import BadFileError, UserError, not_utf8
-from official_bert.text import tokenization
+from official_bert.errors import BadFileError, UserError
 
 Column = Union[str, int]  # a header name, or a 0-based index in a file without header
 
@@ -301,7 +293,7 @@ def _rows(path: str, fmt: str):
     try:
         yield from _decoded_rows(path, fmt)
     except UnicodeDecodeError as e:
-        raise not_utf8(path, e) from None
+        raise io.not_utf8(path, e) from None
 
 
 def _decoded_rows(path: str, fmt: str):
@@ -342,6 +334,81 @@ def _describe(column: Column) -> str:
     return f"column {column + 1}" if isinstance(column, int) else f"column {column!r}"
 
 
+def _jsonl_fields(row: dict, columns: Columns, wanted: dict, path: str, number: int) -> dict:
+    """The wanted fields of a JSON lines row, as strings (and its own id, when it has one)."""
+    fields = {}
+    if columns.index is not None and row.get(columns.index) is not None:
+        fields["index"] = str(row[columns.index])
+    for key, column in wanted.items():
+        if column not in row:
+            raise GlueFormatError(
+                path, f"has no {key} field {column!r} (fields: "
+                f"{', '.join(map(str, row))})", line=number,
+                fix="fix the file or the column flag")
+        value = row[column]
+        fields[key] = "" if value is None else (
+            json.dumps(value) if isinstance(value, bool) else str(value))
+    return fields
+
+
+def _header_positions(row: list, columns: Columns, wanted: dict, path: str, number: int,
+                      fmt: str) -> tuple[dict, Optional[int]]:
+    """From a header row: the position of each wanted column, and of the row's
+    own id (`columns.index`) when the header has it."""
+    header = [name.strip() for name in row]
+    missing = [f"{key} {_describe(c)}" for key, c in wanted.items()
+               if not isinstance(c, int) and c not in header]
+    if missing:
+        raise GlueFormatError(
+            path, f"has a header without {', '.join(missing)} "
+            f"(columns: {', '.join(header)})", line=number,
+            fix=f"is this the right file / task, and is it "
+                f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
+    positions = {key: (c if isinstance(c, int) else header.index(c)) for key, c in wanted.items()}
+    return positions, header.index(columns.index) if columns.index in header else None
+
+
+def _table_fields(row: list, positions: dict, row_id: Optional[int], wanted: dict, path: str,
+                  number: int, fmt: str) -> dict:
+    """The wanted fields of a TSV/CSV row (and its own id, when the file has one)."""
+    fields = {}
+    if row_id is not None and row_id < len(row):
+        fields["index"] = row[row_id].strip()
+    for key, position in positions.items():
+        if position >= len(row):
+            raise GlueFormatError(
+                path, f"has {len(row)} columns, but the {key} "
+                f"({_describe(wanted[key])}) is column {position + 1}", line=number,
+                fix=f"a missing field, or not "
+                    f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
+        fields[key] = row[position]
+    return fields
+
+
+def _parse_label(raw: str, labels: Optional[Sequence[str]], allowed: Optional[set],
+                 regression: bool, path: str, number: int) -> Union[str, float]:
+    """A row's label: a finite float score (regression) or one of `labels`."""
+    if regression:
+        try:
+            label = float(raw)
+        except ValueError:
+            raise GlueFormatError(path, f"has the score {raw!r}, not a number",
+                                  line=number, fix="regression tasks need a float "
+                                  "label") from None
+        if not np.isfinite(label):
+            raise GlueFormatError(path, f"has the score {raw!r}, which is not finite",
+                                  line=number)
+        return label
+    if not raw:
+        raise GlueFormatError(path, "has an empty label", line=number)
+    if allowed is not None and raw not in allowed:
+        raise GlueFormatError(
+            path, f"has the unknown label {raw!r}", line=number,
+            fix=f"the labels are {', '.join(labels)} (for your own data list them "
+                "all with --labels)")
+    return raw
+
+
 def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] = None,
                   regression: bool = False, require_label: bool = True,
                   fmt: Optional[str] = None, split: str = "") -> List[InputExample]:
@@ -367,74 +434,23 @@ def read_examples(path: str, columns: Columns, labels: Optional[Sequence[str]] =
     if require_label and "label" not in wanted:
         raise UserError(f"no label column is defined for {path}; pass --label_column")
     allowed = set(labels) if labels is not None else None
-    index = None
+    positions = None
     row_id = None  # where the row's own id is (`columns.index`), when the file has it
     examples = []
     for number, row in _rows(path, fmt):
         if fmt == "jsonl":
-            fields = {}
-            if columns.index is not None and row.get(columns.index) is not None:
-                fields["index"] = str(row[columns.index])
-            for key, column in wanted.items():
-                if column not in row:
-                    raise GlueFormatError(
-                        path, f"has no {key} field {column!r} (fields: "
-                        f"{', '.join(map(str, row))})", line=number,
-                        fix="fix the file or the column flag")
-                value = row[column]
-                fields[key] = "" if value is None else (
-                    json.dumps(value) if isinstance(value, bool) else str(value))
+            fields = _jsonl_fields(row, columns, wanted, path, number)
         else:
-            if columns.header and index is None:
-                header = [name.strip() for name in row]
-                missing = [f"{key} {_describe(c)}" for key, c in wanted.items()
-                           if not isinstance(c, int) and c not in header]
-                if missing:
-                    raise GlueFormatError(
-                        path, f"has a header without {', '.join(missing)} "
-                        f"(columns: {', '.join(header)})", line=number,
-                        fix=f"is this the right file / task, and is it "
-                            f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
-                index = {key: (c if isinstance(c, int) else header.index(c))
-                         for key, c in wanted.items()}
-                if columns.index in header:
-                    row_id = header.index(columns.index)
+            if columns.header and positions is None:
+                positions, row_id = _header_positions(row, columns, wanted, path, number, fmt)
                 continue
-            if index is None:
-                index = dict(wanted)
-            fields = {}
-            if row_id is not None and row_id < len(row):
-                fields["index"] = row[row_id].strip()
-            for key, position in index.items():
-                if position >= len(row):
-                    raise GlueFormatError(
-                        path, f"has {len(row)} columns, but the {key} "
-                        f"({_describe(wanted[key])}) is column {position + 1}", line=number,
-                        fix=f"a missing field, or not "
-                            f"{'tab' if fmt == 'tsv' else 'comma'}-separated?")
-                fields[key] = row[position]
+            if positions is None:
+                positions = dict(wanted)
+            fields = _table_fields(row, positions, row_id, wanted, path, number, fmt)
         label = None
         if require_label:
-            raw = fields["label"].strip()
-            if regression:
-                try:
-                    label = float(raw)
-                except ValueError:
-                    raise GlueFormatError(path, f"has the score {raw!r}, not a number",
-                                          line=number, fix="regression tasks need a float "
-                                          "label") from None
-                if not np.isfinite(label):
-                    raise GlueFormatError(path, f"has the score {raw!r}, which is not finite",
-                                          line=number)
-            else:
-                if not raw:
-                    raise GlueFormatError(path, "has an empty label", line=number)
-                if allowed is not None and raw not in allowed:
-                    raise GlueFormatError(
-                        path, f"has the unknown label {raw!r}", line=number,
-                        fix=f"the labels are {', '.join(labels)} (for your own data list them "
-                            "all with --labels)")
-                label = raw
+            label = _parse_label(fields["label"].strip(), labels, allowed, regression, path,
+                                 number)
         examples.append(InputExample(
             guid=f"{split or 'example'}-{len(examples)}", text_a=fields["text_a"],
             text_b=fields.get("text_b"), label=label, line=number, index=fields.get("index")))
@@ -572,8 +588,6 @@ SUBMISSION_HEADER = ("index", "prediction")
 GLUE_TEST_ROWS = {"CoLA.tsv": 1063, "SST-2.tsv": 1821, "MRPC.tsv": 1725, "STS-B.tsv": 1379,
                   "QQP.tsv": 390965, "MNLI-m.tsv": 9796, "MNLI-mm.tsv": 9847, "QNLI.tsv": 5463,
                   "RTE.tsv": 3000, "WNLI.tsv": 146, "AX.tsv": 1104}
-# What run_classifier.py keeps in its --output_dir: the task, labels, casing, length.
-CLASSIFIER_CONFIG = "classifier_config.json"
 # Each task's directory in GLUE's layout (`bert download glue`).
 GLUE_DIRECTORIES = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B",
                     "qqp": "QQP", "mnli": "MNLI", "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI"}
@@ -631,236 +645,3 @@ def read_submission(text: str, task: TaskSpec, name: str) -> List[Tuple[str, str
                                fix=f"{task.name}'s labels are {', '.join(task.labels)}")
         rows.append((index, prediction))
     return rows
-
-
-# === Features ===
-
-
-def label_ids(examples: Sequence[InputExample], labels: Optional[Sequence[str]]) -> np.ndarray:
-    """Class ids (int32) in `labels` order, or float32 scores when `labels` is None."""
-    if labels is None:
-        return np.array([e.label if e.label is not None else 0.0 for e in examples], np.float32)
-    mapping = {label: i for i, label in enumerate(labels)}
-    ids = []
-    for e in examples:
-        if e.label is None:
-            ids.append(0)
-        elif e.label not in mapping:
-            raise GlueFormatError(None, f"line {e.line} has the unknown label {e.label!r}",
-                                  fix=f"the labels are {', '.join(labels)}")
-        else:
-            ids.append(mapping[e.label])
-    return np.array(ids, np.int32)
-
-
-def convert_examples(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
-                     labels: Optional[Sequence[str]]) -> dict:
-    """Packs every example (none dropped) into int32 arrays; see the module docstring.
-
-    Args:
-        tokenizer: a `FullTokenizer`, or a `fast_tokenization.CachedTokenizer`
-            (same ids, faster on large sets).
-        labels: the label list (None for regression).
-    """
-    ids_of = getattr(tokenizer, "ids", None) or (
-        lambda text: tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)))
-    vocab = tokenizer.vocab
-    cls, sep = vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN]
-    pad = vocab.get(tokenization.PAD_TOKEN, 0)
-    n = len(examples)
-    word_ids = np.full((n, max_seq_length), pad, np.int32)
-    mask = np.zeros((n, max_seq_length), np.int32)
-    type_ids = np.zeros((n, max_seq_length), np.int32)
-    for i, example in enumerate(examples):
-        a = ids_of(example.text_a)
-        b = ids_of(example.text_b) if example.text_b is not None else None
-        items, input_mask, segments = tokenization.pack_tokens(
-            a, b, max_seq_length, cls=cls, sep=sep, pad=pad)
-        word_ids[i], mask[i], type_ids[i] = items, input_mask, segments
-    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids,
-            "label": label_ids(examples, labels),
-            "example_index": np.arange(n, dtype=np.int32)}
-
-
-def window_spans(num_tokens: int, window: int, stride: int,
-                 max_windows: Optional[int] = None) -> List[Tuple[int, int]]:
-    """(start, length) of each window over `num_tokens` tokens: starts 0,
-    stride, 2 stride, ... until a window reaches the end (at least one window),
-    the first `max_windows` of them. A stride longer than the window is the
-    window (google's run_squad.py rule: no token is skipped).
-
-    Example:
-    >>> window_spans(10, 4, 3)
-    [(0, 4), (3, 4), (6, 4)]
-    """
-    stride = min(stride, window)
-    count = 1 + -(-max(num_tokens - window, 0) // stride)
-    if max_windows:
-        count = min(count, max_windows)
-    return [(k * stride, min(window, num_tokens - k * stride)) for k in range(count)]
-
-
-def convert_examples_windows(examples: Sequence[InputExample], tokenizer, max_seq_length: int,
-                             labels: Optional[Sequence[str]], doc_stride: int,
-                             max_windows: int) -> Tuple[dict, int]:
-    """`convert_examples` for documents longer than the model (single-text tasks).
-
-    Each text's tokens are cut into windows of `max_seq_length - 2` every
-    `doc_stride` (`window_spans`), each packed `[CLS] window [SEP]`. The id
-    arrays are [n, windows, max_seq_length], `windows` the most any example
-    needs (at most `max_windows`); an example's rows past its last window are
-    all 0 (the model skips them: `BertClassifier`).
-
-    Returns:
-        (the arrays, as `convert_examples`'s; how many examples had more
-        windows than `max_windows`, their tails not read).
-    """
-    ids_of = getattr(tokenizer, "ids", None) or (
-        lambda text: tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)))
-    vocab = tokenizer.vocab
-    cls, sep = vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN]
-    pad = vocab.get(tokenization.PAD_TOKEN, 0)
-    window = max_seq_length - 2
-    tokens = [ids_of(example.text_a) for example in examples]
-    spans = [window_spans(len(t), window, doc_stride) for t in tokens]
-    cut = sum(len(s) > max_windows for s in spans)
-    spans = [s[:max_windows] for s in spans]
-    n, width = len(examples), max(map(len, spans), default=1)
-    word_ids = np.full((n, width, max_seq_length), pad, np.int32)
-    mask = np.zeros((n, width, max_seq_length), np.int32)
-    for i, (ids, example_spans) in enumerate(zip(tokens, spans)):
-        for w, (start, length) in enumerate(example_spans):
-            word_ids[i, w, :length + 2] = [cls] + list(ids[start:start + length]) + [sep]
-            mask[i, w, :length + 2] = 1
-    return {"input_word_ids": word_ids, "input_mask": mask,
-            "input_type_ids": np.zeros_like(mask), "label": label_ids(examples, labels),
-            "example_index": np.arange(n, dtype=np.int32)}, cut
-
-
-CACHE_VERSION = 1
-
-
-def _file_digest(path: str) -> str:
-    digest = hashlib.sha1()
-    with io.open_file(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def cache_key(examples: Sequence[InputExample], vocab_file: str, do_lower_case: bool,
-              max_seq_length: int, labels: Optional[Sequence[str]]) -> str:
-    """A hash of everything the features depend on."""
-    digest = hashlib.sha1()
-    settings = dict(version=CACHE_VERSION, vocab=_file_digest(vocab_file),
-                    do_lower_case=bool(do_lower_case), max_seq_length=int(max_seq_length),
-                    labels=list(labels) if labels is not None else None)
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    for e in examples:
-        digest.update(json.dumps([e.text_a, e.text_b, e.label]).encode("utf-8"))
-    return digest.hexdigest()[:16]
-
-
-def write_feature_cache(path: str, arrays: dict) -> None:
-    """TFRecords of the features (ids and segments without padding), written
-    under a temporary name and renamed: a file with the final name is complete."""
-    from data_prep import tfrecord_io
-
-    varints = {}
-
-    def packed(values):
-        out = []
-        for v in values:
-            v = int(v)
-            encoded = varints.get(v)
-            if encoded is None:
-                encoded = varints[v] = tfrecord_io.varint(v)
-            out.append(encoded)
-        return b"".join(out)
-
-    regression = arrays["label"].dtype.kind == "f"
-    lengths = arrays["input_mask"].sum(axis=1)
-    entry, int64 = tfrecord_io.feature_entry, tfrecord_io.int64_feature
-    with tfrecord_io.TFRecordWriter(path) as writer:
-        for i in range(len(lengths)):
-            n = int(lengths[i])
-            label = arrays["label"][i]
-            entries = [
-                entry("input_word_ids", int64(packed(arrays["input_word_ids"][i, :n]))),
-                entry("input_type_ids", int64(packed(arrays["input_type_ids"][i, :n]))),
-                entry("example_index", int64(packed([arrays["example_index"][i]]))),
-                entry("label", tfrecord_io.float_feature(np.float32(label).tobytes())
-                      if regression else int64(packed([label]))),
-            ]
-            writer.write(tfrecord_io.example(entries))
-        writer.commit()
-
-
-def read_feature_cache(path: str, max_seq_length: int, regression: bool, pad_id: int = 0) -> dict:
-    """The arrays `write_feature_cache` stored, padded to `max_seq_length` again."""
-    import tensorflow as tf
-
-    spec = {
-        "input_word_ids": tf.io.RaggedFeature(tf.int64),
-        "input_type_ids": tf.io.RaggedFeature(tf.int64),
-        "example_index": tf.io.FixedLenFeature([], tf.int64),
-        "label": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
-    }
-    parts = {k: [] for k in ("input_word_ids", "input_mask", "input_type_ids", "label",
-                             "example_index")}
-    dataset = tf.data.TFRecordDataset(path).batch(4096).map(lambda s: tf.io.parse_example(s, spec))
-    for batch in dataset:
-        ids = batch["input_word_ids"]
-        shape = [None, max_seq_length]
-        parts["input_word_ids"].append(ids.to_tensor(pad_id, shape=shape).numpy())
-        parts["input_mask"].append(tf.ones_like(ids).to_tensor(0, shape=shape).numpy())
-        parts["input_type_ids"].append(batch["input_type_ids"].to_tensor(0, shape=shape).numpy())
-        parts["label"].append(batch["label"].numpy())
-        parts["example_index"].append(batch["example_index"].numpy())
-    if not parts["label"]:
-        raise ValueError(f"feature cache {path} is empty; delete it")
-    out = {k: np.concatenate(v) for k, v in parts.items()}
-    for key in ("input_word_ids", "input_mask", "input_type_ids", "example_index"):
-        out[key] = out[key].astype(np.int32)
-    out["label"] = out["label"].astype(np.float32 if regression else np.int32)
-    return out
-
-
-def cached_features(examples: Sequence[InputExample], tokenizer, vocab_file: str,
-                    do_lower_case: bool, max_seq_length: int, labels: Optional[Sequence[str]],
-                    cache_dir: Optional[str], split: str, log=None) -> dict:
-    """`convert_examples`, re-used from `cache_dir/<split>-<hash>.tf_record`
-    when the examples, vocabulary and settings are unchanged (no cache when
-    `cache_dir` is None)."""
-    log = log or (lambda *args: None)
-    if cache_dir is None:
-        return convert_examples(examples, tokenizer, max_seq_length, labels)
-    io.makedirs(cache_dir)
-    key = cache_key(examples, vocab_file, do_lower_case, max_seq_length, labels)
-    safe_split = "".join(c if c.isalnum() or c in "-_" else "_" for c in split)
-    path = io.join(cache_dir, f"{safe_split}-{key}.tf_record")
-    pad_id = tokenizer.vocab.get(tokenization.PAD_TOKEN, 0)
-    if io.exists(path):
-        log("Using cached %s features %s", split, path)
-        try:
-            arrays = read_feature_cache(path, max_seq_length, labels is None, pad_id)
-        except Exception as e:  # noqa: BLE001 - tf.errors.DataLossError and the like
-            if type(e).__module__.split(".")[0] != "tensorflow" and not isinstance(e, ValueError):
-                raise
-            log("Cached features %s are unreadable (%s): converting again", path,
-                str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
-            arrays = {"label": ()}
-        if len(arrays["label"]) == len(examples):
-            return arrays
-        log("Cached features %s hold %d examples, not %d: converting again",
-            path, len(arrays["label"]), len(examples))
-    arrays = convert_examples(examples, tokenizer, max_seq_length, labels)
-    write_feature_cache(path, arrays)
-    log("Wrote %s features of %d examples to %s", split, len(examples), path)
-    return arrays
-
-
-def truncated_fraction(arrays: dict) -> float:
-    """Share of examples that filled the whole sequence (likely truncated)."""
-    return float(np.mean(arrays["input_mask"][:, -1] == 1)) if len(arrays["input_mask"]) else 0.0
-

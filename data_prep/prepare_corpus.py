@@ -35,14 +35,12 @@ hidden files are not documents and are skipped. For each file:
 
 Documents of a single sentence are kept (create_pretraining_data.py skips them
 for next-sentence prediction) and listed in the stats as `one_sentence_documents`.
-The stats are written next to the output as `official_bert.io.sidecar_path(output_file,
+The stats are written next to the output as `official_bert.file_sets.sidecar_path(output_file,
 "stats")` (`.corpus_txt.stats.json` for `corpus.txt`: hidden, so that no pattern
 for the text matches it).
 
-Usage:
-  python -m data_prep.prepare_corpus \
-      --input=../shared/data/pretrain_text \
-      --output_file=/tmp/corpus.txt
+The command is `bert prepare-corpus` (`official_bert/commands/prepare_corpus.py`):
+  bert prepare-corpus --input=../shared/data/pretrain_text --output_file=/tmp/corpus.txt
 """
 
 from __future__ import annotations
@@ -51,11 +49,11 @@ import dataclasses
 import json
 import os
 import re
-import sys
 import unicodedata
 from typing import Iterable, Sequence
 
-from official_bert import io
+from data_prep.configs import CorpusOptions
+from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
 
 # --------------------------------------------------------------------------
@@ -343,15 +341,6 @@ def split_sentences(paragraph: str, max_chars: int = 1000) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class CorpusOptions:
-    """How raw documents are turned into sentences."""
-
-    fallback_encoding: str | None = "cp1252"
-    strip_gutenberg: bool = True
-    max_sentence_chars: int = 1000
-
-
 @dataclasses.dataclass
 class DocumentResult:
     sentences: list[str]
@@ -379,7 +368,7 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
                    options: CorpusOptions = CorpusOptions()) -> dict:
     """Writes `output_file` (one sentence per line, blank line between documents).
 
-    Returns the stats, also written to `io.sidecar_path(output_file, "stats")`. The output
+    Returns the stats, also written to `file_sets.sidecar_path(output_file, "stats")`. The output
     is written under a temporary name and renamed when complete.
     """
     files, skipped = expand_inputs(input_patterns)
@@ -441,63 +430,6 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
         if stats["documents"] == 0:  # raising drops the output
             raise UserError(f"--input: no text in {len(files)} input file(s): all documents "
                             "are empty")
-    io.atomic_write(io.sidecar_path(output_file, "stats"), json.dumps(stats, indent=2))
-    io.remove(io.legacy_sidecar_path(output_file, "stats"))  # an older version's
+    io.atomic_write(file_sets.sidecar_path(output_file, "stats"), json.dumps(stats, indent=2))
+    io.remove(file_sets.legacy_sidecar_path(output_file, "stats"))  # an older version's
     return stats
-
-
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-
-def _define_flags():
-    from absl import flags
-
-    flags.DEFINE_list("input", None, "Comma-separated input files, directories "
-                      "(searched recursively; README* and hidden files skipped) or globs. "
-                      "Each file is one document.")
-    flags.DEFINE_string("output_file", None, "Output text file: one sentence per line, "
-                        "a blank line between documents.")
-    flags.DEFINE_string("fallback_encoding", "cp1252", "Encoding for files that are not "
-                        "valid UTF-8; empty: such a file is an error.")
-    flags.DEFINE_bool("strip_gutenberg", True, "Drop Project Gutenberg license headers/footers.")
-    flags.DEFINE_integer("max_sentence_chars", 1000, "Split longer sentences at ;/: and spaces.")
-    flags.mark_flags_as_required(["input", "output_file"])
-    return flags.FLAGS
-
-
-def main(argv):
-    from official_bert import app
-
-    app.refuse_arguments(argv)
-    from absl import flags
-
-    FLAGS = flags.FLAGS
-    options = CorpusOptions(
-        fallback_encoding=FLAGS.fallback_encoding or None,
-        strip_gutenberg=FLAGS.strip_gutenberg,
-        max_sentence_chars=FLAGS.max_sentence_chars,
-    )
-    stats = prepare_corpus(FLAGS.input, FLAGS.output_file, options)
-    print(
-        f"wrote {FLAGS.output_file}: {stats['documents']} documents, "
-        f"{stats['sentences']} sentences, {stats['characters']} characters; "
-        f"{len(stats['one_sentence_documents'])} one-sentence documents, "
-        f"{len(stats['empty_documents_skipped'])} empty documents skipped, "
-        f"{len(stats['decoded_with_fallback_encoding'])} decoded as non-UTF-8 "
-        f"(stats: {io.sidecar_path(FLAGS.output_file, 'stats')})",
-        file=sys.stderr,
-    )
-
-
-def entry(argv=None):
-    """Console entry point (`bert <command>` and `python -m`)."""
-    from official_bert import app
-
-    _define_flags()
-    app.run(main, argv)
-
-
-if __name__ == "__main__":
-    entry()

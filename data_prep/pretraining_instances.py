@@ -4,7 +4,8 @@ This is google-research/bert's `create_pretraining_data.py` algorithm, reworked
 to stream: documents arrive one at a time and instances leave as they are
 made, so memory does not grow with the corpus. Token ids are used throughout
 (never token strings) and the `tf.train.Example` bytes are written by hand
-(`tfrecord_io`), which with the cached tokenizer makes it several times faster.
+(`pretraining_records.ExampleCodec`), which with the cached tokenizer makes it
+several times faster.
 
 What is the same as google-research/bert:
   * segments are packed from whole sentences up to a target length
@@ -21,7 +22,7 @@ What is the same as google-research/bert:
     80% `[MASK]` / 10% random token / 10% unchanged per position; whole-word
     masking masks all pieces of a word or none (google's greedy over shuffled
     words, skipping words that do not fit);
-  * output features, names, types and shapes (see `ExampleCodec`).
+  * output features, names, types and shapes (see `pretraining_records.ExampleCodec`).
 
 N-gram masking (`max_ngram_size` > 1; tensorflow/models official/nlp's
 `--max_ngram_size`, SpanBERT-like spans): `choose_ngrams` masks spans of 1 to
@@ -75,76 +76,15 @@ What differs, on purpose (each is documented where it happens):
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import itertools
 import random
-import struct
 from typing import Iterator, Sequence
 
-from data_prep import tfrecord_io
-from official_bert.errors import BadFileError, UserError
+from data_prep.configs import PretrainingDataConfig
+from data_prep.pretraining_records import ExampleCodec, GenerationStats
+from official_bert.errors import BadFileError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-# sentence_pairs: google's [CLS] A [SEP] B [SEP] with next-sentence labels;
-# full_sentences: RoBERTa's packed sentence stream, no next-sentence task.
-PACKINGS = ("sentence_pairs", "full_sentences")
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainingDataConfig:
-    """Everything that shapes the generated data (the CLI flags, minus file names)."""
-
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    dupe_factor: int = 10
-    packing: str = "sentence_pairs"  # or "full_sentences" (see the module docstring)
-    do_lower_case: bool = True
-    do_whole_word_mask: bool = False
-    max_ngram_size: int = 1
-    dynamic_masking: bool = False
-    random_seed: int = 12345
-    # Streaming bounds (memory does not grow with the corpus):
-    random_next_pool_size: int = 10_000  # candidate B spans kept (reservoir sample)
-    random_next_spans_per_document: int = 32  # candidate spans drawn per document
-    lookahead_documents: int = 64  # documents read ahead (random-B sources for the first ones)
-    lookahead_tokens: int = 2_000_000
-    shuffle_buffer_size: int = 10_000  # instances shuffled before writing, per worker
-    skip_bad_lines: bool = False
-    gzip: bool = False
-
-    def validate(self) -> None:
-        if self.max_seq_length < 5:
-            raise UserError(f"--max_seq_length={self.max_seq_length} must be at least 5 "
-                            "([CLS] A [SEP] B [SEP])")
-        if not 0.0 < self.masked_lm_prob < 1.0:
-            raise UserError(f"--masked_lm_prob={self.masked_lm_prob} must be in (0, 1)")
-        if self.max_predictions_per_seq < 1:
-            raise UserError("--max_predictions_per_seq must be at least 1")
-        if not 0.0 <= self.short_seq_prob <= 1.0:
-            raise UserError(f"--short_seq_prob={self.short_seq_prob} must be in [0, 1]")
-        if self.dupe_factor < 1:
-            raise UserError("--dupe_factor must be at least 1")
-        if self.packing not in PACKINGS:
-            raise UserError(f"--packing={self.packing} is unknown; use one of "
-                            f"{', '.join(PACKINGS)}")
-        if self.max_ngram_size < 1:
-            raise UserError(f"--max_ngram_size={self.max_ngram_size} must be at least 1 "
-                            "(1: single tokens or, with --do_whole_word_mask, single words)")
-        if self.max_ngram_size > self.max_predictions_per_seq:
-            raise UserError(f"--max_ngram_size={self.max_ngram_size} is more than "
-                            f"--max_predictions_per_seq={self.max_predictions_per_seq}: a span "
-                            "of n words or pieces masks at least n tokens, so a longer span "
-                            "never fits")
-        if self.max_ngram_size > 1 and self.dynamic_masking:
-            raise UserError("--max_ngram_size applies where tokens are masked: with "
-                            "--dynamic_masking that is run_pretraining, so pass "
-                            f"--max_ngram_size={self.max_ngram_size} there instead")
-        for name in ("random_next_pool_size", "random_next_spans_per_document",
-                     "lookahead_documents", "shuffle_buffer_size"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name} must be at least 1")
 
 
 class VocabInfo:
@@ -343,133 +283,6 @@ def truncation(len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
         drop_b, excess = d, excess - d
     # Equal lengths now: B first, then alternating.
     return drop_a + excess // 2, drop_b + (excess + 1) // 2
-
-
-class ExampleCodec:
-    """Hand-serialised `tf.train.Example`s with google-research/bert's features.
-
-    Static (masked) instances, exactly as google's `write_instance_to_example_files`:
-      input_ids            int64 [max_seq_length]   ids, 0-padded
-      input_mask           int64 [max_seq_length]   1 for tokens, 0 for padding
-      segment_ids          int64 [max_seq_length]   0 for [CLS] A [SEP], 1 for B [SEP]
-      masked_lm_positions  int64 [max_predictions_per_seq]  sorted, 0-padded
-      masked_lm_ids        int64 [max_predictions_per_seq]  original ids, 0-padded
-      masked_lm_weights    float [max_predictions_per_seq]  1.0 real / 0.0 padding
-      next_sentence_labels int64 [1]   1 = B is a random span, 0 = actual next
-    Dynamic (unmasked) instances: input_ids, input_mask, segment_ids,
-    next_sentence_labels as above, and with whole-word masking also
-      word_start_mask      int64 [max_seq_length]   0 for "##" pieces, else 1
-    """
-
-    def __init__(self, max_seq_length: int, max_predictions_per_seq: int, vocab_size: int):
-        self.L = L = max_seq_length
-        self.P = P = max_predictions_per_seq
-        self.ids = [tfrecord_io.varint(i) for i in range(max(vocab_size, L + 1))]
-        self.lens = [tfrecord_io.varint(i) for i in range(1 << 14)]
-        self.zeros = [b"\x00" * k for k in range(max(L, P) + 1)]
-        self.ones = [b"\x01" * k for k in range(L + 1)]
-        self.headers = {}
-        self.mask_entries = {}
-        self.weight_entries = [
-            self._entry("masked_lm_weights", tfrecord_io.float_feature(
-                struct.pack("<f", 1.0) * k + b"\x00\x00\x00\x00" * (P - k)))
-            for k in range(P + 1)
-        ]
-        self.nsp_entries = [self._int_entry("next_sentence_labels", self.ids[i]) for i in (0, 1)]
-
-    def _entry(self, key: str, feature: bytes) -> bytes:
-        return tfrecord_io.feature_entry(key, feature)
-
-    def _int_entry(self, key: str, packed: bytes) -> bytes:
-        """feature_entry(key, int64_feature(packed)): a cached header + `packed`."""
-        header = self.headers.get((key, len(packed)))
-        if header is None:
-            lens = self.lens
-            n = len(packed)
-            inner_len = 1 + len(lens[n]) + n
-            feat_len = 1 + len(lens[inner_len]) + inner_len
-            head = b"\x0a" + tfrecord_io.varint(len(key)) + key.encode()
-            entry_len = len(head) + 1 + len(lens[feat_len]) + feat_len
-            header = b"".join((b"\x0a", lens[entry_len], head, b"\x12", lens[feat_len],
-                               b"\x1a", lens[inner_len], b"\x0a", lens[n]))
-            self.headers[(key, n)] = header
-        return header + packed
-
-    def _example(self, entries) -> bytes:
-        body = b"".join(entries)
-        return b"\x0a" + (self.lens[len(body)] if len(body) < 16384
-                          else tfrecord_io.varint(len(body))) + body
-
-    def _common(self, tokens: Sequence[int], len_a: int, len_b: int) -> list[bytes]:
-        L, n = self.L, len(tokens)
-        pad = self.zeros[L - n]
-        input_ids = b"".join(map(self.ids.__getitem__, tokens)) + pad
-        mask = self.mask_entries.get(n)
-        if mask is None:
-            mask = self.mask_entries[n] = self._int_entry("input_mask", self.ones[n] + pad)
-        # len_b None: one segment ([CLS] text [SEP], full-sentence packing).
-        segments = (self.zeros[n] if len_b is None
-                    else self.zeros[len_a + 2] + self.ones[len_b + 1]) + pad
-        return [self._int_entry("input_ids", input_ids), mask,
-                self._int_entry("segment_ids", segments)]
-
-    def static(self, tokens, len_a, len_b, positions, labels, is_random_next) -> bytes:
-        ids = self.ids
-        k = len(positions)
-        fill = self.zeros[self.P - k]
-        entries = self._common(tokens, len_a, len_b)
-        entries.append(self._int_entry(
-            "masked_lm_positions", b"".join(map(ids.__getitem__, positions)) + fill))
-        entries.append(self._int_entry(
-            "masked_lm_ids", b"".join(map(ids.__getitem__, labels)) + fill))
-        entries.append(self.weight_entries[k])
-        entries.append(self.nsp_entries[is_random_next])
-        return self._example(entries)
-
-    def dynamic(self, tokens, len_a, len_b, is_random_next, word_starts=None) -> bytes:
-        entries = self._common(tokens, len_a, len_b)
-        entries.append(self.nsp_entries[is_random_next])
-        if word_starts is not None:
-            entries.append(self._int_entry(
-                "word_start_mask", bytes(word_starts) + self.zeros[self.L - len(word_starts)]))
-        return self._example(entries)
-
-
-class GenerationStats:
-    """Counters of one worker (summed over workers for the summary)."""
-
-    FIELDS = ("documents", "documents_empty", "documents_one_sentence", "sentences", "tokens",
-              "bad_lines_skipped", "instances", "random_next", "random_next_unavailable",
-              "real_tokens", "maskable_tokens", "masked", "masked_as_mask",
-              "masked_as_random", "masked_as_kept", "whole_word_candidates_skipped")
-
-    def __init__(self):
-        for f in self.FIELDS:
-            setattr(self, f, 0)
-        # With n-gram masking: masked spans by length (index n - 1).
-        self.masked_ngrams_by_size: list[int] = []
-
-    def count_ngram(self, n: int) -> None:
-        counts = self.masked_ngrams_by_size
-        if len(counts) < n:
-            counts.extend([0] * (n - len(counts)))
-        counts[n - 1] += 1
-
-    def as_dict(self) -> dict:
-        out = {f: getattr(self, f) for f in self.FIELDS}
-        if self.masked_ngrams_by_size:
-            out["masked_ngrams_by_size"] = list(self.masked_ngrams_by_size)
-        return out
-
-    @classmethod
-    def total(cls, results: Sequence[dict]) -> dict:
-        """The sum of several workers' `as_dict()`s."""
-        out = {f: sum(r[f] for r in results) for f in cls.FIELDS}
-        sizes = [r["masked_ngrams_by_size"] for r in results if "masked_ngrams_by_size" in r]
-        if sizes:
-            out["masked_ngrams_by_size"] = [sum(c) for c in
-                                            itertools.zip_longest(*sizes, fillvalue=0)]
-        return out
 
 
 class InstanceMaker:
@@ -831,29 +644,3 @@ class ShuffleBuffer:
         for item in self.items:
             self.sink(item)
         self.items = []
-
-
-def count_summary(stats: dict, config: PretrainingDataConfig) -> dict:
-    """Derived fractions for the summary (from summed `GenerationStats`)."""
-    instances = stats["instances"]
-    masked = stats["masked"]
-    out = dict(stats)
-    out["next_sentence_random_fraction"] = (stats["random_next"] / instances
-                                            if instances and config.packing == "sentence_pairs"
-                                            else None)
-    out["padding_fraction"] = (1 - stats["real_tokens"] / (instances * config.max_seq_length)
-                               if instances else None)
-    out["tokens_per_instance"] = stats["real_tokens"] / instances if instances else None
-    if config.dynamic_masking:
-        out["masked_fraction"] = None  # masked at read time
-    else:
-        out["masked_fraction"] = masked / stats["maskable_tokens"] if instances else None
-        out["masked_per_instance"] = masked / instances if instances else None
-        out["masked_as_mask_fraction"] = stats["masked_as_mask"] / masked if masked else None
-        out["masked_as_random_fraction"] = stats["masked_as_random"] / masked if masked else None
-        out["masked_as_kept_fraction"] = stats["masked_as_kept"] / masked if masked else None
-        sizes = stats.get("masked_ngrams_by_size")
-        if sizes and sum(sizes):
-            out["masked_ngram_size_fractions"] = [c / sum(sizes) for c in sizes]
-    return out
-

@@ -1,4 +1,4 @@
-"""SQuAD v1.1 / v2.0: JSON → examples → windowed features, and logits → answers.
+"""SQuAD v1.1 / v2.0: JSON → examples → windowed features.
 
 The pipeline is google-research/bert's `run_squad.py`, step for step:
 
@@ -14,16 +14,15 @@ The pipeline is google-research/bert's `run_squad.py`, step for step:
   (`check_is_max_context`), answers are tightened by `improve_answer_span`,
   and a training window without the answer (or a v2.0 impossible question) is
   labelled (0, 0), the `[CLS]` position.
-* `postprocess_predictions`: google's `write_predictions`: the n-best start and
-  end logits of every window, legal spans only, the text recovered from the
-  context by `get_final_text`, and for v2.0 the null score (minimum over the
-  windows of start[CLS] + end[CLS]) against the best non-null span.
+* `squad_postprocessing.postprocess_predictions` (logits → answers): google's
+  `write_predictions`.
 
 Bad input: malformed JSON or a wrong structure raises `SquadFormatError` naming
 the place in the file (`data[3].paragraphs[0].qas[2].answers[0].answer_start`),
 and so does a question id used twice (predictions are keyed by id: both places
 are named); answers that do not match their offsets and empty contexts are
-skipped, counted in `ReadStats` and logged.
+skipped, counted in `ReadStats` and logged. `split_by_article` cuts a file in
+two (`bert squad-split`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import math
 from typing import Dict, List, Optional
 
 from absl import logging
@@ -152,6 +150,108 @@ def split_doc_tokens(context: str):
     return doc_tokens, char_to_word_offset, [tuple(s) for s in word_spans]
 
 
+def _question_id(qa, qwhere, input_file, seen_ids: dict) -> str:
+    """The question's id, refused when missing or used twice (`seen_ids`: id → where)."""
+    qas_id = qa.get("id")
+    if not isinstance(qas_id, (str, int)) or isinstance(qas_id, bool):
+        raise SquadFormatError(input_file, f"has no string 'id' field in {qwhere}")
+    qas_id = str(qas_id)
+    if qas_id in seen_ids:
+        raise SquadFormatError(
+            input_file, f"uses the question id {qas_id!r} twice: at "
+            f"{seen_ids[qas_id]} and at {qwhere}",
+            fix="give every question its own id (predictions are keyed by id, "
+                "so one would overwrite the other)")
+    seen_ids[qas_id] = qwhere
+    return qas_id
+
+
+def _training_answer(qa, qwhere, input_file, context: str, doc_tokens, char_to_word_offset,
+                     is_impossible: bool, version_2_with_negative: bool, stats: ReadStats):
+    """(answer text, first word, last word) of a training question: its first
+    answer, ("", -1, -1) for an impossible one, None when the answer is not
+    where its offset points (skipped, counted in `stats`)."""
+    if is_impossible and not version_2_with_negative:
+        raise SquadFormatError(
+            input_file, f"has is_impossible true at {qwhere}",
+            fix="pass --version_2_with_negative to train on SQuAD 2.0 data")
+    answers = _field(qa, "answers", list, qwhere, input_file)
+    if not is_impossible and not answers:
+        raise SquadFormatError(
+            input_file, f"has no answers at {qwhere}.answers",
+            fix="a training question needs an answer (or is_impossible with "
+                "--version_2_with_negative)")
+    if is_impossible:
+        return "", -1, -1
+    answer = _expect(answers[0], dict, f"{qwhere}.answers[0]", input_file)
+    awhere = f"{qwhere}.answers[0]"
+    orig_answer_text = _field(answer, "text", str, awhere, input_file)
+    answer_offset = _field(answer, "answer_start", int, awhere, input_file)
+    answer_length = len(orig_answer_text)
+    end_char = answer_offset + answer_length - 1
+    if answer_length == 0 or answer_offset < 0 or end_char >= len(context):
+        stats.answer_mismatch += 1
+        logging.warning("%s: %s: answer_start %d is outside the context; skipped",
+                        input_file, awhere, answer_offset)
+        return None
+    start_position = char_to_word_offset[answer_offset]
+    end_position = char_to_word_offset[end_char]
+    # Only add answers where the text can be exactly recovered from the
+    # document. If this CAN'T happen it's likely due to weird Unicode
+    # stuff so we will just skip the example.
+    #
+    # Note that this means for training mode, every example is NOT
+    # guaranteed to be preserved.
+    actual_text = " ".join(doc_tokens[max(start_position, 0):end_position + 1])
+    cleaned_answer_text = " ".join(tokenization.whitespace_tokenize(orig_answer_text))
+    if start_position < 0 or actual_text.find(cleaned_answer_text) == -1:
+        stats.answer_mismatch += 1
+        logging.warning("%s: %s: could not find answer %r at its offset (found %r); skipped",
+                        input_file, awhere, cleaned_answer_text, actual_text)
+        return None
+    return orig_answer_text, start_position, end_position
+
+
+def _paragraph_examples(paragraph, pwhere, input_file, is_training: bool,
+                        version_2_with_negative: bool, stats: ReadStats,
+                        seen_ids: dict) -> List[SquadExample]:
+    """The examples of one paragraph's questions (none for an empty context)."""
+    _expect(paragraph, dict, pwhere, input_file)
+    context = _field(paragraph, "context", str, pwhere, input_file)
+    qas = _field(paragraph, "qas", list, pwhere, input_file)
+    doc_tokens, char_to_word_offset, word_spans = split_doc_tokens(context)
+    if not doc_tokens:
+        stats.questions += len(qas)
+        stats.empty_context += len(qas)
+        logging.warning("%s: %s.context is empty; skipping its %d question(s)",
+                        input_file, pwhere, len(qas))
+        return []
+    examples = []
+    for q, qa in enumerate(qas):
+        qwhere = f"{pwhere}.qas[{q}]"
+        _expect(qa, dict, qwhere, input_file)
+        stats.questions += 1
+        qas_id = _question_id(qa, qwhere, input_file, seen_ids)
+        question_text = _field(qa, "question", str, qwhere, input_file)
+        is_impossible = bool(qa.get("is_impossible", False))
+        start_position = end_position = orig_answer_text = None
+        if is_training:
+            answer = _training_answer(qa, qwhere, input_file, context, doc_tokens,
+                                      char_to_word_offset, is_impossible,
+                                      version_2_with_negative, stats)
+            if answer is None:
+                continue
+            orig_answer_text, start_position, end_position = answer
+        if is_impossible:
+            stats.impossible += 1
+        examples.append(SquadExample(
+            qas_id=qas_id, question_text=question_text, context_text=context,
+            doc_tokens=doc_tokens, word_spans=word_spans,
+            orig_answer_text=orig_answer_text, start_position=start_position,
+            end_position=end_position, is_impossible=is_impossible))
+    return examples
+
+
 def read_squad_examples(input_file, is_training: bool,
                         version_2_with_negative: bool = False,
                         stats: ReadStats | None = None) -> List[SquadExample]:
@@ -170,86 +270,9 @@ def read_squad_examples(input_file, is_training: bool,
         _expect(article, dict, where, input_file)
         paragraphs = _field(article, "paragraphs", list, where, input_file)
         for p, paragraph in enumerate(paragraphs):
-            pwhere = f"{where}.paragraphs[{p}]"
-            _expect(paragraph, dict, pwhere, input_file)
-            context = _field(paragraph, "context", str, pwhere, input_file)
-            qas = _field(paragraph, "qas", list, pwhere, input_file)
-            doc_tokens, char_to_word_offset, word_spans = split_doc_tokens(context)
-            if not doc_tokens:
-                stats.questions += len(qas)
-                stats.empty_context += len(qas)
-                logging.warning("%s: %s.context is empty; skipping its %d question(s)",
-                                input_file, pwhere, len(qas))
-                continue
-            for q, qa in enumerate(qas):
-                qwhere = f"{pwhere}.qas[{q}]"
-                _expect(qa, dict, qwhere, input_file)
-                stats.questions += 1
-                qas_id = qa.get("id")
-                if not isinstance(qas_id, (str, int)) or isinstance(qas_id, bool):
-                    raise SquadFormatError(input_file, f"has no string 'id' field in {qwhere}")
-                qas_id = str(qas_id)
-                if qas_id in seen_ids:
-                    raise SquadFormatError(
-                        input_file, f"uses the question id {qas_id!r} twice: at "
-                        f"{seen_ids[qas_id]} and at {qwhere}",
-                        fix="give every question its own id (predictions are keyed by id, "
-                            "so one would overwrite the other)")
-                seen_ids[qas_id] = qwhere
-                question_text = _field(qa, "question", str, qwhere, input_file)
-                is_impossible = bool(qa.get("is_impossible", False))
-                start_position = end_position = orig_answer_text = None
-                if is_training:
-                    if is_impossible and not version_2_with_negative:
-                        raise SquadFormatError(
-                            input_file, f"has is_impossible true at {qwhere}",
-                            fix="pass --version_2_with_negative to train on SQuAD 2.0 data")
-                    answers = _field(qa, "answers", list, qwhere, input_file)
-                    if not is_impossible and not answers:
-                        raise SquadFormatError(
-                            input_file, f"has no answers at {qwhere}.answers",
-                            fix="a training question needs an answer (or is_impossible with "
-                                "--version_2_with_negative)")
-                    if not is_impossible:
-                        answer = _expect(answers[0], dict, f"{qwhere}.answers[0]", input_file)
-                        awhere = f"{qwhere}.answers[0]"
-                        orig_answer_text = _field(answer, "text", str, awhere, input_file)
-                        answer_offset = _field(answer, "answer_start", int, awhere, input_file)
-                        answer_length = len(orig_answer_text)
-                        end_char = answer_offset + answer_length - 1
-                        if (answer_length == 0 or answer_offset < 0
-                                or end_char >= len(context)):
-                            stats.answer_mismatch += 1
-                            logging.warning("%s: %s: answer_start %d is outside the context; "
-                                            "skipped", input_file, awhere, answer_offset)
-                            continue
-                        start_position = char_to_word_offset[answer_offset]
-                        end_position = char_to_word_offset[end_char]
-                        # Only add answers where the text can be exactly recovered from the
-                        # document. If this CAN'T happen it's likely due to weird Unicode
-                        # stuff so we will just skip the example.
-                        #
-                        # Note that this means for training mode, every example is NOT
-                        # guaranteed to be preserved.
-                        actual_text = " ".join(doc_tokens[max(start_position, 0):end_position + 1])
-                        cleaned_answer_text = " ".join(
-                            tokenization.whitespace_tokenize(orig_answer_text))
-                        if start_position < 0 or actual_text.find(cleaned_answer_text) == -1:
-                            stats.answer_mismatch += 1
-                            logging.warning("%s: %s: could not find answer %r at its offset "
-                                            "(found %r); skipped", input_file, awhere,
-                                            cleaned_answer_text, actual_text)
-                            continue
-                    else:
-                        start_position = end_position = -1
-                        orig_answer_text = ""
-                if is_impossible:
-                    stats.impossible += 1
-                examples.append(SquadExample(
-                    qas_id=qas_id, question_text=question_text, context_text=context,
-                    doc_tokens=doc_tokens, word_spans=word_spans,
-                    orig_answer_text=orig_answer_text, start_position=start_position,
-                    end_position=end_position, is_impossible=is_impossible))
+            examples += _paragraph_examples(paragraph, f"{where}.paragraphs[{p}]", input_file,
+                                            is_training, version_2_with_negative, stats,
+                                            seen_ids)
     stats.examples = len(examples)
     if stats.answer_mismatch or stats.empty_context:
         logging.warning("%s: skipped %d question(s) whose answer does not match its offset "
@@ -381,6 +404,72 @@ class FeatureStats:
     windows_without_answer: int = 0  # training windows labelled (0, 0)
 
 
+def _context_tokens(example, tokenizer, is_training: bool):
+    """The context's WordPieces: (token → word index, the tokens, the training
+    answer's first and last token: -1 for an impossible question, None at
+    prediction time)."""
+    tok_to_orig_index, orig_to_tok_index, all_doc_tokens = [], [], []
+    for i, token in enumerate(example.doc_tokens):
+        orig_to_tok_index.append(len(all_doc_tokens))
+        for sub_token in tokenizer.tokenize(token):
+            tok_to_orig_index.append(i)
+            all_doc_tokens.append(sub_token)
+
+    tok_start_position = tok_end_position = None
+    if is_training and example.is_impossible:
+        tok_start_position = tok_end_position = -1
+    if is_training and not example.is_impossible:
+        tok_start_position = orig_to_tok_index[example.start_position]
+        if example.end_position < len(example.doc_tokens) - 1:
+            tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
+        else:
+            tok_end_position = len(all_doc_tokens) - 1
+        tok_start_position, tok_end_position = improve_answer_span(
+            all_doc_tokens, tok_start_position, tok_end_position, tokenizer,
+            example.orig_answer_text)
+    return tok_to_orig_index, all_doc_tokens, tok_start_position, tok_end_position
+
+
+def _window_tokens(query_tokens, doc_span, doc_span_index, all_doc_tokens, tok_to_orig_index,
+                   max_context):
+    """`[CLS] query [SEP] window [SEP]`: (tokens, segment ids, position → word
+    index, position → whether this window is its "max context" one)."""
+    tokens = [tokenization.CLS_TOKEN, *query_tokens, tokenization.SEP_TOKEN]
+    segment_ids = [0] * len(tokens)
+    token_to_orig_map, token_is_max_context = {}, {}
+    for i in range(doc_span.length):
+        split_token_index = doc_span.start + i
+        token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
+        token_is_max_context[len(tokens)] = max_context[split_token_index] == doc_span_index
+        tokens.append(all_doc_tokens[split_token_index])
+        segment_ids.append(1)
+    tokens.append(tokenization.SEP_TOKEN)
+    segment_ids.append(1)
+    return tokens, segment_ids, token_to_orig_map, token_is_max_context
+
+
+def _window_labels(example, doc_span, tok_start_position, tok_end_position,
+                   num_query_tokens: int, is_training: bool, stats: FeatureStats):
+    """The window's (start, end) label: the answer's positions in it, (0, 0)
+    (the [CLS] position) when the window lacks it or the question has none;
+    (None, None) at prediction time."""
+    if not is_training:
+        return None, None
+    if example.is_impossible:
+        return 0, 0
+    # For training, if our document chunk does not contain an annotation
+    # we throw it out, since there is nothing to predict.
+    # (google labels such a window (0, 0), the [CLS] position.)
+    doc_start = doc_span.start
+    doc_end = doc_span.start + doc_span.length - 1
+    if not (doc_start <= tok_start_position and tok_end_position <= doc_end):
+        stats.windows_without_answer += 1
+        return 0, 0
+    doc_offset = num_query_tokens + 2
+    return (tok_start_position - doc_start + doc_offset,
+            tok_end_position - doc_start + doc_offset)
+
+
 def convert_examples_to_features(examples, tokenizer, max_seq_length: int, doc_stride: int,
                                  max_query_length: int, is_training: bool,
                                  stats: FeatureStats | None = None) -> List[InputFeatures]:
@@ -396,69 +485,24 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length: int, doc_s
     unique_id = 1000000000
     for example_index, example in enumerate(examples):
         query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
-
-        tok_to_orig_index, orig_to_tok_index, all_doc_tokens = [], [], []
-        for i, token in enumerate(example.doc_tokens):
-            orig_to_tok_index.append(len(all_doc_tokens))
-            for sub_token in tokenizer.tokenize(token):
-                tok_to_orig_index.append(i)
-                all_doc_tokens.append(sub_token)
-
-        tok_start_position = tok_end_position = None
-        if is_training and example.is_impossible:
-            tok_start_position = tok_end_position = -1
-        if is_training and not example.is_impossible:
-            tok_start_position = orig_to_tok_index[example.start_position]
-            if example.end_position < len(example.doc_tokens) - 1:
-                tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
-            else:
-                tok_end_position = len(all_doc_tokens) - 1
-            tok_start_position, tok_end_position = improve_answer_span(
-                all_doc_tokens, tok_start_position, tok_end_position, tokenizer,
-                example.orig_answer_text)
-
+        tok_to_orig_index, all_doc_tokens, tok_start, tok_end = _context_tokens(
+            example, tokenizer, is_training)
         # The -3 accounts for [CLS], [SEP] and [SEP]
         max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
         doc_spans = doc_spans_for(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
         max_context = max_context_spans(doc_spans, len(all_doc_tokens))
-
         for doc_span_index, doc_span in enumerate(doc_spans):
-            tokens = [tokenization.CLS_TOKEN, *query_tokens, tokenization.SEP_TOKEN]
-            segment_ids = [0] * len(tokens)
-            token_to_orig_map, token_is_max_context = {}, {}
-            for i in range(doc_span.length):
-                split_token_index = doc_span.start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
-                token_is_max_context[len(tokens)] = (
-                    max_context[split_token_index] == doc_span_index)
-                tokens.append(all_doc_tokens[split_token_index])
-                segment_ids.append(1)
-            tokens.append(tokenization.SEP_TOKEN)
-            segment_ids.append(1)
+            tokens, segment_ids, token_to_orig_map, token_is_max_context = _window_tokens(
+                query_tokens, doc_span, doc_span_index, all_doc_tokens, tok_to_orig_index,
+                max_context)
             input_ids = [cls_id] + tokenizer.convert_tokens_to_ids(tokens[1:-1]) + [sep_id]
             input_mask = [1] * len(input_ids)
             padding = max_seq_length - len(input_ids)
             input_ids += [0] * padding
             input_mask += [0] * padding
             segment_ids += [0] * padding
-
-            start_position = end_position = None
-            if is_training and not example.is_impossible:
-                # For training, if our document chunk does not contain an annotation
-                # we throw it out, since there is nothing to predict.
-                # (google labels such a window (0, 0), the [CLS] position.)
-                doc_start = doc_span.start
-                doc_end = doc_span.start + doc_span.length - 1
-                if not (doc_start <= tok_start_position and tok_end_position <= doc_end):
-                    start_position = end_position = 0
-                    stats.windows_without_answer += 1
-                else:
-                    doc_offset = len(query_tokens) + 2
-                    start_position = tok_start_position - doc_start + doc_offset
-                    end_position = tok_end_position - doc_start + doc_offset
-            if is_training and example.is_impossible:
-                start_position = end_position = 0
-
+            start_position, end_position = _window_labels(
+                example, doc_span, tok_start, tok_end, len(query_tokens), is_training, stats)
             features.append(InputFeatures(
                 unique_id=unique_id, example_index=example_index,
                 doc_span_index=doc_span_index, tokens=tokens,
@@ -489,304 +533,6 @@ def features_to_arrays(features, is_training: bool) -> dict:
     return arrays
 
 
-# ---------------------------------------------------------------------------
-# Post-processing.
-
-
-def _strip_spaces(text):
-    ns_chars = []
-    ns_to_s_map = collections.OrderedDict()
-    for i, c in enumerate(text):
-        if c == " ":
-            continue
-        ns_to_s_map[len(ns_chars)] = i
-        ns_chars.append(c)
-    return "".join(ns_chars), ns_to_s_map
-
-
-def get_final_text_span(pred_text, orig_text, do_lower_case, verbose_logging=False):
-    """`get_final_text`, also returning the (start, end + 1) of the result in `orig_text`."""
-    # When we created the data, we kept track of the alignment between original
-    # (whitespace tokenized) tokens and our WordPiece tokenized tokens. So
-    # now `orig_text` contains the span of our original text corresponding to the
-    # span that we predicted.
-    #
-    # However, `orig_text` may contain extra characters that we don't want in
-    # our prediction.
-    #
-    # For example, let's say:
-    #   pred_text = steve smith
-    #   orig_text = Steve Smith's
-    #
-    # We don't want to return `orig_text` because it contains the extra "'s".
-    #
-    # We don't want to return `pred_text` because it's already been normalized
-    # (the SQuAD eval script also does punctuation stripping/lower casing but
-    # our tokenizer does additional normalization like stripping accent
-    # characters).
-    #
-    # What we really want to return is "Steve Smith".
-    #
-    # Therefore, we have to apply a semi-complicated alignment heuristic between
-    # `pred_text` and `orig_text` to get a character-to-character alignment. This
-    # can fail in certain cases in which case we just return `orig_text`.
-    whole = (orig_text, 0, len(orig_text))
-
-    # We first tokenize `orig_text`, strip whitespace from the result
-    # and `pred_text`, and check if they are the same length. If they are
-    # NOT the same length, the heuristic has failed. If they are the same
-    # length, we assume the characters are one-to-one aligned.
-    tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
-    tok_text = " ".join(tokenizer.tokenize(orig_text))
-    start_position = tok_text.find(pred_text)
-    if start_position == -1:
-        if verbose_logging:
-            logging.info("Unable to find text: '%s' in '%s'", pred_text, orig_text)
-        return whole
-    end_position = start_position + len(pred_text) - 1
-
-    orig_ns_text, orig_ns_to_s_map = _strip_spaces(orig_text)
-    tok_ns_text, tok_ns_to_s_map = _strip_spaces(tok_text)
-    if len(orig_ns_text) != len(tok_ns_text):
-        if verbose_logging:
-            logging.info("Length not equal after stripping spaces: '%s' vs '%s'",
-                         orig_ns_text, tok_ns_text)
-        return whole
-
-    # We then project the characters in `pred_text` back to `orig_text` using
-    # the character-to-character alignment.
-    tok_s_to_ns_map = {tok_index: i for i, tok_index in tok_ns_to_s_map.items()}
-    orig_start_position = None
-    if start_position in tok_s_to_ns_map:
-        orig_start_position = orig_ns_to_s_map.get(tok_s_to_ns_map[start_position])
-    if orig_start_position is None:
-        return whole
-    orig_end_position = None
-    if end_position in tok_s_to_ns_map:
-        orig_end_position = orig_ns_to_s_map.get(tok_s_to_ns_map[end_position])
-    if orig_end_position is None:
-        return whole
-    return (orig_text[orig_start_position:orig_end_position + 1],
-            orig_start_position, orig_end_position + 1)
-
-
-def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
-    """Project the tokenized prediction back to the original text."""
-    return get_final_text_span(pred_text, orig_text, do_lower_case, verbose_logging)[0]
-
-
-def _get_best_indexes(logits, n_best_size):
-    """Get the n-best logits from a list (ties: the lower index first)."""
-    index_and_score = sorted(enumerate(logits), key=lambda x: x[1], reverse=True)
-    return [i for i, _ in index_and_score[:n_best_size]]
-
-
-def _compute_softmax(scores):
-    if not scores:
-        return []
-    max_score = max(scores)
-    exp_scores = [math.exp(s - max_score) for s in scores]
-    total = sum(exp_scores)
-    return [s / total for s in exp_scores]
-
-
-def _context_char_span(example, orig_doc_start, orig_doc_end, sub_start, sub_end):
-    """Maps a (start, end) inside " ".join(doc_tokens[a:b+1]) to context offsets."""
-    # Walk the joined words: word k starts at a running offset in orig_text.
-    position = 0
-    start_char = end_char = None
-    for k in range(orig_doc_start, orig_doc_end + 1):
-        word_start, word_end = example.word_spans[k]
-        length = word_end - word_start
-        if start_char is None and sub_start < position + length:
-            start_char = word_start + max(sub_start - position, 0)
-        if sub_end <= position + length:
-            end_char = word_start + (sub_end - position)
-            break
-        position += length + 1  # the joining space
-    if start_char is None:
-        start_char = example.word_spans[orig_doc_start][0]
-    if end_char is None:
-        end_char = example.word_spans[orig_doc_end][1]
-    return start_char, max(end_char, start_char)
-
-
-PrelimPrediction = collections.namedtuple(
-    "PrelimPrediction", ["feature_index", "start_index", "end_index", "start_logit", "end_logit"])
-
-
-@dataclasses.dataclass
-class SquadPrediction:
-    """The post-processed answer of one question."""
-
-    text: str  # the prediction ("" = no answer for v2.0)
-    nbest: list  # google's nbest_predictions.json entries
-    score_diff: Optional[float]  # v2.0: null score - best non-null score
-    best_text: str  # the best non-null answer ("empty" if none)
-    best_score: float  # its start + end logit
-    start_char: int  # its character span in the context (-1 if none)
-    end_char: int
-    null_score: Optional[float]
-
-
-def postprocess_predictions(examples, features, results, n_best_size: int = 20,
-                            max_answer_length: int = 30, do_lower_case: bool = True,
-                            version_2_with_negative: bool = False,
-                            null_score_diff_threshold: float = 0.0,
-                            verbose_logging: bool = False) -> Dict[str, SquadPrediction]:
-    """google's `write_predictions`, returning qas_id → `SquadPrediction`.
-
-    Args:
-        results: unique_id → (start_logits, end_logits), sequences of floats
-            over the window's `max_seq_length` positions.
-    """
-    example_index_to_features = collections.defaultdict(list)
-    for feature in features:
-        example_index_to_features[feature.example_index].append(feature)
-
-    predictions = collections.OrderedDict()
-    for example_index, example in enumerate(examples):
-        example_features = example_index_to_features[example_index]
-        if not example_features:  # no context tokens (the reader skips these)
-            predictions[example.qas_id] = SquadPrediction(
-                text="", nbest=[collections.OrderedDict(
-                    text="", probability=1.0, start_logit=0.0, end_logit=0.0)],
-                score_diff=0.0 if version_2_with_negative else None, best_text="",
-                best_score=0.0, start_char=-1, end_char=-1,
-                null_score=0.0 if version_2_with_negative else None)
-            continue
-        prelim_predictions = []
-        # keep track of the minimum score of null start+end of position 0
-        score_null = 1000000  # large and positive
-        min_null_feature_index = 0  # the paragraph slice with min null score
-        null_start_logit = null_end_logit = 0.0
-        for feature_index, feature in enumerate(example_features):
-            start_logits, end_logits = results[feature.unique_id]
-            # Only the window's tokens, never its padding, can be candidates
-            # (google's searched all max_seq_length logits, so a model's
-            # padding logits could crowd real tokens out of the n-best).
-            start_logits = [float(x) for x in start_logits[:len(feature.tokens)]]
-            end_logits = [float(x) for x in end_logits[:len(feature.tokens)]]
-            start_indexes = _get_best_indexes(start_logits, n_best_size)
-            end_indexes = _get_best_indexes(end_logits, n_best_size)
-            # if we could have irrelevant answers, get the min score of irrelevant
-            if version_2_with_negative:
-                feature_null_score = start_logits[0] + end_logits[0]
-                if feature_null_score < score_null:
-                    score_null = feature_null_score
-                    min_null_feature_index = feature_index
-                    null_start_logit = start_logits[0]
-                    null_end_logit = end_logits[0]
-            for start_index in start_indexes:
-                for end_index in end_indexes:
-                    # We could hypothetically create invalid predictions, e.g., predict
-                    # that the start of the span is in the question. We throw out all
-                    # invalid predictions.
-                    if start_index >= len(feature.tokens) or end_index >= len(feature.tokens):
-                        continue
-                    if start_index not in feature.token_to_orig_map:
-                        continue
-                    if end_index not in feature.token_to_orig_map:
-                        continue
-                    if not feature.token_is_max_context.get(start_index, False):
-                        continue
-                    if end_index < start_index:
-                        continue
-                    if end_index - start_index + 1 > max_answer_length:
-                        continue
-                    prelim_predictions.append(PrelimPrediction(
-                        feature_index, start_index, end_index,
-                        start_logits[start_index], end_logits[end_index]))
-        if version_2_with_negative:
-            prelim_predictions.append(PrelimPrediction(
-                min_null_feature_index, 0, 0, null_start_logit, null_end_logit))
-        prelim_predictions.sort(key=lambda x: x.start_logit + x.end_logit, reverse=True)
-
-        seen_predictions = {}
-        nbest = []  # (text, start_logit, end_logit, start_char, end_char)
-        for pred in prelim_predictions:
-            if len(nbest) >= n_best_size:
-                break
-            feature = example_features[pred.feature_index]
-            if pred.start_index > 0:  # this is a non-null prediction
-                tok_tokens = feature.tokens[pred.start_index:pred.end_index + 1]
-                orig_doc_start = feature.token_to_orig_map[pred.start_index]
-                orig_doc_end = feature.token_to_orig_map[pred.end_index]
-                orig_tokens = example.doc_tokens[orig_doc_start:orig_doc_end + 1]
-                tok_text = " ".join(tok_tokens)
-                # De-tokenize WordPieces that have been split off.
-                tok_text = tok_text.replace(" ##", "").replace("##", "")
-                # Clean whitespace
-                tok_text = " ".join(tok_text.strip().split())
-                orig_text = " ".join(orig_tokens)
-                final_text, sub_start, sub_end = get_final_text_span(
-                    tok_text, orig_text, do_lower_case, verbose_logging)
-                if final_text in seen_predictions:
-                    continue
-                seen_predictions[final_text] = True
-                start_char, end_char = _context_char_span(
-                    example, orig_doc_start, orig_doc_end, sub_start, sub_end)
-            else:
-                final_text = ""
-                seen_predictions[final_text] = True
-                start_char = end_char = -1
-            nbest.append((final_text, pred.start_logit, pred.end_logit, start_char, end_char))
-
-        # if we didn't include the empty option in the n-best, include it
-        if version_2_with_negative and "" not in seen_predictions:
-            nbest.append(("", null_start_logit, null_end_logit, -1, -1))
-        # In very rare edge cases we could have no valid predictions. So we
-        # just create a nonce prediction in this case to avoid failure.
-        if not nbest:
-            nbest.append(("empty", 0.0, 0.0, -1, -1))
-
-        best_non_null = next((e for e in nbest if e[0]), None)
-        probs = _compute_softmax([e[1] + e[2] for e in nbest])
-        nbest_json = [collections.OrderedDict(
-            text=e[0], probability=p, start_logit=e[1], end_logit=e[2])
-            for e, p in zip(nbest, probs)]
-
-        score_diff = None
-        if not version_2_with_negative:
-            text = nbest[0][0]
-            chosen = nbest[0]
-        else:
-            if best_non_null is None:  # only the null answer: google would crash here
-                best_non_null = ("", 0.0, 0.0, -1, -1)
-            # predict "" iff the null score - the score of best non-null > threshold
-            score_diff = score_null - best_non_null[1] - best_non_null[2]
-            text = "" if score_diff > null_score_diff_threshold else best_non_null[0]
-            chosen = best_non_null
-        predictions[example.qas_id] = SquadPrediction(
-            text=text, nbest=nbest_json, score_diff=score_diff,
-            best_text=chosen[0], best_score=chosen[1] + chosen[2],
-            start_char=chosen[3], end_char=chosen[4],
-            null_score=score_null if version_2_with_negative else None)
-    return predictions
-
-
-def apply_threshold(predictions: Dict[str, SquadPrediction], threshold: float) -> dict:
-    """v2.0: qas_id → answer with a new null-score-difference threshold."""
-    return {qid: ("" if p.score_diff is not None and p.score_diff > threshold else p.best_text)
-            for qid, p in predictions.items()}
-
-
-def write_prediction_files(predictions: Dict[str, SquadPrediction], output_dir,
-                           version_2_with_negative: bool, answers: dict | None = None) -> dict:
-    """Writes predictions.json, nbest_predictions.json (and null_odds.json)."""
-    answers = answers if answers is not None else {q: p.text for q, p in predictions.items()}
-    paths = {"predictions": io.join(output_dir, "predictions.json"),
-             "nbest": io.join(output_dir, "nbest_predictions.json")}
-    io.atomic_write(paths["predictions"], json.dumps(answers, indent=4, ensure_ascii=False) + "\n")
-    io.atomic_write(paths["nbest"], json.dumps(
-        {q: p.nbest for q, p in predictions.items()}, indent=4, ensure_ascii=False) + "\n")
-    if version_2_with_negative:
-        paths["null_odds"] = io.join(output_dir, "null_odds.json")
-        io.atomic_write(paths["null_odds"], json.dumps(
-            {q: p.score_diff for q, p in predictions.items()}, indent=4) + "\n")
-    return paths
-
-
 def split_by_article(input_file, train_file, dev_file, num_train_articles: int) -> tuple:
     """Writes the first `num_train_articles` articles of a SQuAD file to
     `train_file` and the rest to `dev_file`; returns the question counts."""
@@ -807,46 +553,3 @@ def split_by_article(input_file, train_file, dev_file, num_train_articles: int) 
                                          ensure_ascii=False) + "\n")
         counts.append(sum(len(p["qas"]) for a in part for p in a["paragraphs"]))
     return tuple(counts)
-
-
-# --------------------------------------------------------------------------
-# `python -m data_prep.squad`: split a SQuAD file into train and dev by article
-# --------------------------------------------------------------------------
-
-
-def _define_flags():
-    from absl import flags
-
-    flags.DEFINE_string("input_file", None, "SQuAD JSON (v1.1 or v2.0) to split.")
-    flags.DEFINE_string("train_output", None, "Where the first articles go.")
-    flags.DEFINE_string("dev_output", None, "Where the remaining articles go.")
-    flags.DEFINE_integer("num_train_articles", None,
-                         "How many articles (from the start) form the training part.")
-    flags.mark_flags_as_required(["input_file", "train_output", "dev_output",
-                                  "num_train_articles"])
-
-
-def main(argv):
-    """Splits by article, so no context is shared between the two parts."""
-    from official_bert import app
-
-    app.refuse_arguments(argv)
-    from absl import flags
-
-    FLAGS = flags.FLAGS
-    train, dev = split_by_article(FLAGS.input_file, FLAGS.train_output, FLAGS.dev_output,
-                                  FLAGS.num_train_articles)
-    print(f"wrote {FLAGS.train_output} ({train} questions) and {FLAGS.dev_output} "
-          f"({dev} questions)")
-
-
-def entry(argv=None):
-    """Console entry point (`bert squad-split` and `python -m data_prep.squad`)."""
-    from official_bert import app
-
-    _define_flags()
-    app.run(main, argv)
-
-
-if __name__ == "__main__":
-    entry()

@@ -21,7 +21,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from official_bert import io
-from official_bert.errors import BadFileError, not_utf8
+from official_bert.errors import BadFileError
 from official_bert.text import tokenization
 
 REQUIRED = ("sent1", "sent2")
@@ -50,7 +50,7 @@ def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
     try:
         return _read_swag(path, require_label)
     except UnicodeDecodeError as e:
-        raise not_utf8(path, e) from None
+        raise io.not_utf8(path, e) from None
 
 
 def _read_swag(path: str, require_label: bool) -> List[SwagExample]:

@@ -19,19 +19,21 @@ import sys
 
 # command → (module with `entry(argv)`, one-line description). In pipeline order.
 COMMANDS = {
-    "download": ("data_prep.download",
+    "download": ("official_bert.commands.download",
                  "fetch GLUE, SQuAD, SWAG, WNUT-17, XNLI (checksums, resume, mirrors)"),
-    "prepare-corpus": ("data_prep.prepare_corpus",
+    "prepare-corpus": ("official_bert.commands.prepare_corpus",
                        "raw documents → one sentence per line, blank line between documents"),
-    "build-vocab": ("data_prep.build_vocab", "learn a WordPiece vocabulary (Google's layout)"),
-    "create-pretraining-data": ("data_prep.create_pretraining_data",
+    "build-vocab": ("official_bert.commands.build_vocab",
+                    "learn a WordPiece vocabulary (Google's layout)"),
+    "create-pretraining-data": ("official_bert.commands.create_pretraining_data",
                                 "masked-LM + next-sentence TFRecords"),
     "pretrain": ("official_bert.commands.pretrain",
                  "pre-train BERT (masked LM + next sentence)"),
     "classify": ("official_bert.commands.classify",
                  "fine-tune / evaluate / predict GLUE or your own CSV/TSV"),
     "squad": ("official_bert.commands.squad", "question answering, SQuAD v1.1 and v2.0"),
-    "squad-split": ("data_prep.squad", "split a SQuAD file into train and dev by article"),
+    "squad-split": ("official_bert.commands.squad_split",
+                    "split a SQuAD file into train and dev by article"),
     "swag": ("official_bert.commands.swag", "multiple choice (SWAG layout)"),
     "ner": ("official_bert.commands.ner",
             "token tagging (CoNLL files), fine-tuned or feature-based"),
@@ -55,7 +57,10 @@ COMMANDS = {
 }
 
 
-_DUMP_FLAGS = r"""
+# Run in a fresh process per command (each command defines its flags in absl's
+# global FlagValues): its flags by `--help` group, each with its name, help, type,
+# default and choices. `flags_reference` and tests/test_settings.py read it.
+DUMP_FLAGS = r"""
 import importlib, json, sys
 from absl import flags
 module = importlib.import_module(sys.argv[1])
@@ -66,10 +71,18 @@ for name, group in flags.FLAGS.flags_by_module_dict().items():
     if name.startswith("absl."):
         continue
     title = module.__name__ if name in (sys.argv[1], module.__file__) else name
-    groups[title] = [(f.name, f.help or "", None if f.default is None else str(f.default))
+    groups[title] = [dict(name=f.name, help=f.help or "", type=f.flag_type(), default=f.default,
+                          choices=getattr(f.parser, "enum_values", None))
                      for f in sorted(group, key=lambda f: f.name)]
 print(json.dumps(groups))
 """
+
+
+def command_flags(module: str) -> dict:
+    """{group: [flag as a dict]} of the command `module` (`DUMP_FLAGS`)."""
+    result = subprocess.run([sys.executable, "-c", DUMP_FLAGS, module], text=True,
+                            capture_output=True, check=True)
+    return json.loads(result.stdout)
 
 
 def flags_reference() -> str:
@@ -79,15 +92,13 @@ def flags_reference() -> str:
              "the flag definitions (a test fails when this file is out of date). "
              "`bert <command> --help` shows the same, grouped.", ""]
     for command, (module, description) in COMMANDS.items():
-        result = subprocess.run([sys.executable, "-c", _DUMP_FLAGS, module], text=True,
-                                capture_output=True, check=True)
         lines += [f"## `bert {command}`", "", f"{description}.", ""]
-        for group, group_flags in json.loads(result.stdout).items():
+        for group, group_flags in command_flags(module).items():
             lines += [f"**{group}**", "", "| flag | default | help |", "|---|---|---|"]
-            for name, help_text, default in group_flags:
-                help_text = " ".join(help_text.split()).replace("|", "\\|")
-                shown = "" if default is None else f"`{default}`"
-                lines.append(f"| `--{name}` | {shown} | {help_text} |")
+            for flag in group_flags:
+                help_text = " ".join(flag["help"].split()).replace("|", "\\|")
+                shown = "" if flag["default"] is None else f"`{flag['default']}`"
+                lines.append(f"| `--{flag['name']}` | {shown} | {help_text} |")
             lines.append("")
     return "\n".join(lines)
 

@@ -22,7 +22,6 @@ Each reader's own error type is a `BadFileError`: `modeling.configs.ConfigError`
 
 from __future__ import annotations
 
-import codecs
 import errno
 
 # errno values of an OSError that mean "no room to write": a full disk, a full
@@ -114,42 +113,24 @@ def is_disk_full(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS
 
 
-def not_utf8(path, error: UnicodeDecodeError | None = None, *, fix: str | None = None,
-             ) -> BadFileError:
-    """A `BadFileError` naming the line of the first byte of `path` that is not UTF-8.
+def not_utf8_error(path, reason: str, *, where: str | None = None, line: int | None = None,
+                   fix: str | None = None) -> BadFileError:
+    """The `BadFileError` for a file that is not UTF-8.
 
-    For readers that decode as they go (csv, json, line loops) and catch the
-    `UnicodeDecodeError` without knowing the line: the file is read again, in
-    blocks, up to the bad byte (only on this error path).
+    Args:
+        path: the file.
+        reason: the decoder's reason, e.g. "invalid start byte".
+        where: where the bad byte is, e.g. "at byte 17" (None: unknown).
+        line: the 1-based line of the bad byte, when known.
+        fix: what the user can do (default: convert the file to UTF-8).
+
+    `io.not_utf8` finds `where` and `line` by reading the file; this module
+    reads nothing, so that every module can import it.
+
+    Example:
+    >>> str(not_utf8_error("a.tsv", "invalid start byte", where="at byte 3", line=1))
+    'a.tsv line 1 is not UTF-8 (invalid start byte at byte 3); convert the file to UTF-8'
     """
-    from official_bert import io  # here: io imports this module at its top
-
-    fix = fix or "convert the file to UTF-8"
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    consumed = newlines = 0
-    reason = error.reason if error is not None else "invalid byte"
-    try:
-        with io.open_file(path, "rb") as f:
-            while True:
-                block = f.read(1 << 20)
-                if not block:
-                    decoder.decode(b"", final=True)
-                    break
-                try:
-                    decoder.decode(block)
-                except UnicodeDecodeError as e:
-                    # `e.start` counts from the bytes the decoder held back
-                    # (at most 3 of an unfinished character) plus this block.
-                    held = len(e.object) - len(block)
-                    start = max(e.start - held, 0)
-                    line = newlines + block.count(b"\n", 0, start) + 1
-                    return BadFileError(path, f"is not UTF-8 ({e.reason} at byte "
-                                        f"{consumed + start})", line=line, fix=fix)
-                newlines += block.count(b"\n")
-                consumed += len(block)
-    except UnicodeDecodeError as e:  # the file ends inside a character
-        return BadFileError(path, f"is not UTF-8 ({e.reason} at the end of the file)",
-                            line=newlines + 1, fix=fix)
-    except OSError:
-        pass
-    return BadFileError(path, f"is not UTF-8 ({reason})", fix=fix)
+    detail = f"{reason} {where}" if where else reason
+    return BadFileError(path, f"is not UTF-8 ({detail})", line=line,
+                        fix=fix or "convert the file to UTF-8")

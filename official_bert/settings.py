@@ -93,19 +93,29 @@ def _kind(annotation) -> tuple[type, bool]:
     raise TypeError(f"a setting must be str, int, float, bool or list, not {annotation}")
 
 
+def setting_of(config_class, name: str, default: Any = dataclasses.MISSING) -> Any:
+    """The setting `name` of the dataclass `config_class` (its help, choices
+    and default; `default` replaces the default) as a field of another config:
+    a setting two configs share, defined once."""
+    field = {f.name: f for f in dataclasses.fields(config_class)}[name]
+    if default is dataclasses.MISSING:
+        default = (field.default_factory() if field.default_factory is not dataclasses.MISSING
+                   else field.default)
+    if isinstance(default, list):  # each instance its own list
+        return dataclasses.field(default_factory=lambda: list(default), metadata=field.metadata)
+    return dataclasses.field(default=default, metadata=field.metadata)
+
+
 def with_defaults(config_class, name: str, **defaults):
     """A subclass of the dataclass `config_class` whose fields in `defaults`
     have other defaults (help and type unchanged): a command's own defaults,
     stated once."""
-    fields = []
-    for field in dataclasses.fields(config_class):
-        if field.name not in defaults:
-            continue
-        value = defaults.pop(field.name)
-        fields.append((field.name, field.type, dataclasses.field(
-            default=value, metadata=field.metadata)))
-    if defaults:
-        raise TypeError(f"{config_class.__name__} has no field(s) {', '.join(defaults)}")
+    hints = {f.name: f.type for f in dataclasses.fields(config_class)}
+    unknown = set(defaults) - set(hints)
+    if unknown:
+        raise TypeError(f"{config_class.__name__} has no field(s) {', '.join(sorted(unknown))}")
+    fields = [(field_name, hints[field_name], setting_of(config_class, field_name, value))
+              for field_name, value in defaults.items()]
     return dataclasses.make_dataclass(name, fields, bases=(config_class,),
                                       namespace={"__module__": config_class.__module__,
                                                  "__doc__": config_class.__doc__})

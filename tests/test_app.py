@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
             # first evaluation step, say): autograph wraps what the handler raises.
             import os, signal, time
             import tensorflow as tf
-            from official_bert.tasks import base
+            from official_bert.tasks import runner
 
             def layer(x):  # converted by autograph, as a Keras layer's call is
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -49,7 +49,7 @@ SCRIPT = textwrap.dedent("""
             def step(x):
                 return layer(x)
 
-            with base._sigterm_stops():
+            with runner._sigterm_stops():
                 step(tf.constant(1))
             raise RuntimeError("not stopped")
         if kind == "value":

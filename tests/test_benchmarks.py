@@ -5,6 +5,8 @@ import sys
 
 import numpy as np
 
+# benchmarks/ is a package at the repository root that pip does not install: `python -m
+# pytest` from the root finds it (the root is the working directory), a bare `pytest` would not.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from benchmarks import common, step_floor  # noqa: E402

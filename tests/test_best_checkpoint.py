@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from official_bert.errors import UserError
-from official_bert.tasks import base
+from official_bert.tasks import base, evaluation
 from test_run_classifier import (DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, run,
                                  write_sst2)
 
@@ -51,7 +51,7 @@ def _best(tmp_path, values, patience=None, metric="eval_accuracy"):
     config = base.RunConfig(output_dir=str(tmp_path), eval_every_steps=10,
                             keep_best_metric=metric, early_stopping_patience=patience)
     trainer = _Trainer(model)
-    return base.BestCheckpoint(_ScriptedTask(config, values, model), trainer), trainer
+    return evaluation.BestCheckpoint(_ScriptedTask(config, values, model), trainer), trainer
 
 
 def test_keeps_the_best_and_stops_after_patience(tmp_path):
@@ -192,7 +192,7 @@ def test_the_final_evaluation_predictions_and_export_are_the_best_steps(tmp_path
     eval_loss, which the last evaluation's is not."""
     import keras
 
-    from conftest import tiny_config
+    from support import tiny_config
     from official_bert import checkpoints
     from official_bert.modeling.encoder import BertEncoder, dummy_inputs
     from test_run_classifier import VOCAB

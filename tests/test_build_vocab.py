@@ -87,7 +87,7 @@ def test_errors(tmp_path, corpus):
 
 def test_cli_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "data_prep.build_vocab", f"--input_file={tmp_path}/x*.txt",
-         f"--output_file={tmp_path}/v.txt"], cwd=REPO, capture_output=True, text=True)
+        [sys.executable, "-m", "official_bert.commands.build_vocab",
+         f"--input_file={tmp_path}/x*.txt", f"--output_file={tmp_path}/v.txt"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: --input_file: no file")

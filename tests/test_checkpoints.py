@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
-from conftest import tiny_config
+from support import tiny_config
 from official_bert import checkpoints
 from official_bert.checkpoints import CheckpointError
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs

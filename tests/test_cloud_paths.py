@@ -39,7 +39,7 @@ import importlib, traceback
 import numpy as np
 from absl import flags as absl_flags
 
-sys.path.insert(0, ARGS["tests"])
+sys.path.insert(0, ARGS["tests"])  # a fresh process: the test modules and support it imports
 
 
 def put_tree(local, remote):
@@ -143,7 +143,7 @@ def case_predict():
     # `bert predict` reads the input file and the export from ram://; the model's own
     # probabilities on the same text, packed in Python, are the known answer.
     predict = fresh("official_bert.commands.predict")
-    from conftest import tiny_config
+    from support import tiny_config
     from test_run_classifier import DEV, VOCAB
     from official_bert.modeling.encoder import BertEncoder, dummy_inputs
     from official_bert.modeling.heads import BertClassifier
@@ -190,7 +190,7 @@ def case_export_encoder():
     from official_bert import checkpoints
     from official_bert.commands import export_encoder
     from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-    from conftest import tiny_config
+    from support import tiny_config
     from test_run_classifier import VOCAB
 
     fresh()
@@ -224,8 +224,8 @@ def case_prepare_corpus():
     local = ARGS["local"] + "/corpus.txt"
     prepare_corpus.prepare_corpus([ARGS["documents"]], local, prepare_corpus.CorpusOptions())
     return {"same_as_local": io.read_text("ram://corpus/corpus.txt") == io.read_text(local),
-            "documents": json.loads(io.read_text(io.sidecar_path("ram://corpus/corpus.txt",
-                                                                 "stats")))["documents"],
+            "documents": json.loads(io.read_text(file_sets.sidecar_path(
+                "ram://corpus/corpus.txt", "stats")))["documents"],
             "files": files("ram://corpus")}
 
 

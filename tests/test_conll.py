@@ -147,7 +147,7 @@ def test_token_classifier_and_feature_tagger_shapes():
     import keras
     import numpy as np
     import tensorflow as tf
-    from conftest import tiny_config
+    from support import tiny_config
     from official_bert.modeling.encoder import BertEncoder
     from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
 

@@ -25,7 +25,7 @@ import pytest
 
 from data_prep import create_pretraining_data as cpd
 from data_prep import pretraining_instances as pi
-from data_prep import prepare_corpus, tfrecord_io
+from data_prep import prepare_corpus, pretraining_records, tfrecord_io
 from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
 from official_bert.errors import UserError
 
@@ -220,7 +220,7 @@ def test_crc32c_known_answers():
 def test_hand_serialized_example_equals_protobuf():
     import tensorflow as tf
 
-    codec = pi.ExampleCodec(max_seq_length=12, max_predictions_per_seq=4, vocab_size=30522)
+    codec = pretraining_records.ExampleCodec(max_seq_length=12, max_predictions_per_seq=4, vocab_size=30522)
     tokens = [CLS, 7592, 2088, 30000, SEP, 200, 5, SEP]  # ids of 1, 2 and 3 varint bytes
     got = tf.train.Example.FromString(codec.static(tokens, 3, 2, [2, 6], [2088, 5], True))
 
@@ -526,7 +526,7 @@ def test_one_sentence_documents_are_counted_and_make_no_instances(tmp_path, voca
 
 def test_cli_with_googles_flags(tmp_path, corpus, vocab):
     out = tmp_path / "cli.tfrecord"
-    cmd = [sys.executable, "-m", "data_prep.create_pretraining_data",
+    cmd = [sys.executable, "-m", "official_bert.commands.create_pretraining_data",
            f"--input_file={corpus}", f"--output_file={out}", f"--vocab_file={vocab}",
            "--do_lower_case=True", "--max_seq_length=64", "--max_predictions_per_seq=10",
            "--masked_lm_prob=0.15", "--random_seed=1", "--dupe_factor=1",

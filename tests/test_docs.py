@@ -37,8 +37,8 @@ import subprocess
 
 import pytest
 
-from conftest import REPO_ROOT, SHARED, minilm_model_dir
-from download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest
+from support import REPO_ROOT, SHARED, minilm_model_dir
+from support.download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 PROVIDED = ("MINILM", "DATA", "RUNS")
@@ -57,7 +57,6 @@ TINY = {
                    "--train_batch_size=4 --log_steps=1",
     "run_pretraining.py": "--num_train_steps=4 --num_warmup_steps=1 --save_checkpoints_steps=2 "
                           "--log_steps=1 --max_eval_steps=2 --train_batch_size=8",
-    "data_prep.create_pretraining_data": "--dupe_factor=1",
     "create_pretraining_data.py": "--dupe_factor=1",
     "quickstart.py": "--fast",
     "serving_speed.py": "--num_layers=2 --hidden_size=64 --num_heads=2 --rounds=1 --b1_calls=2 "
@@ -66,7 +65,7 @@ TINY = {
 BERT_COMMANDS = {
     "classify": "run_classifier.py", "squad": "run_squad.py", "ner": "run_ner.py",
     "swag": "run_swag.py", "pretrain": "run_pretraining.py",
-    "create-pretraining-data": "data_prep.create_pretraining_data", "quickstart": "quickstart.py",
+    "create-pretraining-data": "create_pretraining_data.py", "quickstart": "quickstart.py",
 }
 
 _BLOCK = re.compile(r"(?:<!--\s*docs-test:\s*(?P<tag>[^>]*?)\s*-->\s*\n)?```bash\n(?P<body>.*?)```",

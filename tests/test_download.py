@@ -21,9 +21,9 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, SHARED
-from data_prep import download, glue
-from download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest, write_tree
+from support import REPO_ROOT, SHARED
+from data_prep import configs, datasets, download, glue
+from support.download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest, write_tree
 
 SQUAD = "squad/train-v1.1.json"
 
@@ -43,17 +43,18 @@ def mirror(files, tmp_path):
 
 def run_cli(*args, env=None):
     environment = dict(os.environ, **(env or {}))
-    environment.pop(download.MANIFEST_ENV, None)
-    return subprocess.run([sys.executable, "-m", "data_prep.download", *map(str, args)],
-                          cwd=REPO_ROOT, env=environment, text=True, capture_output=True,
-                          timeout=300)
+    environment.pop(configs.MANIFEST_ENV, None)
+    return subprocess.run([sys.executable, "-m", "official_bert.commands.download",
+                           *map(str, args)], cwd=REPO_ROOT, env=environment, text=True,
+                          capture_output=True, timeout=300)
 
 
 def fetcher(output_dir, manifest, **options):
     out = io.StringIO()
     options = dict(dict(retries=2, retry_wait=0.01, progress_seconds=60.0), **options)
-    return download.Downloader(download.Options(output_dir=str(output_dir), manifest=manifest,
-                                                **options), out=out), out
+    return download.Downloader(configs.DownloadOptions(output_dir=str(output_dir),
+                                                       manifest=manifest, **options),
+                               out=out), out
 
 
 def error_lines(result):
@@ -84,8 +85,8 @@ def test_every_dataset_downloads_verifies_and_unpacks(mirror, files, tmp_path):
     # The printed paths, one a dataset; nothing left behind but the datasets.
     assert len(result.stdout.split()) == 15
     assert not no_temporaries(out)
-    assert os.listdir(out / download.DOWNLOADS) == [] or all(
-        not f for _, _, f in os.walk(out / download.DOWNLOADS))
+    assert os.listdir(out / configs.DOWNLOADS) == [] or all(
+        not f for _, _, f in os.walk(out / configs.DOWNLOADS))
     info = json.loads((out / "glue/CoLA" / download.INFO_FILE).read_text())
     assert info["files"][0]["sha256"] == hashlib.sha256(files["glue/CoLA.zip"]).hexdigest()
     # Progress (bytes and speed) for every file, and the unpinned scripts are named.
@@ -106,7 +107,7 @@ def test_a_cut_connection_resumes_with_range(mirror, files, tmp_path):
     cut = len(files[SQUAD]) // 3
     mirror.cut[SQUAD] = [cut]
     fetch, out = fetcher(tmp_path / "data", mirror.manifest)
-    [path] = fetch.run(download.resolve(["squad_v1.1"]))
+    [path] = fetch.run(datasets.resolve(["squad_v1.1"]))
     assert pathlib.Path(path, "train-v1.1.json").read_bytes() == files[SQUAD]
     assert mirror.range_requests(SQUAD) == [f"bytes={cut}-"]
     assert "retrying from" in out.getvalue() and "resuming at" in out.getvalue()
@@ -121,7 +122,7 @@ def test_an_interrupted_run_resumes_in_the_next(mirror, files, tmp_path):
     assert first.returncode == 1
     [line] = error_lines(first)
     assert "run the same command again to resume" in line and "Traceback" not in first.stderr
-    part = out / download.DOWNLOADS / (SQUAD + ".part")
+    part = out / configs.DOWNLOADS / (SQUAD + ".part")
     assert part.stat().st_size == cut
     assert not (out / "squad_v1.1").exists()
     second = run_cli("squad_v1.1", f"--output_dir={out}", f"--manifest={mirror.manifest}")
@@ -140,7 +141,7 @@ def test_a_corrupt_download_is_refused_and_removed(mirror, tmp_path):
     assert "glue/RTE.zip" in line and "sha256" in line and "deleted" in line
     assert "Traceback" not in result.stderr
     assert not (out / "glue/RTE").exists()
-    assert not [p for p in (out / download.DOWNLOADS).rglob("*") if p.is_file()]
+    assert not [p for p in (out / configs.DOWNLOADS).rglob("*") if p.is_file()]
     assert not no_temporaries(out)
 
 
@@ -150,7 +151,7 @@ def test_a_truncated_file_is_refused(files, tmp_path):
         manifest = write_manifest(tmp_path / "m.json", files, server.base_url)
         fetch, _ = fetcher(tmp_path / "data", manifest)
         with pytest.raises(download.UserError, match="has 1,000 bytes, not the"):
-            fetch.run(download.resolve(["squad_v1.1"]))
+            fetch.run(datasets.resolve(["squad_v1.1"]))
     assert not (tmp_path / "data/squad_v1.1").exists()
     assert not no_temporaries(tmp_path / "data")
 
@@ -159,7 +160,7 @@ def test_a_server_that_ignores_range_starts_over(mirror, files, tmp_path):
     mirror.ignore_range = True
     mirror.cut[SQUAD] = [len(files[SQUAD]) // 2]
     fetch, out = fetcher(tmp_path / "data", mirror.manifest)
-    [path] = fetch.run(download.resolve(["squad_v1.1"]))
+    [path] = fetch.run(datasets.resolve(["squad_v1.1"]))
     assert pathlib.Path(path, "train-v1.1.json").read_bytes() == files[SQUAD]
     assert "does not resume" in out.getvalue()
 
@@ -170,7 +171,7 @@ def test_progress_lines_per_tenth(files, tmp_path):
     with MirrorServer(big) as server:
         manifest = write_manifest(tmp_path / "m.json", big, server.base_url, UNPINNED)
         fetch, out = fetcher(tmp_path / "data", manifest)
-        fetch.run(download.resolve(["squad_v1.1"]))
+        fetch.run(datasets.resolve(["squad_v1.1"]))
     lines = [line for line in out.getvalue().splitlines() if line.startswith(f"  {SQUAD}: ")
              and "%" in line]
     assert 9 <= len(lines) <= 12, lines
@@ -203,12 +204,12 @@ def test_source_dir_needs_no_network(files, tmp_path):
 
 def test_kept_archives_are_a_source_dir_for_another_machine(mirror, files, tmp_path):
     fetch, _ = fetcher(tmp_path / "online", mirror.manifest, keep_archives=True)
-    fetch.run(download.resolve(["glue/WNLI"]))
-    kept = tmp_path / "online" / download.DOWNLOADS
+    fetch.run(datasets.resolve(["glue/WNLI"]))
+    kept = tmp_path / "online" / configs.DOWNLOADS
     assert (kept / "glue/WNLI.zip").read_bytes() == files["glue/WNLI.zip"]
     offline, _ = fetcher(tmp_path / "offline", mirror.manifest, source_dir=str(kept))
     requests = len(mirror.requests)
-    [path] = offline.run(download.resolve(["glue/wnli"]))
+    [path] = offline.run(datasets.resolve(["glue/wnli"]))
     assert len(mirror.requests) == requests
     assert sorted(os.listdir(path)) == [download.INFO_FILE, "dev.tsv", "test.tsv", "train.tsv"]
 
@@ -224,10 +225,10 @@ def test_base_url_names_a_mirror(files, tmp_path):
 
 def test_an_existing_dataset_is_left_alone(mirror, tmp_path):
     fetch, _ = fetcher(tmp_path / "data", mirror.manifest)
-    fetch.run(download.resolve(["glue/WNLI"]))
+    fetch.run(datasets.resolve(["glue/WNLI"]))
     again, out = fetcher(tmp_path / "data", mirror.manifest)
     requests = len(mirror.requests)
-    again.run(download.resolve(["glue/WNLI"]))
+    again.run(datasets.resolve(["glue/WNLI"]))
     assert "already in" in out.getvalue() and len(mirror.requests) == requests
 
 
@@ -242,7 +243,7 @@ def test_a_failed_unpack_publishes_nothing(files, tmp_path):
         manifest = write_manifest(tmp_path / "m.json", broken, server.base_url)
         fetch, _ = fetcher(tmp_path / "data", manifest)
         with pytest.raises(download.BadFileError, match="unpacked without dev.tsv, test.tsv"):
-            fetch.run(download.resolve(["glue/RTE"]))
+            fetch.run(datasets.resolve(["glue/RTE"]))
     assert not (tmp_path / "data/glue/RTE").exists()
     assert not no_temporaries(tmp_path / "data")
 
@@ -256,7 +257,7 @@ def test_an_unpinned_file_is_checked_for_what_can_be_checked(files, tmp_path):
             manifest = write_manifest(tmp_path / "m.json", pinned, server.base_url, UNPINNED)
             fetch, _ = fetcher(tmp_path / "data", manifest)
             with pytest.raises(download.UserError, match=match):
-                fetch.run(download.resolve(["squad_v1.1"]))
+                fetch.run(datasets.resolve(["squad_v1.1"]))
         assert not (tmp_path / "data/squad_v1.1").exists()
 
 
@@ -279,23 +280,23 @@ def test_manifest_and_flag_errors(tmp_path):
                         ('{"files": {"glue/CoLA.zip": {"sha": "abc"}}}', "unknown keys")):
         bad.write_text(text)
         with pytest.raises(download.BadFileError, match=match):
-            download.load_manifest(str(bad))
+            datasets.load_manifest(str(bad))
     with pytest.raises(download.UserError, match="unknown dataset 'glue/XYZ'"):
-        download.resolve(["glue/XYZ"])
+        datasets.resolve(["glue/XYZ"])
     result = run_cli("glue", "--base_url=http://x", "--source_dir=/tmp")
     assert error_lines(result) == ["error: --base_url and --source_dir exclude each other"]
 
 
 def test_the_builtin_table():
-    names = [d.name for d in download.resolve(["glue"])]
+    names = [d.name for d in datasets.resolve(["glue"])]
     assert names == [f"glue/{t}" for t in ("CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI",
                                            "QNLI", "RTE", "WNLI", "diagnostic")]
-    assert [d.name for d in download.resolve(["GLUE/sst2", "SQuAD_v1.1", "glue/ax"])] == [
+    assert [d.name for d in datasets.resolve(["GLUE/sst2", "SQuAD_v1.1", "glue/ax"])] == [
         "glue/SST-2", "squad_v1.1", "glue/diagnostic"]
-    for dataset in download.DATASETS.values():
-        assert set(dataset.files) <= set(download.REMOTES), dataset.name
+    for dataset in datasets.DATASETS.values():
+        assert set(dataset.files) <= set(datasets.REMOTES), dataset.name
     unpinned = []
-    for name, remote in download.REMOTES.items():
+    for name, remote in datasets.REMOTES.items():
         assert remote.url.startswith("https://"), name
         assert remote.pinned_by, name
         if remote.sha256 is None:
@@ -318,7 +319,7 @@ def test_mrpc_is_glue_scripts_split(tmp_path):
     mrpc = SHARED / "data" / "glue" / "MRPC"
     if not (mrpc / "original").exists():
         pytest.skip(f"{mrpc} is absent")
-    download._format_mrpc(str(mrpc / "original/msr_paraphrase_train.txt"),
+    datasets._format_mrpc(str(mrpc / "original/msr_paraphrase_train.txt"),
                           str(mrpc / "original/msr_paraphrase_test.txt"),
                           str(mrpc / "dev_ids.tsv"), str(tmp_path))
     for name in ("train.tsv", "dev.tsv", "test.tsv", "dev_ids.tsv"):
@@ -334,7 +335,7 @@ def test_pinned_hashes_match_the_copies_in_shared():
     if not all(p.exists() for p in copies.values()):
         pytest.skip(f"{data} is absent")
     for name, path in copies.items():
-        remote = download.REMOTES[name]
+        remote = datasets.REMOTES[name]
         assert download.verify(str(path), remote) == [], name
 
 
@@ -351,7 +352,7 @@ def test_a_manifest_value_of_the_wrong_kind_names_the_manifest(tmp_path, entry, 
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({"files": {"wnut17/wnut17train.conll": entry}}))
     with pytest.raises(download.BadFileError) as info:
-        download.load_manifest(str(path))
+        datasets.load_manifest(str(path))
     assert str(path) in str(info.value) and says in str(info.value)
 
 
@@ -359,8 +360,8 @@ def test_a_manifest_base_url_that_is_not_a_string_names_the_manifest(tmp_path):
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({"base_url": ["http://x"], "files": {}}))
     with pytest.raises(download.BadFileError, match="has a base_url that is not a string"):
-        download.load_manifest(str(path))
+        datasets.load_manifest(str(path))
     good = {"base_url": "http://x/", "files": {"wnut17/wnut17train.conll": {"size": 12}}}
     path.write_text(json.dumps(good))
-    remotes, base_url = download.load_manifest(str(path))
+    remotes, base_url = datasets.load_manifest(str(path))
     assert base_url == "http://x/" and remotes["wnut17/wnut17train.conll"].size == 12

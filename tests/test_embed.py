@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, tiny_config
+from support import REPO_ROOT, tiny_config
 from official_bert import checkpoints
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs

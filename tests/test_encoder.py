@@ -3,7 +3,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from conftest import tiny_config
+from support import tiny_config
 from official_bert.modeling import layers
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 

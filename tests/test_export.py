@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from support import tiny_config
 
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman walk ##s ##ed ##ing is in park cafe "
          "good bad movie very . , ! ? he she it was un ##believ ##able").split()

@@ -23,10 +23,11 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 from official_bert import checkpoints
-from official_bert.commands.export_google import ExportGoogleConfig, export
+from official_bert.commands.export_google import ExportGoogleConfig
 from official_bert.errors import UserError
+from official_bert.google_export import export
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from test_run_classifier import trained  # noqa: F401  (a fixture: a fine-tuned classifier run)

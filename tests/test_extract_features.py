@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 SCRIPT = str(REPO_ROOT / "extract_features.py")
 

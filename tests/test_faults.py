@@ -1,7 +1,7 @@
 """Fault injection: every bad file, bad flag and fault ends in one clear line.
 
 Each test runs the real command in a subprocess on tiny inputs
-(`tools/fault_kit.py`) with one thing broken, and checks what a user sees:
+(`tests/support/fault_kit.py`) with one thing broken, and checks what a user sees:
 
 * a non-zero exit status;
 * exactly one `error: ...` line (absl's own line for a flag it cannot parse),
@@ -42,10 +42,9 @@ import time
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tools"))
+from support import fault_kit as kit
 
-import fault_kit as kit  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +135,7 @@ def rename(source, destination, overwrite=False):
         if len(renamed) == 1:
             os.kill(os.getpid(), signal.SIGKILL)  # one of the 3 outputs is in place
 io.rename = rename
-from data_prep import create_pretraining_data
+from official_bert.commands import create_pretraining_data
 create_pretraining_data.entry(sys.argv)
 """
 
@@ -159,23 +158,24 @@ def test_sigkill_while_publishing_a_set_leaves_nothing_a_reader_takes_as_complet
     assert "unfinished output" in line and "run that command again" in line
     assert not w.path("run").exists() or not completes_something(w.path("run"))
     # The same command again replaces the whole set, and then it reads.
-    again = run("-m data_prep.create_pretraining_data", *cpd_args(w, outputs, "--num_workers=3"))
+    again = run("-m official_bert.commands.create_pretraining_data",
+                *cpd_args(w, outputs, "--num_workers=3"))
     assert again.returncode == 0, again.stderr[-2000:]
-    from official_bert import io
+    from official_bert import file_sets, io
 
-    assert len(io.expand_paths(str(w.path("gen", "k-*.tfrecord")), "input_file")) == 3
+    assert len(file_sets.expand_paths(str(w.path("gen", "k-*.tfrecord")), "input_file")) == 3
     assert json.loads(w.path("gen", ".k-0_tfrecord.summary.json").read_text())["complete"]
     # A file of a complete set that goes missing is refused too (a third of the data
     # would train silently otherwise); a held-out subset of an intact set reads.
-    assert len(io.expand_paths(str(w.path("gen", "k-2.tfrecord")), "input_file")) == 1
+    assert len(file_sets.expand_paths(str(w.path("gen", "k-2.tfrecord")), "input_file")) == 1
     # A file of the set cut by a copy, even at a record boundary, is named.
     record = w.path("gen", "k-2.tfrecord")
     kit.truncate(record, record.stat().st_size - 1)
     with pytest.raises(io.BadFileError, match="k-2.tfrecord is .* bytes, but .* recorded"):
-        io.expand_paths(str(w.path("gen", "k-*.tfrecord")), "input_file")
+        file_sets.expand_paths(str(w.path("gen", "k-*.tfrecord")), "input_file")
     w.path("gen", "k-1.tfrecord").unlink()
     with pytest.raises(io.BadFileError, match="1 of them are gone"):
-        io.expand_paths(str(w.path("gen", "k-*.tfrecord")), "input_file")
+        file_sets.expand_paths(str(w.path("gen", "k-*.tfrecord")), "input_file")
 
 
 def test_sidecars_never_match_the_data_pattern_of_a_plain_reader(w):
@@ -186,7 +186,7 @@ def test_sidecars_never_match_the_data_pattern_of_a_plain_reader(w):
 
     w.path("sets").mkdir()
     outputs = [w.path("sets", f"data-{i}.tfrecord") for i in range(2)]
-    result = run("-m data_prep.create_pretraining_data",
+    result = run("-m official_bert.commands.create_pretraining_data",
                  *cpd_args(w, ",".join(map(str, outputs)), "--gzip"))
     assert result.returncode == 0, result.stderr[-2000:]
     assert w.path("sets", ".data-0_tfrecord.summary.json").exists()
@@ -198,7 +198,7 @@ def test_sidecars_never_match_the_data_pattern_of_a_plain_reader(w):
     # The prepare-corpus stats are a hidden sidecar too.
     (w.path("docs")).mkdir()
     w.path("docs", "a.txt").write_text("One sentence here. And another.\n")
-    result = run("-m data_prep.prepare_corpus", f"--input={w.path('docs')}",
+    result = run("-m official_bert.commands.prepare_corpus", f"--input={w.path('docs')}",
                  f"--output_file={w.path('corpus2.txt')}")
     assert result.returncode == 0, result.stderr[-2000:]
     assert tf.io.gfile.glob(str(w.path("corpus2.txt*"))) == [str(w.path("corpus2.txt"))]
@@ -212,11 +212,11 @@ def test_a_full_disk_is_reported_as_such_and_the_same_command_then_succeeds(w):
     (w.path("gen")).mkdir()
     output = w.path("gen", "out.tfrecord")
     args = cpd_args(w, output, "--num_workers=1")
-    full = run("-m data_prep.create_pretraining_data", *args, file_size_limit=4096)
+    full = run("-m official_bert.commands.create_pretraining_data", *args, file_size_limit=4096)
     line = one_line_error(full, "out.tfrecord", absent=[output])
     assert line.startswith("error: the disk is full (writing ") and "memory" not in line
     assert not os.listdir(w.path("gen"))  # no temporary, no summary
-    again = run("-m data_prep.create_pretraining_data", *args)
+    again = run("-m official_bert.commands.create_pretraining_data", *args)
     assert again.returncode == 0 and output.exists(), again.stderr[-2000:]
 
 
@@ -409,7 +409,7 @@ def test_data_prep_checks_the_vocabulary_too(w):
     kit.write(w.path("novocab.txt"), "\n".join(
         t for t in kit.VOCAB if t not in ("[CLS]", "[SEP]")) + "\n")
     output = w.path("out.tfrecord")
-    result = run("-m data_prep.create_pretraining_data",
+    result = run("-m official_bert.commands.create_pretraining_data",
                  *cpd_args(w, output, vocab=w.path("novocab.txt")))
     line = one_line_error(result, "novocab.txt", absent=[output])
     assert "[CLS], [SEP]" in line
@@ -431,7 +431,7 @@ def test_a_corpus_line_that_is_not_utf8_names_its_file_and_line(w):
     text[4] = b"w1 caf\xe9 w2 ."
     kit.write(w.path("bad.txt"), b"\n".join(text))
     output = w.path("out.tfrecord")
-    result = run("-m data_prep.create_pretraining_data",
+    result = run("-m official_bert.commands.create_pretraining_data",
                  *cpd_args(w, output, inputs=w.path("bad.txt")))
     one_line_error(result, "bad.txt line 5 is not UTF-8", absent=[output])
 

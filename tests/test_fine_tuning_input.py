@@ -5,7 +5,7 @@ in every row of a batch."""
 import numpy as np
 import pytest
 
-from official_bert.tasks import base
+from official_bert.tasks import base, configs
 from official_bert.training import input_pipeline
 
 
@@ -28,7 +28,7 @@ def _arrays(lengths, seq_length, choices=None):
 
 
 def test_padding_bucket_is_a_quarter_of_the_length():
-    assert [input_pipeline.padding_bucket(n) for n in (32, 64, 128, 384, 512)] == [16, 16, 32, 96, 128]
+    assert [configs.padding_bucket(n) for n in (32, 64, 128, 384, 512)] == [16, 16, 32, 96, 128]
 
 
 def test_evaluation_batches_are_cut_to_their_longest_row():

@@ -1,6 +1,6 @@
 """official_bert's fine-tuning steps equal Hugging Face transformers' step for step.
 
-The case (tests/trajectory_case.py) leaves nothing random: the real
+The case (tests/support/trajectory_case.py) leaves nothing random: the real
 all-MiniLM-L6-v2 weights, dropout 0, the same head initialization and batches.
 The expected losses were recorded with transformers 5.18 on PyTorch 2.14 by
 tools/parity/hf_trajectory.py (see its docstring for the command). Equal
@@ -14,7 +14,7 @@ and LayerNorm excluded) and the warm-up/decay schedule.
 import numpy as np
 import pytest
 
-import trajectory_case as case
+from support import trajectory_case as case
 
 # tools/parity/hf_trajectory.py, transformers 5.18.0, torch 2.14.1, CPU float32.
 TRANSFORMERS_NER_LOSSES = [1.893173, 1.960726, 1.853652, 1.641667, 1.427147, 1.346729,
@@ -32,9 +32,9 @@ def _run_config(minilm_dir, output_dir, jit_compile):
 
 
 def _model_files(run):
-    from official_bert.tasks import base
+    from official_bert import model_files
 
-    files = base.resolve_model_files(run)
+    files = model_files.resolve_model_files(run)
     files.config.hidden_dropout_prob = files.config.attention_probs_dropout_prob = 0.0
     return files
 
@@ -44,12 +44,12 @@ def _train_case(task, head):
     batches, its `head(model)` kernel set to the case's initialization."""
     import tensorflow as tf
 
-    from official_bert.tasks import base
+    from official_bert.tasks import runner
 
-    files = task.files = _model_files(task.run)
+    files = task.model_files = _model_files(task.run_config)
     task.bert_config = files.config
-    trainer = base.make_trainer(task, base.make_strategy(task.run), case.NUM_STEPS,
-                                case.WARMUP_STEPS, train=True)
+    trainer = runner.make_trainer(task, runner.make_strategy(task.run_config), case.NUM_STEPS,
+                                  case.WARMUP_STEPS, train=True)
     kernel = head(trainer.model).kernel
     kernel.assign(case.head_kernel(files.config.hidden_size, kernel.shape[-1]))
 
@@ -80,7 +80,7 @@ def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile)
 def test_squad_fine_tuning_matches_transformers(minilm_dir, tmp_path):
     from official_bert.tasks.squad import SpanLabelingTask
 
-    task = SpanLabelingTask(run=_run_config(minilm_dir, tmp_path, jit_compile=False))
+    task = SpanLabelingTask(run_config=_run_config(minilm_dir, tmp_path, jit_compile=False))
     losses = _train_case(task, lambda model: model.span_labeler)
     np.testing.assert_allclose(losses, TRANSFORMERS_SPAN_LOSSES, rtol=2e-5, atol=2e-6)
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from data_prep import glue
+from data_prep import glue, glue_features
 from official_bert.text import tokenization
 
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman dog walk ##s ##ed is in park city "
@@ -159,7 +159,7 @@ def test_custom_csv_with_quotes_and_labels_from_training_data(tmp_path):
     assert labels == ["1", "5", "10"]  # numeric order, not "1" < "10" < "5"
     task = task.with_labels(labels)
     assert task.metric_kind == "multiclass" and not task.is_pair
-    assert glue.label_ids(examples, task.labels).tolist() == [1, 0, 2]
+    assert glue_features.label_ids(examples, task.labels).tolist() == [1, 0, 2]
     assert glue.find_data_file(str(tmp_path), "train") == str(path)
 
 
@@ -173,7 +173,7 @@ def test_custom_jsonl_pair_and_given_labels(tmp_path):
     examples = glue.read_split(task, str(path), "dev")
     assert [(e.text_a, e.text_b, e.label) for e in examples] == [
         ("Who walks?", "The man.", "yes"), ("Is it?", "No.", "no")]
-    assert glue.label_ids(examples, task.labels).tolist() == [1, 0]
+    assert glue_features.label_ids(examples, task.labels).tolist() == [1, 0]
     path.write_text(json.dumps({"q": "x", "a": "y", "y": "maybe"}) + "\n")
     with pytest.raises(glue.GlueFormatError, match="dev.jsonl line 1 has the unknown label 'maybe'"):
         glue.read_split(task, str(path), "dev")
@@ -187,7 +187,7 @@ def test_custom_regression_and_single_label(tmp_path):
     task = glue.custom_task("text", label_column="score", regression=True)
     examples = glue.read_split(task, path, "train")
     assert [e.label for e in examples] == [0.5, -1.0]
-    assert glue.label_ids(examples, None).dtype == np.float32
+    assert glue_features.label_ids(examples, None).dtype == np.float32
     with pytest.raises(ValueError, match="1 distinct label"):
         glue.labels_from_examples([glue.InputExample("a", "x", label="pos")])
     with pytest.raises(ValueError, match="exclude each other"):
@@ -202,7 +202,7 @@ def test_features_equal_full_tokenizer_packing(vocab_file):
     examples = [glue.InputExample("0", "The man walked in the park.", "She was good!", "1"),
                 glue.InputExample("1", "A very very very very very bad movie", "It.", "0"),
                 glue.InputExample("2", "Dogs?", None, "0")]
-    arrays = glue.convert_examples(examples, tokenizer, 10, ["0", "1"])
+    arrays = glue_features.convert_examples(examples, tokenizer, 10, ["0", "1"])
     assert arrays["input_word_ids"].shape == (3, 10) and arrays["input_word_ids"].dtype == np.int32
     for i, e in enumerate(examples):
         b = tokenizer.tokenize(e.text_b) if e.text_b is not None else None
@@ -223,31 +223,31 @@ def test_feature_cache_round_trip_and_invalidation(tmp_path, vocab_file, monkeyp
     examples = [glue.InputExample(str(i), f"the man walk{'s' if i % 2 else 'ed'} in the park",
                                   "he was good" if i % 3 else "", str(i % 2)) for i in range(7)]
     cache = str(tmp_path / "features")
-    first = glue.cached_features(examples, tokenizer, vocab_file, True, 12, ["0", "1"], cache, "train")
+    first = glue_features.cached_features(examples, tokenizer, vocab_file, True, 12, ["0", "1"], cache, "train")
     files = sorted((tmp_path / "features").iterdir())
     assert len(files) == 1 and files[0].name.startswith("train-")
     assert files[0].name.endswith(".tf_record")
 
     calls = []
-    real = glue.convert_examples
-    monkeypatch.setattr(glue, "convert_examples", lambda *a, **k: calls.append(1) or real(*a, **k))
-    again = glue.cached_features(examples, tokenizer, vocab_file, True, 12, ["0", "1"], cache, "train")
+    real = glue_features.convert_examples
+    monkeypatch.setattr(glue_features, "convert_examples", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = glue_features.cached_features(examples, tokenizer, vocab_file, True, 12, ["0", "1"], cache, "train")
     assert calls == []  # read back, not converted
     for key in first:
         np.testing.assert_array_equal(again[key], first[key])
         assert again[key].dtype == first[key].dtype
 
     # Another max_seq_length, other labels or other text: another file.
-    glue.cached_features(examples, tokenizer, vocab_file, True, 16, ["0", "1"], cache, "train")
-    glue.cached_features(examples, tokenizer, vocab_file, True, 12, ["1", "0"], cache, "train")
+    glue_features.cached_features(examples, tokenizer, vocab_file, True, 16, ["0", "1"], cache, "train")
+    glue_features.cached_features(examples, tokenizer, vocab_file, True, 12, ["1", "0"], cache, "train")
     changed = [glue.InputExample("0", "a dog", None, "0")] + examples[1:]
-    glue.cached_features(changed, tokenizer, vocab_file, True, 12, ["0", "1"], cache, "train")
+    glue_features.cached_features(changed, tokenizer, vocab_file, True, 12, ["0", "1"], cache, "train")
     assert len(calls) == 3 and len(list((tmp_path / "features").iterdir())) == 4
 
     # Regression scores survive the round trip as float32.
     scored = [glue.InputExample(e.guid, e.text_a, e.text_b, float(i) / 4) for i, e in enumerate(examples)]
-    glue.cached_features(scored, tokenizer, vocab_file, True, 12, None, cache, "dev")
-    back = glue.cached_features(scored, tokenizer, vocab_file, True, 12, None, cache, "dev")
+    glue_features.cached_features(scored, tokenizer, vocab_file, True, 12, None, cache, "dev")
+    back = glue_features.cached_features(scored, tokenizer, vocab_file, True, 12, None, cache, "dev")
     assert back["label"].dtype == np.float32
     np.testing.assert_allclose(back["label"], [i / 4 for i in range(7)])
 

@@ -30,7 +30,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 from test_docs import TINY
 
 # (name, google's block), verbatim; in the order they depend on each other.
@@ -232,8 +232,8 @@ def stand_ins(tmp_path_factory):
     """The directories google's commands name, with tiny files."""
     import tensorflow as tf
 
-    import download_mirror
-    from data_prep import download
+    from support import download_mirror
+    from data_prep import datasets
     from official_bert import checkpoints
     from official_bert.modeling.configs import BertConfig
     from official_bert.modeling.encoder import BertEncoder, dummy_inputs
@@ -268,7 +268,7 @@ def stand_ins(tmp_path_factory):
     for name, content in sources.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(content, encoding="utf-8")
-    download._format_mrpc(*(str(root / n) for n in sources), str(mrpc))
+    datasets._format_mrpc(*(str(root / n) for n in sources), str(mrpc))
 
     squad = root / "squad"
     squad.mkdir()

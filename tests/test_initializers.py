@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from support import tiny_config
 from official_bert.modeling import heads
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.initializers import TorchNormal, torch_normal

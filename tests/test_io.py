@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from official_bert import io
+from official_bert import file_sets, io, run_lock
 from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -148,7 +148,7 @@ def test_publish_together_renames_every_file_then_writes_the_manifest(tmp_path, 
     monkeypatch.setattr(io, "atomic_write", lambda p, d: (events.append(("write", str(p))),
                                                           atomic_write(p, d)))
     monkeypatch.setattr(io, "remove", lambda p: (events.append(("remove", str(p))), remove(p)))
-    io.publish_together(staged, str(manifest), {"instances": 7})
+    file_sets.publish_together(staged, str(manifest), {"instances": 7})
     # The manifest says "incomplete" first (an old one never vouches for a half-new set),
     # then the files are renamed into place, then it says "complete".
     assert events == [("write", str(manifest)), ("rename", str(manifest)),  # (its temporary)
@@ -169,16 +169,17 @@ def test_readers_refuse_an_unfinished_or_partly_gone_set(tmp_path):
                                     "complete": False}))
     with pytest.raises(BadFileError, match=r"data-0.tfrecord is one of the 2 files of an "
                                            r"unfinished output"):
-        io.expand_paths(f"{tmp_path}/data-*", "input_file")
-    assert io.expand_paths(f"{tmp_path}/other.tfrecord", "input_file")  # not in the set
+        file_sets.expand_paths(f"{tmp_path}/data-*", "input_file")
+    assert file_sets.expand_paths(f"{tmp_path}/other.tfrecord", "input_file")  # not in the set
     manifest.write_text(json.dumps({"files": ["data-0.tfrecord", "data-1.tfrecord"],
                                     "complete": True}))
-    assert len(io.expand_paths(f"{tmp_path}/data-*", "input_file")) == 2
-    assert len(io.expand_paths(f"{tmp_path}/data-1.tfrecord", "input_file")) == 1  # a subset
+    assert len(file_sets.expand_paths(f"{tmp_path}/data-*", "input_file")) == 2
+    # a subset
+    assert len(file_sets.expand_paths(f"{tmp_path}/data-1.tfrecord", "input_file")) == 1
     (tmp_path / "data-0.tfrecord").unlink()
     with pytest.raises(BadFileError, match=r"data-1.tfrecord is one of the 2 files of one "
                                            r"output .* but 1 of them are gone"):
-        io.expand_paths(f"{tmp_path}/data-*", "input_file")
+        file_sets.expand_paths(f"{tmp_path}/data-*", "input_file")
 
 
 def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(tmp_path, caplog):
@@ -198,18 +199,18 @@ def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(
         dupe_factor=1, max_seq_length=32, max_predictions_per_seq=5), num_workers=1,
         progress_seconds=0, log=None)
     # As made, the manifest lists every file: nothing to warn about.
-    assert io.unlisted_sets(outputs) == []
-    assert io.unlisted_set_warning(io.expand_paths(f"{made}/pretrain-*", "input_file"),
-                                   "input_file") is None
+    assert file_sets.unlisted_sets(outputs) == []
+    made_files = file_sets.expand_paths(f"{made}/pretrain-*", "input_file")
+    assert file_sets.unlisted_set_warning(made_files, "input_file") is None
     # Copied as `cp made/* copied/` copies: the hidden manifest stays behind.
     copied.mkdir()
     for path in made.glob("*"):  # pathlib's glob, unlike the shell's, matches hidden names
         if not path.name.startswith("."):
             shutil.copy(path, copied)
-    files = io.expand_paths(f"{copied}/pretrain-*.tfrecord", "input_file")
-    assert io.unlisted_sets(files) == [files]
-    warning = io.unlisted_set_warning(files, "input_file")
-    manifest = os.path.basename(io.sidecar_path(outputs[0]))
+    files = file_sets.expand_paths(f"{copied}/pretrain-*.tfrecord", "input_file")
+    assert file_sets.unlisted_sets(files) == [files]
+    warning = file_sets.unlisted_set_warning(files, "input_file")
+    manifest = os.path.basename(file_sets.sidecar_path(outputs[0]))
     assert manifest == ".pretrain-00_tfrecord.summary.json" and (made / manifest).exists()
     assert warning.startswith("--input_file: 3 file(s) that look like the shards of one set")
     assert "cannot be checked" in warning and f"({manifest} for pretrain-00.tfrecord)" in warning
@@ -233,13 +234,13 @@ def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(
     assert warnings_of_a_run() == []
     (copied / "pretrain-01.tfrecord").unlink()
     with pytest.raises(BadFileError, match="1 of them are gone"):
-        io.expand_paths(f"{copied}/pretrain-*.tfrecord", "input_file")
+        file_sets.expand_paths(f"{copied}/pretrain-*.tfrecord", "input_file")
     # tensorflow/models' shard names say there is a set even one at a time; a lone file
     # with a number in its name, or files alike but for other words, are not a set.
     for name in ("wiki-00000-of-00004.tfrecord", "books-128.tfrecord", "a.tfrecord",
                  "b.tfrecord"):
         (tmp_path / name).write_bytes(b"")
-    assert io.unlisted_sets([str(tmp_path / n) for n in (
+    assert file_sets.unlisted_sets([str(tmp_path / n) for n in (
         "wiki-00000-of-00004.tfrecord", "books-128.tfrecord", "a.tfrecord", "b.tfrecord")]) == [
         [str(tmp_path / "wiki-00000-of-00004.tfrecord")]]
 
@@ -280,45 +281,48 @@ def data_files(tmp_path):
 
 def test_expand_paths(data_files):
     d = str(data_files)
-    assert io.expand_paths(f"{d}/a-*", "input_file") == [f"{d}/a-0.tfrecord", f"{d}/a-1.tfrecord"]
+    assert file_sets.expand_paths(f"{d}/a-*", "input_file") == [f"{d}/a-0.tfrecord",
+                                                                f"{d}/a-1.tfrecord"]
     # globs and files, comma-separated (spaces and empty items ignored), duplicates once,
     # each pattern's matches sorted, patterns in the order given
-    assert io.expand_paths(f" {d}/b.tfrecord, ,{d}/*.tfrecord,{d}/a-0.tfrecord", "x") == [
+    assert file_sets.expand_paths(f" {d}/b.tfrecord, ,{d}/*.tfrecord,{d}/a-0.tfrecord",
+                                  "x") == [
         f"{d}/b.tfrecord", f"{d}/a-0.tfrecord", f"{d}/a-1.tfrecord"]
-    assert io.expand_paths([f"{d}/b.tfrecord", f"{d}/a-1.tfrecord"], "x") == [
+    assert file_sets.expand_paths([f"{d}/b.tfrecord", f"{d}/a-1.tfrecord"], "x") == [
         f"{d}/b.tfrecord", f"{d}/a-1.tfrecord"]
     # directories, hidden temporaries and sidecars (.json, .incomplete) are never data
-    assert io.expand_paths(f"{d}/*", "x") == [
+    assert file_sets.expand_paths(f"{d}/*", "x") == [
         f"{d}/a-0.tfrecord", f"{d}/a-1.tfrecord", f"{d}/b.tfrecord",
         f"{d}/part-00000-of-00002", f"{d}/part-00001-of-00002"]
     # tensorflow/models' sharded form
-    assert io.expand_paths(f"{d}/part@2", "x") == [f"{d}/part-00000-of-00002",
-                                                   f"{d}/part-00001-of-00002"]
+    assert file_sets.expand_paths(f"{d}/part@2", "x") == [f"{d}/part-00000-of-00002",
+                                                          f"{d}/part-00001-of-00002"]
 
 
 def test_expand_paths_errors_name_the_flag(data_files):
     d = str(data_files)
     with pytest.raises(UserError, match=r"^--input_file is empty"):
-        io.expand_paths(" , ", "input_file")
+        file_sets.expand_paths(" , ", "input_file")
     with pytest.raises(UserError, match=r"^--eval_input_file: no file matches '.*/z\*'$"):
-        io.expand_paths(f"{d}/a-0.tfrecord,{d}/z*", "eval_input_file")
+        file_sets.expand_paths(f"{d}/a-0.tfrecord,{d}/z*", "eval_input_file")
     with pytest.raises(UserError, match=r"^--input_file: .*/missing.tfrecord does not exist$"):
-        io.expand_paths(f"{d}/missing.tfrecord", "input_file")
+        file_sets.expand_paths(f"{d}/missing.tfrecord", "input_file")
     with pytest.raises(UserError, match=r"no file matches '.*/dir.tfrecord'"):
-        io.expand_paths(f"{d}/dir.tfrecord", "input_file")  # a directory is not a data file
+        # a directory is not a data file
+        file_sets.expand_paths(f"{d}/dir.tfrecord", "input_file")
     for i in range(2):
         (data_files / f"part-{i:05d}-of-00003").write_text("shard")
     with pytest.raises(BadFileError, match=r"part-00002-of-00003 does not exist \(1 of the 3 "
                                            r"shards of --input_file=.*part@3 are missing\)"):
-        io.expand_paths(f"{d}/part@3", "input_file")
+        file_sets.expand_paths(f"{d}/part@3", "input_file")
 
 
 # === The run lock ===
 
 HOLD_LOCK = """
 import sys, time
-from official_bert import io
-with io.RunLock(sys.argv[1]):
+from official_bert import run_lock
+with run_lock.RunLock(sys.argv[1]):
     print("locked", flush=True)
     time.sleep(120)
 """
@@ -331,15 +335,15 @@ def test_run_lock_refuses_a_second_process_until_the_holder_is_killed(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunDirectoryError) as info:
-            io.RunLock(str(tmp_path)).acquire()
+            run_lock.RunLock(str(tmp_path)).acquire()
         message = str(info.value)
         assert f"--output_dir {tmp_path} is in use by process {holder.pid} on " in message
         assert "choose another --output_dir" in message
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    with io.RunLock(str(tmp_path)):  # the kernel dropped the killed process's lock
-        owner = json.loads((tmp_path / io.LOCK_FILE).read_text())
+    with run_lock.RunLock(str(tmp_path)):  # the kernel dropped the killed process's lock
+        owner = json.loads((tmp_path / run_lock.LOCK_FILE).read_text())
         assert owner["pid"] == os.getpid()
 
 
@@ -384,7 +388,7 @@ def test_ram_paths(ram):
     assert io.isfile(f"{ram}/run/x.tfrecord") and not io.isdir(f"{ram}/run/x.tfrecord")
     assert io.isdir(f"{ram}/run") and io.isdir(f"{ram}/run/deep") and io.exists(ram)
     assert {"x.tfrecord", "x.tfrecord.summary.json"} <= set(io.listdir(f"{ram}/run"))
-    assert io.expand_paths(f"{ram}/run/x*", "input_file") == [f"{ram}/run/x.tfrecord"]
+    assert file_sets.expand_paths(f"{ram}/run/x*", "input_file") == [f"{ram}/run/x.tfrecord"]
     assert io.glob(f"{ram}/run/*.json") == [f"{ram}/run/x.tfrecord.summary.json"]
     assert not [p for p in io.glob(f"{ram}/run/.*")]  # atomic writes left no temporaries
     io.atomic_copy(f"{ram}/run/x.tfrecord", f"{ram}/copy/x.tfrecord")
@@ -409,13 +413,13 @@ def test_ram_paths(ram):
 
 
 def test_run_lock_on_ram_is_a_lock_file(ram):
-    with io.RunLock(f"{ram}/run"):
-        owner = json.loads(io.read_text(f"{ram}/run/{io.LOCK_FILE}"))
+    with run_lock.RunLock(f"{ram}/run"):
+        owner = json.loads(io.read_text(f"{ram}/run/{run_lock.LOCK_FILE}"))
         assert owner["pid"] == os.getpid()
         with pytest.raises(RunDirectoryError, match=f"in use by process {os.getpid()} .*"
                                                     f"if that run is gone, delete"):
-            io.RunLock(f"{ram}/run").acquire()
-    assert not io.exists(f"{ram}/run/{io.LOCK_FILE}")
+            run_lock.RunLock(f"{ram}/run").acquire()
+    assert not io.exists(f"{ram}/run/{run_lock.LOCK_FILE}")
 
 
 # === End to end on ram:// ===
@@ -423,7 +427,7 @@ def test_run_lock_on_ram_is_a_lock_file(ram):
 PRELUDE = r"""
 import json, os, sys
 import tensorflow as tf
-from official_bert import io
+from official_bert import file_sets, io
 
 ARGS = json.loads(sys.argv[1])
 
@@ -457,7 +461,7 @@ def results(path):
 """
 
 GENERATE = PRELUDE + r"""
-from data_prep import create_pretraining_data as cpd
+from official_bert.commands import create_pretraining_data as cpd
 from official_bert.training import input_pipeline
 
 put(ARGS["corpus"], "ram://data/corpus.txt")
@@ -509,8 +513,8 @@ print("JSON", json.dumps(out))
 """
 
 FINE_TUNE = PRELUDE + r"""
-sys.path.insert(0, ARGS["tests"])
-from conftest import tiny_config
+sys.path.insert(0, ARGS["tests"])  # a fresh process: the test modules and support it imports
+from support import tiny_config
 from test_run_classifier import DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, VOCAB
 
 from official_bert.commands import classify as run_classifier

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import tiny_config
-from data_prep import glue
+from support import tiny_config
+from data_prep import glue, glue_features
 from official_bert.errors import UserError
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
 from official_bert.text.text_layers import PACKED_KEYS
@@ -35,12 +35,12 @@ def vocab_file(tmp_path_factory):
 
 
 def test_window_spans():
-    assert glue.window_spans(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
-    assert glue.window_spans(10, 4, 4) == [(0, 4), (4, 4), (8, 2)]
-    assert glue.window_spans(4, 4, 2) == [(0, 4)]  # fits: one window
-    assert glue.window_spans(0, 4, 2) == [(0, 0)]  # empty text: [CLS] [SEP]
-    assert glue.window_spans(11, 4, 2, max_windows=2) == [(0, 4), (2, 4)]
-    assert glue.window_spans(10, 4, 9) == [(0, 4), (4, 4), (8, 2)]  # stride = window
+    assert glue_features.window_spans(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
+    assert glue_features.window_spans(10, 4, 4) == [(0, 4), (4, 4), (8, 2)]
+    assert glue_features.window_spans(4, 4, 2) == [(0, 4)]  # fits: one window
+    assert glue_features.window_spans(0, 4, 2) == [(0, 0)]  # empty text: [CLS] [SEP]
+    assert glue_features.window_spans(11, 4, 2, max_windows=2) == [(0, 4), (2, 4)]
+    assert glue_features.window_spans(10, 4, 9) == [(0, 4), (4, 4), (8, 2)]  # stride = window
 
 
 def test_convert_examples_windows(vocab_file):
@@ -48,8 +48,9 @@ def test_convert_examples_windows(vocab_file):
     examples = [glue.InputExample("a", "w0 w1 w2 w3 w4 alpha", label="alpha"),
                 glue.InputExample("b", "beta", label="beta"),
                 glue.InputExample("c", " ".join(FILLER[:12]), label="alpha")]
-    arrays, cut = glue.convert_examples_windows(examples, tokenizer, 6, ["alpha", "beta"],
-                                                doc_stride=3, max_windows=3)
+    arrays, cut = glue_features.convert_examples_windows(examples, tokenizer, 6,
+                                                         ["alpha", "beta"], doc_stride=3,
+                                                         max_windows=3)
     w = [VOCAB.index(f"w{i}") for i in range(12)]
     alpha, beta = VOCAB.index("alpha"), VOCAB.index("beta")
     np.testing.assert_array_equal(arrays["input_word_ids"], [
@@ -109,8 +110,9 @@ def test_export_makes_the_same_windows_and_answers(vocab_file, tmp_path):
         " ".join(rng.choice(FILLER + ["alpha", "beta"]) for _ in range(rng.randint(5, 40)))
         for _ in range(9)]
     examples = [glue.InputExample(str(i), t) for i, t in enumerate(texts)]
-    arrays, cut = glue.convert_examples_windows(examples, FullTokenizer(vocab_file), 10,
-                                                ["alpha", "beta"], windows["doc_stride"], 4)
+    arrays, cut = glue_features.convert_examples_windows(examples, FullTokenizer(vocab_file),
+                                                         10, ["alpha", "beta"],
+                                                         windows["doc_stride"], 4)
     assert cut > 0  # some texts have more than 4 windows: both cut them alike
     expected = tf.nn.softmax(model({k: arrays[k] for k in PACKED_KEYS})).numpy()
     loaded = tf.saved_model.load(path)
@@ -149,8 +151,8 @@ def test_windows_reach_text_beyond_token_512_in_python_and_in_the_export(vocab_f
 
     texts = [far_keyword_document("alpha"), far_keyword_document("beta")]
     assert texts[0].split()[:700] == texts[1].split()[:700] and texts[0] != texts[1]
-    assert glue.window_spans(900, 126, 100) == [(k * 100, 126) for k in range(8)] + [(800, 100)]
-    arrays, cut = glue.convert_examples_windows(
+    assert glue_features.window_spans(900, 126, 100) == [(k * 100, 126) for k in range(8)] + [(800, 100)]
+    arrays, cut = glue_features.convert_examples_windows(
         [glue.InputExample(str(i), t) for i, t in enumerate(texts)], FullTokenizer(vocab_file),
         128, ["alpha", "beta"], doc_stride=100, max_windows=16)
     assert cut == 0 and arrays["input_word_ids"].shape == (2, 9, 128)
@@ -252,7 +254,7 @@ def keyword_documents(n, seed):
 
 def train(data, out, long_document, pooling="max", export_dir=None, max_seq_length=16,
           doc_stride=14, **run_settings):
-    from official_bert.tasks import base, classification
+    from official_bert.tasks import base, classification, runner
 
     config = classification.ClassificationConfig(
         task_name="custom", data_dir=str(data), text_a_column="text",
@@ -263,7 +265,7 @@ def train(data, out, long_document, pooling="max", export_dir=None, max_seq_leng
         output_dir=str(out), do_train=True, do_eval=True, do_predict=True,
         bert_config_file=str(data / "bert_config.json"), vocab_file=str(data / "vocab.txt"),
         max_seq_length=max_seq_length, export_dir=export_dir and str(export_dir), **settings)
-    return base.run(classification.ClassificationTask(config, run))
+    return runner.run_task(classification.ClassificationTask(config, run))
 
 
 @pytest.mark.slow  # two trainings of 80 steps (about 40 s on one core)

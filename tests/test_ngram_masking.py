@@ -102,12 +102,12 @@ def test_spans_of_whole_words_and_the_budget():
 def test_in_graph_span_lengths_follow_one_over_n():
     import tensorflow as tf
 
-    from official_bert.training import input_pipeline
+    from official_bert.training import masking
 
     rows, length, max_n = 1200, 128, 3
     candidates = np.ones([rows, length], bool)
     candidates[:, [0, 60, 127]] = False  # [CLS] A [SEP] B [SEP]
-    chosen, sizes = input_pipeline.choose_ngrams(
+    chosen, sizes = masking.choose_ngrams(
         tf.constant(candidates), tf.ones([rows, length], tf.int32), tf.fill([rows], 18), max_n,
         tf.constant([5, 6]), max_spans=20)
     chosen, sizes = chosen.numpy(), sizes.numpy()

@@ -3,15 +3,13 @@ hand, and its table, resume and --extra paths on fake result files (no
 training runs)."""
 
 import math
-import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from support import load_script
 
 pytest.importorskip("scipy", reason="squad_seeds.py's tests use scipy (pip install scipy)")
-sys.path.insert(0, str(REPO_ROOT / "tools" / "parity"))
-import squad_seeds  # noqa: E402
+squad_seeds = load_script("tools/parity/squad_seeds.py")
 
 # The SQuAD v1.1 acceptance recipe, seeds 42-45 (docs/guide.md).
 RUN_SQUAD_EM = [15.44, 18.57, 18.00, 17.72]
@@ -168,7 +166,7 @@ def test_extra_and_output_parsing(tmp_path):
 def test_mix_draws_keeps_one_epoch_of_the_order_and_the_other_head(tmp_path):
     import numpy as np
 
-    import mix_draws
+    mix_draws = load_script("tools/parity/mix_draws.py")
 
     rng = np.random.default_rng(0)
     # run_squad's stream: 3 steps of batch 4 over 10 windows (its first 10 a permutation).

@@ -122,8 +122,8 @@ def test_bundled_sample_corpus():
 
 def test_cli(tmp_path):
     out = tmp_path / "sample.txt"
-    cmd = [sys.executable, "-m", "data_prep.prepare_corpus", f"--input={SAMPLE_CORPUS}",
-           f"--output_file={out}"]
+    cmd = [sys.executable, "-m", "official_bert.commands.prepare_corpus",
+           f"--input={SAMPLE_CORPUS}", f"--output_file={out}"]
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "32 documents" in result.stderr

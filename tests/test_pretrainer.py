@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import tiny_config
+from support import tiny_config
 from official_bert import checkpoints
 from official_bert.modeling import heads
 from official_bert.tasks import base, pretraining
@@ -189,7 +189,7 @@ def test_heads_load_from_google_and_hugging_face_checkpoints(tmp_path):
     (google / "bert_config.json").write_text(json.dumps(source.encoder.config.to_dict()))
     ckpt = checkpoints.read_checkpoint(str(google / "bert_model.ckpt"))
     model = _pretrainer(seed=3)
-    assert model.load_head_weights(ckpt) == ["masked_lm", "next_sentence"]
+    assert model.load_head_weights(ckpt).heads == ["masked_lm", "next_sentence"]
     _assert_heads(model, heads)
 
     # Hugging Face BertForPreTraining: [out, in] matrices, tied decoder.
@@ -210,13 +210,13 @@ def test_heads_load_from_google_and_hugging_face_checkpoints(tmp_path):
     save_file(hf, str(folder / "model.safetensors"))
     (folder / "config.json").write_text(json.dumps(source.encoder.config.to_hf_dict()))
     model = _pretrainer(seed=4)
-    assert model.load_head_weights(checkpoints.read_checkpoint(str(folder))) == [
+    assert model.load_head_weights(checkpoints.read_checkpoint(str(folder))).heads == [
         "masked_lm", "next_sentence"]
     _assert_heads(model, heads)
 
     # A checkpoint of the encoder alone has no heads; nothing changes.
     before = model.head_weights()
-    assert model.load_head_weights(checkpoints.read_checkpoint(plain)) == []
+    assert model.load_head_weights(checkpoints.read_checkpoint(plain)).heads == []
     _assert_heads(model, before)
 
 
@@ -227,7 +227,7 @@ def test_heads_load_from_own_pretraining_checkpoint(tmp_path):
     run = checkpoints.read_checkpoint(str(tmp_path / "run"), config)
     assert {k for k in run.weights if k.startswith("cls/")} == set(source.head_weights())
     model = _pretrainer(seed=6)
-    assert model.load_head_weights(run) == ["masked_lm", "next_sentence"]
+    assert model.load_head_weights(run).heads == ["masked_lm", "next_sentence"]
     _assert_heads(model, source.head_weights())
     # A checkpoint of the encoder alone has no pre-training heads.
     checkpoints.save_checkpoint(source.encoder, tmp_path / "encoder_only")
@@ -275,7 +275,7 @@ def test_mixed_precision_outputs_float32(policy):
 def _train(tmp_path, config, features, steps, learning_rate, policy=None, log_steps=10):
     trainer = training.Trainer(
         pretraining.PretrainingTask(
-            run=base.RunConfig(dtype=policy.split("_")[1] if policy else "float32"),
+            run_config=base.RunConfig(dtype=policy.split("_")[1] if policy else "float32"),
             bert_config=config),
         distribution.get_strategy("one_device"),
         training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,

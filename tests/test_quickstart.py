@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 from official_bert.commands import quickstart as qs
 from test_faults import assert_quiet, user_env

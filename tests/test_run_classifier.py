@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from support import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a movie film is was very good bad great awful "

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import tiny_config
+from support import tiny_config
 from test_run_classifier import (DEV, DEV_LABELS, REPO, TRAIN, TRAIN_LABELS, VOCAB, make_checkpoint,
                                  write_sst2)
 
@@ -152,7 +152,7 @@ def test_an_output_that_is_an_input_is_refused(data, tmp_path):
 # Every other command that writes, with an output pointed at one of its inputs
 # (run_classifier, extract_features and embed above and in tests/test_embed.py):
 # (command, its flags, the input the output names, a word the error line says).
-# `W` is the tiny world of tools/fault_kit.py.
+# `W` is the tiny world of tests/support/fault_kit.py.
 OUTPUT_OVER_INPUT = {
     "pretrain": ("run_pretraining.py", lambda W: [
         "--do_train", f"--input_file={W.path('pretrain.tfrecord')}", f"--vocab_file={W.vocab}",
@@ -199,8 +199,7 @@ OUTPUT_OVER_INPUT = {
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    sys.path.insert(0, os.path.join(REPO, "tools"))
-    import fault_kit
+    from support import fault_kit
 
     return fault_kit, fault_kit.World(tmp_path_factory.mktemp("world")).build()
 
@@ -229,11 +228,11 @@ def test_dtype_sets_the_compute_dtype_of_every_task(dtype, expected):
     config = tiny_config(vocab_size=len(VOCAB))
     run_config = base.RunConfig(dtype=dtype)
     tasks = [
-        classification.ClassificationTask(run=run_config, num_classes=2, bert_config=config),
-        squad.SpanLabelingTask(run=run_config, bert_config=config),
-        multiple_choice.MultipleChoiceTask(run=run_config, bert_config=config),
+        classification.ClassificationTask(run_config=run_config, num_classes=2, bert_config=config),
+        squad.SpanLabelingTask(run_config=run_config, bert_config=config),
+        multiple_choice.MultipleChoiceTask(run_config=run_config, bert_config=config),
         ner.NerTask(ner.NerConfig(labels=["O", "B-X", "I-X"]), run_config, bert_config=config),
-        pretraining.PretrainingTask(run=run_config, bert_config=config),
+        pretraining.PretrainingTask(run_config=run_config, bert_config=config),
     ]
     for task in tasks:
         model = task.build_model()

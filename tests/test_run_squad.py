@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import WITHOUT_THE_PROJECT
+from support import WITHOUT_THE_PROJECT
 from data_prep import squad
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -82,7 +82,7 @@ COMMON = ["--max_seq_length=32", "--doc_stride=8", "--max_query_length=8", "--n_
 
 LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
     import json
-    sys.path = [p for p in sys.path if p not in ("", {repo!r})]
+    sys.path = [p for p in sys.path if p not in ("", {repo!r})]  # the checkout too: no project
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops)
     serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
@@ -223,7 +223,7 @@ def test_split_by_article_command(tmp_path):
     # The output directory need not exist yet.
     train, dev = tmp_path / "split" / "train.json", tmp_path / "split" / "dev.json"
     result = subprocess.run(
-        [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
+        [sys.executable, "-m", "official_bert.commands.squad_split", f"--input_file={source}",
          f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=2"],
         cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -232,7 +232,7 @@ def test_split_by_article_command(tmp_path):
     assert titles(train) == ["article 0", "article 1"] and titles(dev) == ["article 2"]
     assert json.loads(dev.read_text(encoding="utf-8"))["version"] == "2.0"
     bad = subprocess.run(
-        [sys.executable, "-m", "data_prep.squad", f"--input_file={source}",
+        [sys.executable, "-m", "official_bert.commands.squad_split", f"--input_file={source}",
          f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=3"],
         cwd=REPO, capture_output=True, text=True)
     assert bad.returncode == 1

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import tiny_config
+from support import tiny_config
 from official_bert.modeling import heads
 from official_bert.modeling import layers as bert_layers
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs

@@ -4,7 +4,7 @@ and the in-graph answer search of the export against the Python one."""
 import numpy as np
 import pytest
 
-from data_prep import squad
+from data_prep import squad, squad_postprocessing
 from official_bert.text import tokenization
 
 WORDS = ("the man went to store and bought a gallon of milk john smith leader was "
@@ -32,18 +32,18 @@ def example_for(question, context, qid="q"):
 
 
 def test_get_final_text():
-    assert squad.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
-    assert squad.get_final_text("1895", "(1895-1943).", True) == "1895"
+    assert squad_postprocessing.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
+    assert squad_postprocessing.get_final_text("1895", "(1895-1943).", True) == "1895"
     # Accents are stripped by the uncased tokenizer but kept in the answer.
-    assert squad.get_final_text("cafe", "Café", True) == "Café"
-    assert squad.get_final_text("eleve", "L'élève", True) == "élève"
+    assert squad_postprocessing.get_final_text("cafe", "Café", True) == "Café"
+    assert squad_postprocessing.get_final_text("eleve", "L'élève", True) == "élève"
     # A decomposed accent changes the length: the heuristic gives up (whole text).
-    assert squad.get_final_text("cafe", "Cafe\u0301!", True) == "Cafe\u0301!"
+    assert squad_postprocessing.get_final_text("cafe", "Cafe\u0301!", True) == "Cafe\u0301!"
     # Not found: the whole text.
-    assert squad.get_final_text("zebra", "Steve Smith's", True) == "Steve Smith's"
+    assert squad_postprocessing.get_final_text("zebra", "Steve Smith's", True) == "Steve Smith's"
     # Cased: the casing must match.
-    assert squad.get_final_text("Smith", "Steve Smith's", False) == "Smith"
-    assert squad.get_final_text("smith", "Steve Smith's", False) == "Steve Smith's"
+    assert squad_postprocessing.get_final_text("Smith", "Steve Smith's", False) == "Smith"
+    assert squad_postprocessing.get_final_text("smith", "Steve Smith's", False) == "Steve Smith's"
 
 
 def _logits(length, high):
@@ -68,7 +68,7 @@ def test_nbest_legal_spans_and_odd_white_space(tokenizer):
     # it starts: both illegal. Left: smith→smith 10, john→smith 9, john→john 8.
     start = _logits(40, {1: 9.0, i_smith: 6.0, i_john: 5.0})
     end = _logits(40, {1: 9.0, i_john: 3.0, i_smith: 4.0})
-    preds = squad.postprocess_predictions(
+    preds = squad_postprocessing.postprocess_predictions(
         [example], [feature], {feature.unique_id: (start, end)}, n_best_size=5,
         max_answer_length=30, do_lower_case=True)
     p = preds["q"]
@@ -79,19 +79,19 @@ def test_nbest_legal_spans_and_odd_white_space(tokenizer):
     assert context[p.start_char:p.end_char] == "Smith"
     assert sum(e["probability"] for e in p.nbest) == pytest.approx(1.0)
     # Too long for max_answer_length=1: only single-token spans survive.
-    preds = squad.postprocess_predictions(
+    preds = squad_postprocessing.postprocess_predictions(
         [example], [feature], {feature.unique_id: (start, end)}, n_best_size=5,
         max_answer_length=1, do_lower_case=True)
     assert all(e["text"] != "John Smith" for e in preds["q"].nbest)
     # Text recovery inside a word ("1895" of "(1895-1943)"), accents and the NBSP.
     start = _logits(40, {i_18: 8.0})
     end = _logits(40, {i_95: 8.0})
-    p = squad.postprocess_predictions([example], [feature], {feature.unique_id: (start, end)},
+    p = squad_postprocessing.postprocess_predictions([example], [feature], {feature.unique_id: (start, end)},
                                       do_lower_case=True)["q"]
     assert p.text == "1895" and context[p.start_char:p.end_char] == "1895"
     i_cafe = tokens.index("cafe")
     start, end = _logits(40, {i_cafe: 8.0}), _logits(40, {i_cafe: 8.0})
-    p = squad.postprocess_predictions([example], [feature], {feature.unique_id: (start, end)},
+    p = squad_postprocessing.postprocess_predictions([example], [feature], {feature.unique_id: (start, end)},
                                       do_lower_case=True)["q"]
     # "café\u00a0leader" is one doc token (only space, tab, CR, LF and U+202F
     # separate them); the tokenizer turns the no-break space into a split, the
@@ -116,7 +116,7 @@ def test_start_must_be_in_its_max_context_window(tokenizer):
     six_in_second = [k for k, v in second.token_to_orig_map.items() if v == 5][0]
     results[second.unique_id] = (_logits(9, {six_in_second: 3.0}),
                                  _logits(9, {six_in_second: 3.0}))
-    p = squad.postprocess_predictions([example], features, results)["q"]
+    p = squad_postprocessing.postprocess_predictions([example], features, results)["q"]
     assert p.text == "six" and p.best_score == pytest.approx(6.0)
 
 
@@ -133,20 +133,20 @@ def test_v2_null_score_is_the_minimum_over_windows_and_threshold(tokenizer):
         features[2].unique_id: (_logits(9, {0: 4.0}), _logits(9, {0: 4.0})),
     }
     # Null score = min(6, 2.5, 8) = 2.5; best non-null "one" = 4; diff = -1.5.
-    p = squad.postprocess_predictions([example], features, results,
+    p = squad_postprocessing.postprocess_predictions([example], features, results,
                                       version_2_with_negative=True)["q"]
     assert p.null_score == pytest.approx(2.5)
     assert p.score_diff == pytest.approx(-1.5)
     assert p.text == "one"
     assert "" in [e["text"] for e in p.nbest]
     # null - best = -1.5 > -2.0: no answer.
-    p = squad.postprocess_predictions([example], features, results,
+    p = squad_postprocessing.postprocess_predictions([example], features, results,
                                       version_2_with_negative=True,
                                       null_score_diff_threshold=-2.0)["q"]
     assert p.text == "" and p.best_text == "one"
-    assert squad.apply_threshold({"q": p}, -1.0) == {"q": "one"}
-    assert squad.apply_threshold({"q": p}, -1.5) == {"q": "one"}  # not strictly greater
-    assert squad.apply_threshold({"q": p}, -1.6) == {"q": ""}
+    assert squad_postprocessing.apply_threshold({"q": p}, -1.0) == {"q": "one"}
+    assert squad_postprocessing.apply_threshold({"q": p}, -1.5) == {"q": "one"}  # not strictly greater
+    assert squad_postprocessing.apply_threshold({"q": p}, -1.6) == {"q": ""}
 
 
 def test_in_graph_answer_search_matches_python(vocab_file, tokenizer):
@@ -191,7 +191,7 @@ def test_in_graph_answer_search_matches_python(vocab_file, tokenizer):
             results = {int(u): (s, e) for u, s, e in zip(
                 arrays["unique_ids"], logits["start_logits"].numpy(),
                 logits["end_logits"].numpy())}
-            preds = squad.postprocess_predictions(
+            preds = squad_postprocessing.postprocess_predictions(
                 examples, features, results, n_best_size=n_best, max_answer_length=max_len,
                 version_2_with_negative=v2)
             for i, c in enumerate(contexts):

@@ -88,7 +88,7 @@ def test_bad_rows(tmp_path):
 def test_multiple_choice_model_scores_each_choice_from_pooled_output():
     import keras
     import tensorflow as tf
-    from conftest import tiny_config
+    from support import tiny_config
     from official_bert.modeling.encoder import BertEncoder
     from official_bert.modeling.heads import BertMultipleChoice
 

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_prep import create_pretraining_data as cpd
-from data_prep.pretraining_instances import PretrainingDataConfig
+from data_prep import pretraining_corpus
+from data_prep.configs import PretrainingDataConfig
 from official_bert.errors import BadFileError, UserError
 from official_bert.training import input_pipeline
 from test_create_pretraining_data import (  # noqa: F401 - fixtures
@@ -78,15 +78,15 @@ def test_statistics_over_passes_match_the_generator(tmp_path, corpus, vocab):
 def test_text_corpus_checks(tmp_path, vocab):
     good = tmp_path / "good.txt"
     good.write_text("one a.\ntwo b.\n\nthree c.\nfour d.\n", encoding="utf-8")
-    cpd.check_text_corpus([str(good)], str(vocab))
+    pretraining_corpus.check_text_corpus([str(good)], str(vocab))
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"one a.\ntwo b.\n\nthree \xff c.\nfour d.\n")
     with pytest.raises(BadFileError, match=r"bad.txt.*line 4.*not UTF-8"):
-        cpd.check_text_corpus([str(bad)], str(vocab))
+        pretraining_corpus.check_text_corpus([str(bad)], str(vocab))
     single = tmp_path / "single.txt"
     single.write_text("one a.\ntwo b.\n", encoding="utf-8")
     with pytest.raises(BadFileError, match="holds 1 document"):
-        cpd.check_text_corpus([str(single)], str(vocab))
+        pretraining_corpus.check_text_corpus([str(single)], str(vocab))
     with pytest.raises(UserError, match="--input_format=text needs --vocab_file"):
         input_pipeline.pretraining_dataset(str(good), 32, 5, 4, text_config=PretrainingDataConfig())
 

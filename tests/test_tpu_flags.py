@@ -8,7 +8,7 @@ strategy. With google's TPU flags, run_classifier then trains its 4 steps to
 the end as it would after connecting; `TrainingConfig` is wrapped to record the
 `steps_per_loop` the trainer gets, and the absl log is collected. The other
 cases go as far as the strategy (flags → `cli_flags.run_config` →
-`base.make_strategy`, the calls the run makes), which is where they differ.
+`runner.make_strategy`, the calls the run makes), which is where they differ.
 """
 
 import json
@@ -66,7 +66,7 @@ from absl import flags
 
 from official_bert.commands import classify as run_classifier
 from official_bert import cli_flags
-from official_bert.tasks import base
+from official_bert.tasks import runner
 
 out = {}
 for name, argv in json.loads(sys.argv[1]).items():
@@ -79,11 +79,11 @@ for name, argv in json.loads(sys.argv[1]).items():
         except SystemExit as e:
             if e.code:
                 raise
-    else:  # the first steps of run_classifier.main and base.run: flags, config, strategy
+    else:  # the first steps of run_classifier.main and runner.run_task: flags, config, strategy
         flags.FLAGS(argv)
         config = cli_flags.run_config(flags.FLAGS)
-        base.make_strategy(config)
-        loops.append(min(config.iterations_per_loop, config.log_steps))  # as base.make_trainer
+        runner.make_strategy(config)
+        loops.append(min(config.iterations_per_loop, config.log_steps))  # as runner.make_trainer
     out[name] = {"resolvers": list(resolvers), "steps_per_loop": list(loops),
                  "not_used": [m for m in messages if " is not used: " in m]}
 print("JSON", json.dumps(out))

@@ -1,6 +1,6 @@
 """The shared training loop: exact distribution, accumulation and resume.
 
-Each run is a subprocess (tests/toy_training.py) so that the CPU can be split
+Each run is a subprocess (tests/support/toy_training.py) so that the CPU can be split
 into two logical devices for MirroredStrategy before TensorFlow starts.
 """
 
@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-TOY = os.path.join(os.path.dirname(__file__), "toy_training.py")
+TOY = os.path.join(os.path.dirname(__file__), "support", "toy_training.py")
 
 
 def _run(out_dir, strategy, steps, accum, kill_at=None, dropout="0"):
@@ -71,8 +71,7 @@ def test_sigterm_ends_a_long_host_call_at_the_next_step(tmp_path):
     import threading
     import time
 
-    sys.path.insert(0, os.path.dirname(__file__))
-    import toy_training as toy
+    from support import toy_training as toy
     from official_bert.errors import Preempted
     from official_bert.training import distribution, optimization
     from official_bert.training import trainer as training

@@ -11,7 +11,7 @@ TF Serving's REST API takes the row format `{"signature_name": ..., "instances":
 `{"predictions": [value, ...]}`; strings are UTF-8 text. This script does what
 the model server does with such a request: it turns the instances into one batch
 per named input, calls the signature and splits the outputs back into rows. The
-models are the tiny exports of `tests/test_serving.py` (random weights, so the
+models are the tiny exports `tests/test_serving.py` checks (random weights, so the
 values only show the shapes and types; floats are rounded to 4 places and lists
 longer than 6 items cut with "…" for print). From the repository root:
 
@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+# Run as a script, this folder is on sys.path; the repository root is not, and the tests'
+# support package (`tests.support`: the tiny exports) is not installed with the library.
 sys.path.insert(0, str(ROOT))
 
 # The number of instances each example sends, and how long a list may get in print
@@ -147,10 +148,10 @@ def main():
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the raw-text signatures' ops)
 
-    from test_serving import _export_all
+    from tests.support.serving_exports import export_all
 
     with tempfile.TemporaryDirectory() as root:
-        cases = _export_all(Path(root))
+        cases = export_all(Path(root))
         for task in TASKS:
             case = cases[task]
             request, response = rest_exchange(

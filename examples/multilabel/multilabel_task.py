@@ -4,7 +4,7 @@ Each text has any number of labels (e.g. the topics of a news item, the
 tags of a comment), so the head scores every label on its own: one sigmoid
 per label on the pooled [CLS] vector, trained with binary cross-entropy.
 This module is all a new task needs; `run_multilabel.py` beside it is its
-script. The run flow (`official_bert.tasks.base.run`) does the rest: model
+script. The run flow (`official_bert.tasks.runner.run_task`) does the rest: model
 files, validation before anything is written, the run directory's lock,
 seeding, dtype, distribution, training, checkpoints and resume,
 eval_results.txt.
@@ -24,16 +24,20 @@ from official_bert import io
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier
+from official_bert.settings import setting
 from official_bert.tasks import base
+from official_bert.tasks.configs import RunConfig
 from official_bert.training import input_pipeline
 
 
 @dataclasses.dataclass
 class MultiLabelConfig:
-    train_file: str | None = None
-    eval_file: str | None = None
-    predict_file: str | None = None
-    threshold: float = 0.5
+    """The task's own settings; `run_multilabel.py` makes its flags from them."""
+
+    train_file: str | None = setting(None, "JSON lines: {'text': ..., 'labels': [...]}.")
+    eval_file: str | None = setting(None, "JSON lines with labels, to evaluate on.")
+    predict_file: str | None = setting(None, "JSON lines to label.")
+    threshold: float = setting(0.5, "A label is predicted when its probability is above this.")
 
 
 def read_jsonl(path):
@@ -56,14 +60,14 @@ def read_jsonl(path):
 class MultiLabelTask(base.Task):
     """Multi-label classification: the model and loss, the data, the metrics."""
 
-    def __init__(self, config: MultiLabelConfig, run: base.RunConfig):
-        super().__init__(run)
+    def __init__(self, config: MultiLabelConfig, run_config: RunConfig):
+        super().__init__(run_config)
         self.config, self.rows = config, {}
 
     # The model and its loss (what the Trainer calls).
 
     def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
         model = BertClassifier(encoder, len(self.labels))  # one logit per label
         model(dummy_inputs())
         return model
@@ -84,9 +88,9 @@ class MultiLabelTask(base.Task):
 
     def read_inputs(self):
         for mode in ("train", "eval", "predict"):
-            if getattr(self.run, f"do_{mode}"):
+            if getattr(self.run_config, f"do_{mode}"):
                 self.rows[mode] = read_jsonl(getattr(self.config, f"{mode}_file"))
-        saved = self.output_path("labels.txt")
+        saved = self.run_directory.file("labels.txt")
         if "train" in self.rows:
             self.labels = sorted({label for _, labels in self.rows["train"] for label in labels})
         elif io.exists(saved):
@@ -94,21 +98,21 @@ class MultiLabelTask(base.Task):
         else:
             raise UserError("no labels.txt in --output_dir: train first")
 
-    def run_files(self):
+    def record_files(self):
         return {"labels.txt": "".join(f"{label}\n" for label in self.labels)}
 
-    def output_files(self):
+    def result_files(self):
         return ["predictions.jsonl"]
 
     # Data.
 
     def _arrays(self, mode):
-        tokenizer = self.files.tokenizer()
+        tokenizer = self.model_files.tokenizer()
         index = {label: i for i, label in enumerate(self.labels)}
         ids, mask, types = [], [], []
         targets = np.zeros((len(self.rows[mode]), len(self.labels)), np.int32)
         for row, (text, labels) in enumerate(self.rows[mode]):
-            a, m, t = tokenizer.encode(text, max_seq_length=self.run.max_seq_length)
+            a, m, t = tokenizer.encode(text, max_seq_length=self.run_config.max_seq_length)
             ids.append(a), mask.append(m), types.append(t)
             for label in labels:
                 if label in index:
@@ -121,8 +125,8 @@ class MultiLabelTask(base.Task):
         return len(self.rows["train"])
 
     def train_dataset(self):
-        return input_pipeline.numpy_dataset(self._arrays("train"), self.run.train_batch_size,
-                                            True, self.run.seed)
+        return input_pipeline.numpy_dataset(self._arrays("train"), self.run_config.train_batch_size,
+                                            True, self.run_config.seed)
 
     def _probabilities(self, trainer, mode, batch_size):
         out = trainer.predict(input_pipeline.numpy_dataset(self._arrays(mode), batch_size, False,
@@ -134,7 +138,7 @@ class MultiLabelTask(base.Task):
 
     def evaluate(self, trainer):
         gold = self._arrays("eval")["label"].astype(bool)
-        chosen = self._probabilities(trainer, "eval", self.run.eval_batch_size) > \
+        chosen = self._probabilities(trainer, "eval", self.run_config.eval_batch_size) > \
             self.config.threshold
         true_positives = float((gold & chosen).sum())
         precision = true_positives / max(chosen.sum(), 1)
@@ -145,8 +149,8 @@ class MultiLabelTask(base.Task):
                 "num_examples": len(gold)}
 
     def predict(self, trainer):
-        probabilities = self._probabilities(trainer, "predict", self.run.predict_batch_size)
+        probabilities = self._probabilities(trainer, "predict", self.run_config.predict_batch_size)
         lines = [json.dumps({"text": text, "labels": [label for label, p in zip(self.labels, row)
                                                       if p > self.config.threshold]})
                  for (text, _), row in zip(self.rows["predict"], probabilities)]
-        io.atomic_write(self.output_path("predictions.jsonl"), "\n".join(lines) + "\n")
+        io.atomic_write(self.run_directory.file("predictions.jsonl"), "\n".join(lines) + "\n")

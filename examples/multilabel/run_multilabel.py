@@ -13,23 +13,20 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # multilabel_task beside it
 
+import multilabel_task  # noqa: E402
 from official_bert import app, cli_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("train_file", None, "JSON lines: {'text': ..., 'labels': [...]}.")
-flags.DEFINE_string("eval_file", None, "JSON lines with labels, to evaluate on.")
-flags.DEFINE_string("predict_file", None, "JSON lines to label.")
-flags.DEFINE_float("threshold", 0.5, "A label is predicted when its probability is above this.")
-cli_flags.define_run_flags(max_seq_length=128, train_batch_size=32)
+cli_flags.define_flags(multilabel_task.MultiLabelConfig)  # the task's settings, as flags
+cli_flags.define_run_flags()
 
 
 def main(argv):
     del argv
-    import multilabel_task
-    from official_bert.tasks import base
+    from official_bert.tasks import runner
 
     config = cli_flags.from_flags(multilabel_task.MultiLabelConfig, FLAGS)
-    base.run(multilabel_task.MultiLabelTask(config, cli_flags.run_config(FLAGS)))
+    runner.run_task(multilabel_task.MultiLabelTask(config, cli_flags.run_config(FLAGS)))
 
 
 if __name__ == "__main__":

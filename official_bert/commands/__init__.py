@@ -1,4 +1,5 @@
-"""Every `bert <command>` that is not data preparation (those are in data_prep/):
-each module defines its flags, parses them and hands a config to the library.
-google-research/bert's top-level scripts (`run_classifier.py`, ...) run these
-modules (`classify`, ...)."""
+"""Every `bert <command>`, data preparation included: each module defines its
+flags, parses them and hands a config to the library (`official_bert`, or
+`data_prep` for the data commands). google-research/bert's top-level scripts
+(`run_classifier.py`, `create_pretraining_data.py`, ...) run these modules
+(`classify`, `create_pretraining_data`, ...)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 from absl import flags
 
 from official_bert import app, cli_flags
+from official_bert.tasks.configs import EmbedConfig
 
 # tasks.embeddings loads TensorFlow: `main` imports it once the flags are
 # parsed, so that defining the flags (and `--help`) stays fast.
@@ -29,30 +30,19 @@ from official_bert import app, cli_flags
 FLAGS = flags.FLAGS
 
 
+CONFIGS = (EmbedConfig,)  # its flags' definitions
+
+
 def _define_flags():
-    flags.DEFINE_string("input_file", None, "Text file, one text a line (the whole line).")
-    flags.DEFINE_string("output_file", None,
-                        "Where the vectors go: a new .npy (float32 [lines, hidden]) or .jsonl "
-                        "file; never overwritten.")
-    flags.DEFINE_integer("max_batch_size", 256,
-                         "The --export_dir model refuses requests with more texts.")
-    flags.DEFINE_integer("batch_size", 64, "Texts per forward pass.")
-    flags.DEFINE_enum("pooling", "mean", ["mean", "cls"],
-                      "mean: the average of the last layer over the tokens "
-                      "(sentence-transformers'); cls: the [CLS] token's vector.")
-    flags.DEFINE_bool("normalize", True, "L2-normalize each vector (dot product = cosine).")
-    cli_flags.define_model_flags(max_seq_length=256)
-    cli_flags.define_dtype_flag()
-    cli_flags.define_export_flags("Also write a SavedModel for TF Serving to "
-                                  "export_dir/<version>/: raw text in (serving_default), the "
-                                  "embedding out.")
+    cli_flags.define_command_flags(EmbedConfig, cli_flags.MODEL_FILES, cli_flags.PRECISION,
+                                   cli_flags.EXPORT)
 
 
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import embeddings
 
-    embeddings.run(cli_flags.from_flags(embeddings.EmbedConfig, FLAGS))
+    embeddings.run(cli_flags.from_flags(EmbedConfig, FLAGS))
 
 
 def entry(argv=None):

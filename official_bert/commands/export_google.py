@@ -32,100 +32,29 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
+from absl import flags
 
-from absl import flags, logging
+from official_bert import app, cli_flags
+from official_bert.tasks.configs import ExportGoogleConfig
 
-from official_bert import app, cli_flags, io
-from official_bert.errors import UserError
-from official_bert.modeling.configs import ModelFilesConfig
-
-# What loads TensorFlow (checkpoints, tasks/) is imported inside the
-# functions that run the command: defining the flags (and `--help`) stays fast.
+# The export (`official_bert.google_export`) loads TensorFlow: it is imported
+# inside `main`, so defining the flags (and `--help`) stays fast.
 
 FLAGS = flags.FLAGS
 
 
-@dataclasses.dataclass
-class ExportGoogleConfig(ModelFilesConfig):
-    """The command's settings (its flags' names).
-
-    Args:
-        (the model files: `ModelFilesConfig`; no max_seq_length: the weights
-        are written whole)
-        output_dir: the new directory to write.
-        exact_gelu_as: "refuse", "tanh" or "gelu_exact" (module docstring).
-    """
-
-    max_seq_length: int | None = None
-    output_dir: str | None = None
-    exact_gelu_as: str = "refuse"
-
-
-def export(config: ExportGoogleConfig) -> str:
-    """Writes the directory; returns the checkpoint prefix (`.../bert_model.ckpt`)."""
-    from official_bert import checkpoints
-    from official_bert.tasks import base
-
-    if not config.init_checkpoint:
-        raise UserError("--init_checkpoint is required: the weights to export")
-    if not config.output_dir:
-        raise UserError("--output_dir is required: the new directory to write")
-    if config.exact_gelu_as not in checkpoints.EXACT_GELU_CHOICES:
-        raise UserError(f"--exact_gelu_as={config.exact_gelu_as!r}: use "
-                        f"{', '.join(checkpoints.EXACT_GELU_CHOICES)}")
-    if io.exists(config.output_dir) and (not io.isdir(config.output_dir)
-                                         or io.listdir(config.output_dir)):
-        raise UserError(f"--output_dir={config.output_dir} exists and is not an empty "
-                        "directory: the export never overwrites; choose a new directory")
-    files = base.resolve_model_files(config)
-    io.refuse_output_over_input(
-        {"--output_dir": config.output_dir},
-        {"init_checkpoint": config.init_checkpoint, "vocab_file": files.vocab_file,
-         "bert_config_file": config.bert_config_file})
-
-    encoder, checkpoint = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
-    heads = {name: value for name, value in checkpoint.weights.items()
-             if name in checkpoints.GOOGLE_HEAD_NAMES}
-    if encoder.config.hidden_act == "gelu" and config.exact_gelu_as == "tanh":
-        difference = checkpoints.gelu_tanh_difference(encoder)
-        message = (f"the model's exact GELU is written as google's \"gelu\" (the tanh "
-                   f"approximation): under google's code its sequence_output moves by up to "
-                   f"{difference:.2e} on a random 2 x 32 batch")
-        logging.warning(message)
-        print(f"warning: {message}", flush=True)
-    try:
-        prefix = checkpoints.export_google(encoder, config.output_dir, files.vocab_file, heads,
-                                           config.exact_gelu_as)
-    except checkpoints.ExactGeluError as e:
-        raise UserError(f"{config.init_checkpoint}: {e.problem}; {e.fix}") from None
-    except FileExistsError:
-        raise UserError(f"--output_dir={config.output_dir} appeared while exporting: the "
-                        "export never overwrites; choose a new directory") from None
-    logging.info("Wrote %s (%s checkpoint; heads: %s)", prefix, checkpoint.kind,
-                 ", ".join(sorted({n.rsplit("/", 1)[0] for n in heads})) or "none")
-    print(f"checkpoint\t{prefix}", flush=True)
-    if files.do_lower_case is not None:
-        print(f"do_lower_case\t{files.do_lower_case}  (google's scripts take it as a flag; "
-              "their checkpoint's directory name says uncased or cased)", flush=True)
-    return prefix
+CONFIGS = (ExportGoogleConfig,)  # its flags' definitions
 
 
 def _define_flags():
-    flags.DEFINE_string("output_dir", None,
-                        "The new directory for bert_model.ckpt.*, bert_config.json and "
-                        "vocab.txt (must not exist, or be empty).")
-    flags.DEFINE_enum("exact_gelu_as", "refuse", ["refuse", "tanh", "gelu_exact"],
-                      "A model with the exact (erf) GELU, which google's modeling.py lacks: "
-                      "refuse; tanh (write google's \"gelu\", the tanh approximation, and "
-                      "print how much outputs move); gelu_exact (exact when this project "
-                      "reads it, refused by google's code).")
-    cli_flags.define_model_flags(max_seq_length=None)  # the weights are written whole
+    cli_flags.define_command_flags(ExportGoogleConfig, cli_flags.MODEL_FILES)
 
 
 def main(argv):
     app.refuse_arguments(argv)
-    export(cli_flags.from_flags(ExportGoogleConfig, FLAGS))
+    from official_bert import google_export
+
+    google_export.export(cli_flags.from_flags(ExportGoogleConfig, FLAGS))
 
 
 def entry(argv=None):

@@ -21,12 +21,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from absl import flags
 
-from official_bert import app, io
+from official_bert import app, cli_flags, io
 from official_bert.errors import UserError
+from official_bert.settings import setting
 
 FLAGS = flags.FLAGS
 
@@ -69,16 +71,26 @@ def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory + "/")
 
 
+@dataclasses.dataclass
+class ExportIdsOnlyConfig:
+    """The command's flags (`main` passes them to `export`)."""
+
+    saved_model: str | None = setting(
+        None, "The export to copy: a version directory (holding saved_model.pb), or the TF "
+        "Serving directory, whose highest version is used.")
+    export_dir: str | None = setting(
+        None, "The TF Serving directory to write the copy's <version>/ into (not the source's: "
+        "the copy would become its newest version).")
+    export_version: int | None = setting(
+        None, "The copy's version number (default: seconds since the epoch). An existing "
+        "version is never overwritten.")
+
+
+CONFIGS = (ExportIdsOnlyConfig,)  # its flags' definitions
+
+
 def _define_flags():
-    flags.DEFINE_string("saved_model", None,
-                        "The export to copy: a version directory (holding saved_model.pb), "
-                        "or the TF Serving directory, whose highest version is used.")
-    flags.DEFINE_string("export_dir", None,
-                        "The TF Serving directory to write the copy's <version>/ into (not "
-                        "the source's: the copy would become its newest version).")
-    flags.DEFINE_integer("export_version", None,
-                         "The copy's version number (default: seconds since the epoch). An "
-                         "existing version is never overwritten.")
+    cli_flags.define_flags(ExportIdsOnlyConfig)
 
 
 def main(argv):

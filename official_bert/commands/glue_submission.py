@@ -39,6 +39,8 @@ from absl import flags, logging
 from data_prep import glue
 from official_bert import app, cli_flags, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.run_directory import RunDirectory
+from official_bert.settings import setting
 
 FLAGS = flags.FLAGS
 
@@ -48,21 +50,20 @@ ZIP_COMMENT = b"official_bert glue-submission"
 
 @dataclasses.dataclass
 class GlueSubmissionConfig:
-    """The command's settings (its flags' names).
+    """The command's settings (its flags' names)."""
 
-    Args:
-        runs_dir: a directory holding run_classifier.py runs (it, or its
-            subdirectories, one run each).
-        output_file: the zip to write.
-        glue_dir: GLUE's data, to check each file against its test set's
-            indices (default: the official row counts only).
-        allow_missing: zip the files there are, naming those missing.
-    """
+    runs_dir: str | None = setting(
+        None, "Directory of run_classifier.py runs (it, or one subdirectory per task), each "
+        "predicted with --do_predict.")
+    output_file: str | None = setting(None, "The zip to write (gluebenchmark.com's upload).")
+    glue_dir: str | None = setting(
+        None, "GLUE's data (bert download glue): check each file against its test set's "
+        "indices; default: the official row counts.")
+    allow_missing: bool = setting(
+        False, "Zip the files there are when some tasks are missing (they are named).")
 
-    runs_dir: str | None = None
-    output_file: str | None = None
-    glue_dir: str | None = None
-    allow_missing: bool = False
+
+CONFIGS = (GlueSubmissionConfig,)  # its flags' definitions
 
 
 def _runs(runs_dir: str) -> dict:
@@ -70,7 +71,7 @@ def _runs(runs_dir: str) -> dict:
     candidates = [runs_dir] + [io.join(runs_dir, name) for name in sorted(io.listdir(runs_dir))]
     runs = {}
     for directory in candidates:
-        path = io.join(directory, glue.CLASSIFIER_CONFIG)
+        path = RunDirectory(directory).classifier_config
         if not io.isdir(directory) or not io.exists(path):
             continue
         task_name = io.read_json(path, what="a run_classifier.py run's config").get("task_name")
@@ -181,13 +182,7 @@ def make_submission(config: GlueSubmissionConfig) -> list:
 
 
 def _define_flags():
-    flags.DEFINE_string("runs_dir", None, "Directory of run_classifier.py runs (it, or one "
-                        "subdirectory per task), each predicted with --do_predict.")
-    flags.DEFINE_string("output_file", None, "The zip to write (gluebenchmark.com's upload).")
-    flags.DEFINE_string("glue_dir", None, "GLUE's data (bert download glue): check each file "
-                        "against its test set's indices; default: the official row counts.")
-    flags.DEFINE_bool("allow_missing", False, "Zip the files there are when some tasks are "
-                      "missing (they are named).")
+    cli_flags.define_flags(GlueSubmissionConfig)
 
 
 def main(argv):

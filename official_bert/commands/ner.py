@@ -21,40 +21,27 @@ from __future__ import annotations
 from absl import flags
 
 from official_bert import app, cli_flags
+from official_bert.tasks.configs import GoogleTpuFlags, NerConfig, RunConfig
 
 # tasks.ner loads TensorFlow: `main` imports it once the flags are parsed, so
 # that defining the flags (and `--help`) stays fast.
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("train_file", None, "CoNLL file to train on.")
-flags.DEFINE_string("eval_file", None, "CoNLL file with gold tags to evaluate on.")
-flags.DEFINE_string("predict_file", None, "CoNLL file to tag (gold column optional).")
-flags.DEFINE_integer("window_stride", None, "Sub-tokens between the starts of a long "
-                     "sentence's windows (default: half a window).")
-flags.DEFINE_enum("tag_scheme", "auto", ["auto", "bio", "iob1"],
-                  "The files' tag scheme (auto: I- opening an entity means IOB1).")
-flags.DEFINE_bool("feature_based", False, "Freeze the encoder; train a task model on its features.")
-flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers for --feature_based (-1 = last).")
-flags.DEFINE_enum("combine", "concat", ["concat", "sum", "last"],
-                  "How the --layers are combined (last: the deepest of them alone).")
-flags.DEFINE_enum("task_model", "bilstm", ["bilstm", "dense"], "Task model for --feature_based.")
-flags.DEFINE_integer("lstm_units", 768, "Units per direction (or dense width) of the task model.")
-flags.DEFINE_integer("task_model_layers", 2, "Layers of the task model.")
-flags.DEFINE_float("task_dropout", 0.1, "Dropout in the feature-based task model.")
-flags.DEFINE_integer("feature_batch_size", 32, "Windows per encoder pass when caching features.")
-cli_flags.define_run_flags(max_seq_length=128, train_batch_size=32)
+CONFIGS = (NerConfig, RunConfig, GoogleTpuFlags)  # its flags' definitions
+cli_flags.define_flags(NerConfig)
+cli_flags.define_run_flags(RunConfig)
 
 
 # The main/entry pair every task command ends with (deliberately the same): flags → config →
 # the library.
 def main(argv):
     app.refuse_arguments(argv)
-    from official_bert.tasks import base, ner
+    from official_bert.tasks import ner, runner
 
-    config = cli_flags.from_flags(ner.NerConfig, FLAGS)
+    config = cli_flags.from_flags(NerConfig, FLAGS)
     task_class = ner.FeatureBasedNerTask if config.feature_based else ner.NerTask
-    base.run(task_class(config, cli_flags.run_config(FLAGS)))
+    runner.run_task(task_class(config, cli_flags.run_config(FLAGS, RunConfig)))
 
 
 def entry(argv=None):

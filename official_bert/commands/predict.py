@@ -30,6 +30,7 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import select
@@ -38,8 +39,9 @@ import sys
 from absl import flags
 
 from data_prep import glue
-from official_bert import app, io
+from official_bert import app, cli_flags, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.settings import setting
 
 # What loads TensorFlow (checkpoints, serving/) is imported inside the
 # functions that run the command: defining the flags (and `--help`) stays fast.
@@ -48,13 +50,25 @@ app.quiet_tensorflow()
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("model", None, "SavedModel (export) directory, or a run_classifier.py "
-                    "--output_dir. Load only SavedModels you trust: a SavedModel runs whatever "
-                    "TensorFlow graph it holds (its ops can read and write files).")
-flags.DEFINE_string("input_file", "-", "Text file, one example per line; '-' = standard input.")
-flags.DEFINE_integer("batch_size", 32, "Examples per model call.")
-flags.DEFINE_enum("output_format", "tsv", ["tsv", "json"], "tsv lines (with a header) or JSON lines.")
-flags.DEFINE_bool("header", True, "tsv: print a header line first.")
+
+
+@dataclasses.dataclass
+class PredictConfig:
+    """The command's flags (`main` reads them from FLAGS)."""
+
+    model: str | None = setting(
+        None, "SavedModel (export) directory, or a run_classifier.py --output_dir. Load only "
+        "SavedModels you trust: a SavedModel runs whatever TensorFlow graph it holds (its ops "
+        "can read and write files).")
+    input_file: str = setting("-", "Text file, one example per line; '-' = standard input.")
+    batch_size: int = setting(32, "Examples per model call.")
+    output_format: str = setting("tsv", "tsv lines (with a header) or JSON lines.",
+                                 choices=("tsv", "json"))
+    header: bool = setting(True, "tsv: print a header line first.")
+
+
+CONFIGS = (PredictConfig,)  # its flags' definitions
+cli_flags.define_flags(PredictConfig)
 
 
 def format_rows(predictor, examples, outputs) -> list:

@@ -21,6 +21,7 @@ Everything is written under --output_dir; a summary at the end says where.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -33,8 +34,9 @@ import time
 
 from absl import flags
 
-from official_bert import app, io
+from official_bert import app, cli_flags, file_sets, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.settings import setting
 
 HERE = pathlib.Path(__file__).resolve().parents[2]  # the repository root
 STAGES = ("data", "pretrain", "finetune", "serve")
@@ -55,21 +57,29 @@ TINY_BERT = {  # L=2, H=128, A=2: trains in minutes on a CPU.
 }
 
 
+@dataclasses.dataclass
+class QuickstartConfig:
+    """The quickstart's flags (`main` reads them from FLAGS)."""
+
+    output_dir: str = setting("quickstart_output", "Where every artifact is written.")
+    stages: list = setting(list(STAGES), f"Stages to run, in order: {', '.join(STAGES)}.")
+    fast: bool = setting(False, "A shorter run (fewer pre-training steps, fewer QNLI rows).")
+    full: bool = setting(False, "A longer run (more pre-training steps, 2 fine-tuning epochs).")
+    pretrain_steps: int | None = setting(
+        None, "Pre-training steps (default: 300; 150 with --fast, 1,200 with --full).")
+    fresh: bool = setting(
+        False, "Start over: remove what an earlier quickstart wrote in --output_dir. Without it "
+        "a rerun resumes stages whose settings are unchanged (the summary says how many steps "
+        "were done before and now) and restarts the others.")
+
+
+CONFIGS = (QuickstartConfig,)  # its flags' definitions
+
+
 def _define_flags():
     """The quickstart's flags, defined when it runs (importing the module for its
     functions leaves absl's global flags alone)."""
-    flags.DEFINE_string("output_dir", "quickstart_output", "Where every artifact is written.")
-    flags.DEFINE_list("stages", list(STAGES), f"Stages to run, in order: {', '.join(STAGES)}.")
-    flags.DEFINE_bool("fast", False, "A shorter run (fewer pre-training steps, fewer QNLI rows).")
-    flags.DEFINE_bool("full", False,
-                      "A longer run (more pre-training steps, 2 fine-tuning epochs).")
-    flags.DEFINE_integer("pretrain_steps", None,
-                         "Pre-training steps (default: 300; 150 with --fast, 1,200 with --full).")
-    flags.DEFINE_bool("fresh", False,
-                      "Start over: remove what an earlier quickstart wrote in --output_dir. "
-                      "Without it a rerun resumes stages whose settings are unchanged (the "
-                      "summary says how many steps were done before and now) and restarts the "
-                      "others.")
+    cli_flags.define_flags(QuickstartConfig)
 
 
 def minilm_dir() -> pathlib.Path:
@@ -203,12 +213,12 @@ def start_afresh(out: pathlib.Path, stage: str) -> None:
 def stage_data(out: pathlib.Path, summary: dict) -> None:
     print("[data] corpus → vocabulary → pre-training TFRecords", flush=True)
     corpus, vocab = out / "corpus.txt", out / "vocab.txt"
-    seconds = run("-m data_prep.prepare_corpus", input=HERE / "data_prep" / "sample_corpus",
-                  output_file=corpus)
-    stats = json.loads(pathlib.Path(io.sidecar_path(corpus, "stats")).read_text())
+    seconds = run("-m official_bert.cli prepare-corpus",
+                  input=HERE / "data_prep" / "sample_corpus", output_file=corpus)
+    stats = json.loads(pathlib.Path(file_sets.sidecar_path(corpus, "stats")).read_text())
     print(f"      {stats.get('documents')} documents, {stats.get('sentences')} sentences "
           f"({seconds:.0f} s)")
-    seconds = run("-m data_prep.build_vocab", input_file=corpus, output_file=vocab,
+    seconds = run("-m official_bert.cli build-vocab", input_file=corpus, output_file=vocab,
                   vocab_size=TINY_BERT["vocab_size"], do_lower_case=True)
     print(f"      vocabulary of {TINY_BERT['vocab_size']} WordPieces ({seconds:.0f} s)")
     # Every 8th document is held out: the pre-training accuracy is measured on unseen text.
@@ -221,11 +231,12 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
                               encoding="utf-8")
     common = dict(vocab_file=vocab, do_lower_case=True, max_seq_length=128,
                   max_predictions_per_seq=20)
-    seconds = run("-m data_prep.create_pretraining_data", input_file=train_corpus,
+    seconds = run("create_pretraining_data.py", input_file=train_corpus,
                   output_file=out / "pretrain_train.tfrecord", dupe_factor=5, random_seed=12345,
                   **common)
-    train = json.loads(pathlib.Path(io.sidecar_path(out / "pretrain_train.tfrecord")).read_text())
-    run("-m data_prep.create_pretraining_data", input_file=heldout_corpus,
+    train = json.loads(pathlib.Path(
+        file_sets.sidecar_path(out / "pretrain_train.tfrecord")).read_text())
+    run("create_pretraining_data.py", input_file=heldout_corpus,
         output_file=out / "pretrain_heldout.tfrecord", dupe_factor=5, random_seed=777, **common)
     print(f"      {train.get('instances')} training instances from {len(train_docs)} documents; "
           f"{len(held_out)} documents held out ({seconds:.0f} s)")

@@ -18,26 +18,27 @@ from __future__ import annotations
 from absl import flags
 
 from official_bert import app, cli_flags
+from official_bert.tasks.configs import GoogleTpuFlags, MultipleChoiceConfig, SwagRunConfig
 
 # tasks.multiple_choice loads TensorFlow: `main` imports it once the flags are parsed, so
 # that defining the flags (and `--help`) stays fast.
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("train_file", None, "SWAG CSV to train on.")
-flags.DEFINE_string("eval_file", None, "SWAG CSV (with labels) to evaluate on.")
-flags.DEFINE_string("predict_file", None, "SWAG CSV to predict (label column optional).")
-cli_flags.define_run_flags(max_seq_length=128, train_batch_size=16)
+CONFIGS = (MultipleChoiceConfig, SwagRunConfig, GoogleTpuFlags)  # its flags' definitions
+cli_flags.define_flags(MultipleChoiceConfig)
+cli_flags.define_run_flags(SwagRunConfig)
 
 
 # The main/entry pair every task command ends with (deliberately the same): flags → config →
 # the library.
 def main(argv):
     app.refuse_arguments(argv)
-    from official_bert.tasks import base, multiple_choice
+    from official_bert.tasks import multiple_choice, runner
 
-    config = cli_flags.from_flags(multiple_choice.MultipleChoiceConfig, FLAGS)
-    base.run(multiple_choice.MultipleChoiceTask(config, cli_flags.run_config(FLAGS)))
+    config = cli_flags.from_flags(MultipleChoiceConfig, FLAGS)
+    run_config = cli_flags.run_config(FLAGS, SwagRunConfig)
+    runner.run_task(multiple_choice.MultipleChoiceTask(config, run_config))
 
 
 def entry(argv=None):

@@ -252,28 +252,3 @@ class BertConfig:
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes Google's form atomically (`official_bert.io.atomic_write`)."""
         io.atomic_write(path, self.to_json_string())
-
-
-@dataclasses.dataclass
-class ModelFilesConfig:
-    """Where a model comes from: the flags of every command that loads one
-    (google-research/bert's names). `tasks.base.resolve_model_files` reads
-    them; the task and command configs extend this class.
-
-    Args:
-        init_checkpoint: a checkpoint (Hugging Face directory or safetensors,
-            Google TF1 prefix, or a run of this project).
-        bert_config_file: the model's config; by default the checkpoint's.
-        vocab_file: the WordPiece vocabulary; by default the one beside the
-            checkpoint.
-        do_lower_case: None: the checkpoint's casing (lowercase when it does
-            not say).
-        max_seq_length: the packed length (at most the model's
-            max_position_embeddings); None where the command packs nothing.
-    """
-
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    max_seq_length: int | None = 128

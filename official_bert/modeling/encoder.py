@@ -94,68 +94,9 @@ class BertEncoder(keras.Model):
         )
         policy = keras.dtype_policies.get(dtype) if dtype else None
         policy = policy or keras.config.dtype_policy()
-
-        # === Layers ===
-        embeddings = bert_layers.BertEmbeddings(
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size,
-            dropout=hidden_dropout_prob,
-            initializer_range=initializer_range,
-            layer_norm_eps=layer_norm_eps,
-            dtype=policy,
-            name="embeddings",
-        )
-        blocks = [
-            bert_layers.TransformerBlock(
-                hidden_size=hidden_size,
-                num_heads=num_attention_heads,
-                intermediate_size=intermediate_size,
-                activation=hidden_act,
-                dropout=hidden_dropout_prob,
-                attention_dropout=attention_probs_dropout_prob,
-                initializer_range=initializer_range,
-                layer_norm_eps=layer_norm_eps,
-                dtype=policy,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(num_hidden_layers)
-        ]
-        pooler = keras.layers.Dense(
-            hidden_size,
-            activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=initializer_range
-            ),
-            dtype=policy,
-            name="pooler",
-        )
-
-        # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ENCODER_INPUTS
-        }
-        x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
-        embedding_output = x
-        attention_bias = bert_layers.attention_bias_from_mask(
-            inputs["input_mask"]
-        )
-        encoder_outputs = []
-        for block in blocks:
-            x = block(x, attention_bias)
-            encoder_outputs.append(x)
-        pooled_output = pooler(x[:, 0, :])
-        outputs = {
-            "sequence_output": x,
-            "pooled_output": pooled_output,
-            "encoder_outputs": encoder_outputs,
-            "embedding_output": embedding_output,
-        }
+        embeddings, blocks, pooler = _encoder_layers(config, policy)
+        inputs, outputs = _functional_graph(embeddings, blocks, pooler)
         super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
-
-        # === Config ===
         self.config = config
         self.embeddings = embeddings
         self.transformer_layers = blocks
@@ -189,6 +130,70 @@ class BertEncoder(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def _encoder_layers(config: BertConfig, policy):
+    """The encoder's layers, (embeddings, Transformer blocks, pooler); their
+    names are the weights' names in a checkpoint."""
+    embeddings = bert_layers.BertEmbeddings(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        dropout=config.hidden_dropout_prob,
+        initializer_range=config.initializer_range,
+        layer_norm_eps=config.layer_norm_eps,
+        dtype=policy,
+        name="embeddings",
+    )
+    blocks = [
+        bert_layers.TransformerBlock(
+            hidden_size=config.hidden_size,
+            num_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            activation=config.hidden_act,
+            dropout=config.hidden_dropout_prob,
+            attention_dropout=config.attention_probs_dropout_prob,
+            initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            dtype=policy,
+            name=f"transformer_layer_{i}",
+        )
+        for i in range(config.num_hidden_layers)
+    ]
+    pooler = keras.layers.Dense(
+        config.hidden_size,
+        activation="tanh",
+        kernel_initializer=keras.initializers.TruncatedNormal(
+            stddev=config.initializer_range
+        ),
+        dtype=policy,
+        name="pooler",
+    )
+    return embeddings, blocks, pooler
+
+
+def _functional_graph(embeddings, blocks, pooler):
+    """The encoder's (inputs, outputs) as Keras symbolic tensors (the layers
+    are built here, in this order)."""
+    inputs = {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in ENCODER_INPUTS
+    }
+    x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    embedding_output = x
+    attention_bias = bert_layers.attention_bias_from_mask(inputs["input_mask"])
+    encoder_outputs = []
+    for block in blocks:
+        x = block(x, attention_bias)
+        encoder_outputs.append(x)
+    outputs = {
+        "sequence_output": x,
+        "pooled_output": pooler(x[:, 0, :]),
+        "encoder_outputs": encoder_outputs,
+        "embedding_output": embedding_output,
+    }
+    return inputs, outputs
 
 
 def dummy_inputs(batch_size=1, seq_length=8):

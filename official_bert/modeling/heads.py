@@ -97,6 +97,8 @@ class HeadRestore:
             MNLI head given to a 2-class task).
         other_heads: the checkpoint's other non-encoder weights (another
             task's or pre-training's heads).
+        heads: a model of several heads: those restored whole, by name
+            (`BertPretrainer`'s "masked_lm", "next_sentence").
 
     Example:
     >>> report = HeadRestore(restored=[("output_weights", (2, 8))],
@@ -109,6 +111,7 @@ class HeadRestore:
     initialized: list = dataclasses.field(default_factory=list)
     skipped: list = dataclasses.field(default_factory=list)
     other_heads: list = dataclasses.field(default_factory=list)
+    heads: list = dataclasses.field(default_factory=list)
 
     def __bool__(self):
         return bool(self.restored)
@@ -496,6 +499,13 @@ NEXT_SENTENCE_HEAD = ("cls/seq_relationship/output_weights",
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
+def _google_shape(name, variable) -> tuple:
+    """A pre-training head variable's shape in Google's layout (its
+    seq_relationship kernel is stored transposed)."""
+    shape = tuple(variable.shape)
+    return shape[::-1] if name == "cls/seq_relationship/output_weights" else shape
+
+
 class BertPretrainer(SerializableHead):
     """BERT's pre-training model: masked-LM and next-sentence heads on an encoder.
 
@@ -608,7 +618,7 @@ class BertPretrainer(SerializableHead):
             weights["cls/seq_relationship/output_weights"].T)
         return weights
 
-    def load_head_weights(self, checkpoint) -> list:
+    def load_head_weights(self, checkpoint) -> HeadRestore:
         """Loads `cls/predictions/*` and `cls/seq_relationship/*` when present.
 
         Args:
@@ -617,8 +627,9 @@ class BertPretrainer(SerializableHead):
                 project's pre-training runs), or a dict of canonical name → array.
 
         Returns:
-            The heads loaded: a sublist of ["masked_lm", "next_sentence"]
-            (a checkpoint of `BertModel` alone has neither).
+            A `HeadRestore` whose `heads` are the heads loaded: a sublist of
+            ["masked_lm", "next_sentence"] (a checkpoint of `BertModel` alone
+            has neither), each weight in `restored` or `initialized`.
 
         Raises:
             ValueError: a head is only partly present or has the wrong shape.
@@ -627,10 +638,12 @@ class BertPretrainer(SerializableHead):
         source = getattr(checkpoint, "path", None) or "the checkpoint"  # named in errors
         variables = self.head_variables()
         hidden = self.encoder.config.hidden_size
-        loaded = []
+        report = HeadRestore()
         for head, names in (("masked_lm", MASKED_LM_HEAD), ("next_sentence", NEXT_SENTENCE_HEAD)):
             present = [n for n in names if n in weights]
             if not present:
+                report.initialized += [(name, _google_shape(name, variables[name]),
+                                        "not in the checkpoint") for name in names]
                 continue
             if len(present) != len(names):
                 missing = sorted(set(names) - set(present))
@@ -652,5 +665,6 @@ class BertPretrainer(SerializableHead):
                 values[name] = value
             for name, value in values.items():
                 variables[name].assign(value.astype(variables[name].dtype))
-            loaded.append(head)
-        return loaded
+                report.restored.append((name, tuple(np.shape(weights[name]))))
+            report.heads.append(head)
+        return report

@@ -211,20 +211,6 @@ class XlaCompiled:
         return getattr(self._model, name)
 
 
-SERVING_DTYPES = ("float32", "bfloat16")
-
-
-def check_serving_dtype(serving_dtype: str, export_dir: str | None) -> None:
-    """`UserError` for a --serving_dtype that is unknown or given without the
-    --export_dir it applies to (every command with both flags asks this)."""
-    if serving_dtype not in SERVING_DTYPES:
-        raise UserError(f"--serving_dtype={serving_dtype}: use one of "
-                        f"{', '.join(SERVING_DTYPES)}")
-    if serving_dtype != "float32" and not export_dir:
-        raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
-                        "precision)")
-
-
 def with_weights_in(model, dtype: str):
     """`model` itself for "float32"; for "bfloat16" a copy (a `BertEncoder`, or
     a head around one) built under Keras' `bfloat16` policy, its weights stored
@@ -236,10 +222,10 @@ def with_weights_in(model, dtype: str):
     matmuls save (benchmarks/README.md); stored in bfloat16 they are read as
     they are.
     """
-    if dtype not in SERVING_DTYPES:
-        raise ValueError(f"serving dtype {dtype!r}: use one of {', '.join(SERVING_DTYPES)}")
     if dtype == "float32":
         return model
+    if dtype != "bfloat16":  # (the flag's values: `tasks.configs.SERVING_DTYPES`)
+        raise ValueError(f"serving dtype {dtype!r}: use float32 or bfloat16")
     if isinstance(model, BertEncoder):
         copy = BertEncoder.from_config({**model.get_config(), "dtype": dtype})
     else:

@@ -22,7 +22,7 @@ Signatures:
 A model trained with `--long_document=windows` is exported as
 `WindowedClassifierServing`: serving_default takes the whole text, makes
 the windows in the graph (max_seq_length - 2 tokens every doc_stride, at
-most max_windows, as `data_prep.glue.convert_examples_windows` does) and
+most max_windows, as `data_prep.glue_features.convert_examples_windows` does) and
 returns the pooled outputs; serve_ids takes a document's packed windows,
 int32 [batch, windows, seq] (rows of padding after its last window), and
 `metadata()` adds long_document, doc_stride, window_pooling and max_windows.
@@ -55,6 +55,7 @@ from official_bert import checkpoints, io
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
+from official_bert.run_directory import CLASSIFIER_CONFIG, RunDirectory
 from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule, latest_version_dir
 from official_bert.text import text_layers
 
@@ -142,7 +143,7 @@ class WindowedClassifierServing(ClassifierServing):
         ids = self.tokenizer(text_a)  # [batch, (tokens)]
         length = tf.cast(ids.row_lengths(), tf.int32)
         window = self.seq_length - 2
-        # data_prep.glue.window_spans: starts 0, s, 2s, ... until one reaches the end.
+        # glue_features.window_spans: starts 0, s, 2s, ... until one reaches the end.
         stride = min(self.doc_stride, window)
         count = 1 + (tf.maximum(length - window, 0) + stride - 1) // stride
         windows = tf.ragged.range(tf.minimum(count, self.max_windows))  # [batch, (windows)]
@@ -215,12 +216,12 @@ class ClassifierPredictor:
         saved_model = latest_version_dir(path)
         if saved_model is not None:
             self._load_saved_model(saved_model)
-        elif io.exists(io.join(path, "classifier_config.json")):
+        elif RunDirectory(path).is_classifier_run():
             self._load_run(path)
         else:
             raise ValueError(f"{path} is neither a SavedModel (saved_model.pb, or "
                              "numbered versions) nor a run_classifier.py --output_dir "
-                             "(classifier_config.json)")
+                             f"({CLASSIFIER_CONFIG})")
 
     def _load_saved_model(self, path):
         loaded = tf.saved_model.load(path)
@@ -244,11 +245,12 @@ class ClassifierPredictor:
         self._loaded = loaded  # keeps the resources alive
 
     def _load_run(self, path):
-        config = json.loads(io.read_text(io.join(path, "classifier_config.json")))
+        run = RunDirectory(path)
+        config = json.loads(io.read_text(run.classifier_config))
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
             raise ValueError(f"{path} holds no checkpoint yet: train it first (--do_train)")
-        bert_config = BertConfig.from_json_file(io.join(path, "bert_config.json"))
+        bert_config = BertConfig.from_json_file(run.bert_config)
         labels = config.get("labels")
         encoder = BertEncoder.from_bert_config(bert_config)
         model = BertClassifier(encoder, 1 if labels is None else len(labels))
@@ -260,7 +262,7 @@ class ClassifierPredictor:
         except AssertionError as e:
             raise checkpoints.CheckpointError(f"{latest} does not fit the classifier in "
                                               f"{path}: {str(e).splitlines()[0]}") from None
-        vocab, lower_case = io.join(path, "vocab.txt"), config.get("do_lower_case", True)
+        vocab, lower_case = run.vocab, config.get("do_lower_case", True)
         if config.get("long_document") == "windows":
             model.window_pooling = config["window_pooling"]
             module = WindowedClassifierServing(model, vocab, lower_case,

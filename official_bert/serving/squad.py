@@ -58,6 +58,7 @@ int32 [batch, seq]: type 1 on the context and its [SEP]):
 from __future__ import annotations
 
 import os
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -81,6 +82,49 @@ def _first_argmax(values, axis=-1):
     shape[axis] = -1
     index = tf.reshape(index, shape)
     return tf.reduce_min(tf.where(values >= best, index, size), axis=axis)
+
+
+class _DocPieces(NamedTuple):
+    """The contexts' doc tokens (words) and their WordPieces (`_doc_pieces`)."""
+
+    context: Any  # [B] the contexts, valid UTF-8
+    flat_words: Any  # [W] every doc token of the batch
+    word_begin: Any  # [B, (words)] byte offsets of each word in its context
+    word_end: Any
+    word_ids: Any  # [W, (pieces)] WordPiece ids per word
+    piece_begin: Any  # [P] each piece's first and end character in its word
+    piece_end: Any
+    word_aligned: Any  # [W] whether the word keeps its length when tokenized
+    piece_word: Any  # [P] the (global) word of each piece
+    length: Any  # [B] pieces per context
+    ids: Any  # [B, (pieces)] the context's WordPiece ids
+    starts: Any  # [B] the index of each context's first piece in [P]
+
+
+class _Windows(NamedTuple):
+    """The windows over the contexts' pieces (`_windows`), K in all."""
+
+    ragged: Any  # [B, (windows)] their numbers per example
+    example: Any  # [K] the example of each window
+    index: Any  # [K] its number within the example
+    start: Any  # [K] its first piece, and
+    length: Any  # [K] its number of pieces
+    positions: Any  # [K, (length)] the piece positions (in the context) of each window
+    pos_window: Any  # [T] the window of each of them, flat
+    pos: Any  # [T] the positions, flat
+    tokens: Any  # [K, (length)] the WordPiece ids of each window
+
+
+class _BestSpan(NamedTuple):
+    """The best span of each example (`_best_window`)."""
+
+    found: Any  # [B] whether there is a legal span
+    score: Any  # [B] its start + end logit
+    window: Any  # [B] the window it is in (0 when none)
+    start_tok: Any  # [B] its first and last token in the packed window
+    end_tok: Any
+    start_logit: Any  # [B] its logits (-inf when none)
+    end_logit: Any
 
 
 class SquadServingModule(ExportModule):
@@ -213,136 +257,196 @@ class SquadServingModule(ExportModule):
                           is_impossible=score_diff > self.threshold)
         return result
 
+    # --- the raw-text graph, step by step (the module docstring's 1-5) -----
+
     def answer(self, question, context):
-        S = self.seq_length
+        """`serving_default`'s outputs for a batch of questions and their
+        contexts (see the module docstring)."""
         batch = tf.shape(context, out_type=tf.int64)[0]
         # Invalid UTF-8 is dropped up front, as the Python reader's decoding does.
         context = tf.strings.unicode_transcode(context, "UTF-8", "UTF-8", errors="ignore")
+        doc = self._doc_pieces(context, batch)
+        query = self.tokenizer(question)[:, :self.max_query_length]
+        q_len = query.row_lengths()
+        windows = self._windows(doc, q_len)
+        is_max = self._max_context(windows)
+        k = tf.shape(windows.index, out_type=tf.int64)[0]  # the number of windows
+        inputs, max_ctx, in_ctx = self._pack(windows, k, query, is_max)
+        start_logits, end_logits = self._window_logits(inputs)
+        best = self._best_window(windows, k, start_logits, end_logits, max_ctx, in_ctx, batch)
+        text, start_char, end_char = self._answer_text(doc, windows, q_len, best, batch)
+        text = tf.where(best.found, text, "")
+        start_char = tf.where(best.found, start_char, -1)
+        end_char = tf.where(best.found, end_char, -1)
+        score = tf.where(best.found, best.score, -float("inf"))
+        result = {"start_char": start_char, "end_char": end_char, "score": score,
+                  "start_logit": best.start_logit, "end_logit": best.end_logit}
+        if self.version_2:
+            null_k = start_logits[:, 0] + end_logits[:, 0]
+            null_score = tf.math.unsorted_segment_min(null_k, windows.example, batch)
+            # predict "" iff the null score - the score of best non-null > threshold
+            score_diff = null_score - tf.where(best.found, best.score, 0.0)
+            impossible = score_diff > self.threshold
+            result.update(null_score=null_score, score_diff=score_diff,
+                          is_impossible=impossible, best_answer=text)
+            text = tf.where(impossible, "", text)
+        result["answer"] = text
+        return result
 
-        # 1. Doc tokens with byte offsets.
+    def _doc_pieces(self, context, batch) -> "_DocPieces":
+        """1. and 2.: the context's doc tokens with their byte offsets, and their
+        WordPieces, per word and per example."""
         words, word_begin, word_end = tf_text.regex_split_with_offsets(
             context, DOC_SPLIT_PATTERN, "")
         word_example = words.value_rowids()
         flat_words = words.flat_values
-
-        # 2. WordPieces per word, and per example.
         word_ids, piece_begin, piece_end, word_aligned = self._tokenize_words(flat_words)
         piece_word = word_ids.value_rowids()  # global word index of each piece
         pieces_per_word = word_ids.row_lengths()
         doc_len = tf.math.unsorted_segment_sum(pieces_per_word, word_example, batch)
         doc_ids = tf.RaggedTensor.from_row_lengths(word_ids.flat_values, doc_len)
-        doc_starts = doc_ids.row_starts()
-        query = self.tokenizer(question)[:, :self.max_query_length]
-        q_len = query.row_lengths()
+        return _DocPieces(context, flat_words, word_begin, word_end, word_ids, piece_begin,
+                          piece_end, word_aligned, piece_word, doc_len, doc_ids,
+                          doc_ids.row_starts())
 
-        # 3. Windows: starts 0, s, 2s, ... until one reaches the end (at least one).
-        max_doc = S - q_len - 3
+    def _windows(self, doc, q_len) -> "_Windows":
+        """3. Windows: starts 0, s, 2s, ... until one reaches the end (at least one)."""
+        max_doc = self.seq_length - q_len - 3
         stride = tf.minimum(max_doc, self.doc_stride)
-        extra = tf.maximum(doc_len - max_doc, 0)
+        extra = tf.maximum(doc.length - max_doc, 0)
         num_windows = 1 + (extra + stride - 1) // stride
         windows = tf.ragged.range(num_windows)  # [B, (n)]
         win_example = windows.value_rowids()
         win_index = windows.flat_values
         win_start = win_index * tf.gather(stride, win_example)
         win_len = tf.minimum(tf.gather(max_doc, win_example),
-                             tf.gather(doc_len, win_example) - win_start)
+                             tf.gather(doc.length, win_example) - win_start)
         positions = tf.ragged.range(win_start, win_start + win_len)  # [K, (len)]
         pos_window = positions.value_rowids()
         pos = positions.flat_values
-        global_piece = pos + tf.gather(tf.gather(doc_starts, win_example), pos_window)
-        window_doc = positions.with_flat_values(tf.gather(doc_ids.flat_values, global_piece))
+        global_piece = pos + tf.gather(tf.gather(doc.starts, win_example), pos_window)
+        window_doc = positions.with_flat_values(tf.gather(doc.ids.flat_values, global_piece))
+        return _Windows(windows, win_example, win_index, win_start, win_len, positions,
+                        pos_window, pos, window_doc)
 
-        # Max context (google's _check_is_max_context): score over every window
-        # of the example that holds the token, first best window wins.
-        starts_b = windows.with_flat_values(win_start).to_tensor(0)  # [B, Nmax]
-        lens_b = windows.with_flat_values(win_len).to_tensor(0)
-        valid_b = windows.with_flat_values(tf.ones_like(win_start, tf.bool)).to_tensor(False)
-        pos_example = tf.gather(win_example, pos_window)
+    def _max_context(self, w) -> tf.RaggedTensor:
+        """Whether each window token is in its max-context window (google's
+        _check_is_max_context): the score over every window of the example that
+        holds the token, the first best window wins."""
+        starts_b = w.ragged.with_flat_values(w.start).to_tensor(0)  # [B, Nmax]
+        lens_b = w.ragged.with_flat_values(w.length).to_tensor(0)
+        valid_b = w.ragged.with_flat_values(tf.ones_like(w.start, tf.bool)).to_tensor(False)
+        pos_example = tf.gather(w.example, w.pos_window)
         s_j = tf.gather(starts_b, pos_example)
         l_j = tf.gather(lens_b, pos_example)
         e_j = s_j + l_j - 1
-        p = pos[:, tf.newaxis]
+        p = w.pos[:, tf.newaxis]
         contains = tf.gather(valid_b, pos_example) & (p >= s_j) & (p <= e_j)
         score = (tf.cast(tf.minimum(p - s_j, e_j - p), tf.float64)
                  + 0.01 * tf.cast(l_j, tf.float64))
         score = tf.where(contains, score, tf.constant(-1.0, tf.float64))
         best_window = _first_argmax(score, axis=1)
-        is_max = positions.with_flat_values(
-            tf.equal(best_window, tf.gather(win_index, pos_window)))
+        return w.positions.with_flat_values(
+            tf.equal(best_window, tf.gather(w.index, w.pos_window)))
 
-        # Pack [CLS] query [SEP] window [SEP].
-        k = tf.shape(win_index, out_type=tf.int64)[0]
-        win_query = tf.gather(query, win_example)
+    def _pack(self, w, k, query, is_max):
+        """[CLS] query [SEP] window [SEP] for each of the `k` windows: (the model's
+        inputs, whether each position is in its max-context window, whether it is
+        the context)."""
+        win_query = tf.gather(query, w.example)
 
         def column(value, dtype=tf.int32):
             return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([k, 1]), tf.cast(value, dtype)))
 
         word_ids_in = tf.concat([column(self.cls_id), win_query, column(self.sep_id),
-                                 window_doc, column(self.sep_id)], axis=1)
+                                 w.tokens, column(self.sep_id)], axis=1)
         type_ids = tf.concat([column(0), tf.zeros_like(win_query), column(0),
-                              tf.ones_like(window_doc), column(1)], axis=1)
+                              tf.ones_like(w.tokens), column(1)], axis=1)
         no = column(False, tf.bool)
         max_ctx = tf.concat([no, tf.zeros_like(win_query, tf.bool), no, is_max, no], axis=1)
         in_ctx = tf.concat([no, tf.zeros_like(win_query, tf.bool), no,
-                            tf.ones_like(window_doc, tf.bool), no], axis=1)
+                            tf.ones_like(w.tokens, tf.bool), no], axis=1)
         # Each request is only as long as its longest window (rounded up to 16,
         # as text_layers.trim_padding): short contexts do not pay for S
         # positions, and padding never changes an answer.
-        length = (text_layers.trimmed_length(word_ids_in.row_lengths(), S)
-                  if self.TRIM_PADDING else S)
+        length = (text_layers.trimmed_length(word_ids_in.row_lengths(), self.seq_length)
+                  if self.TRIM_PADDING else self.seq_length)
         shape = tf.stack([k, tf.cast(length, tf.int64)])
         inputs = {
             "input_word_ids": word_ids_in.to_tensor(0, shape=shape),
             "input_mask": tf.ones_like(word_ids_in).to_tensor(0, shape=shape),
             "input_type_ids": type_ids.to_tensor(0, shape=shape),
         }
-        max_ctx = max_ctx.to_tensor(False, shape=shape)
-        in_ctx = in_ctx.to_tensor(False, shape=shape)
+        return inputs, max_ctx.to_tensor(False, shape=shape), in_ctx.to_tensor(False, shape=shape)
+
+    def _window_logits(self, inputs):
+        """The model's start and end logits per window, float32; padding can never
+        be a candidate (data_prep.squad's post-processing reads only each
+        window's tokens)."""
         outputs = self.model(inputs, training=False)
-        # Padding can never be a candidate (data_prep.squad's post-processing
-        # reads only each window's tokens).
         padding = tf.equal(inputs["input_mask"], 0)
         start_logits = tf.where(padding, -1e4, tf.cast(outputs["start_logits"], tf.float32))
         end_logits = tf.where(padding, -1e4, tf.cast(outputs["end_logits"], tf.float32))
+        return start_logits, end_logits
 
-        # 4. n-best starts x ends per window, legal spans only; the best window.
+    def _best_window(self, w, k, start_logits, end_logits, max_ctx, in_ctx, batch,
+                     ) -> "_BestSpan":
+        """4. n-best starts x ends per window, legal spans only; the best window."""
         win_best, win_start_tok, win_end_tok, win_start_logit, win_end_logit = self._best_spans(
             start_logits, end_logits, in_ctx & max_ctx, in_ctx)
-        ex_best = tf.math.unsorted_segment_max(win_best, win_example, batch)
-        candidate = tf.where(tf.equal(win_best, tf.gather(ex_best, win_example)),
+        ex_best = tf.math.unsorted_segment_max(win_best, w.example, batch)
+        candidate = tf.where(tf.equal(win_best, tf.gather(ex_best, w.example)),
                              tf.range(k), k)
-        best_k = tf.math.unsorted_segment_min(candidate, win_example, batch)  # [B]
+        best_k = tf.math.unsorted_segment_min(candidate, w.example, batch)  # [B]
         found = ex_best > _NEG / 2
         best_k = tf.where(found, best_k, 0)
-        start_tok = tf.cast(tf.gather(win_start_tok, best_k), tf.int64)
-        end_tok = tf.cast(tf.gather(win_end_tok, best_k), tf.int64)
-        start_logit = tf.where(found, tf.gather(win_start_logit, best_k), -float("inf"))
-        end_logit = tf.where(found, tf.gather(win_end_logit, best_k), -float("inf"))
+        return _BestSpan(
+            found, ex_best, best_k,
+            start_tok=tf.cast(tf.gather(win_start_tok, best_k), tf.int64),
+            end_tok=tf.cast(tf.gather(win_end_tok, best_k), tf.int64),
+            start_logit=tf.where(found, tf.gather(win_start_logit, best_k), -float("inf")),
+            end_logit=tf.where(found, tf.gather(win_end_logit, best_k), -float("inf")))
 
-        # 5. Back to the context: WordPiece → word → characters.
-        offset = tf.gather(win_start, best_k) - tf.gather(q_len, tf.gather(win_example, best_k)) - 2
+    def _answer_text(self, doc, w, q_len, best, batch):
+        """5. Back to the context: WordPiece → word → characters. Returns the
+        answer's text and its first and end character."""
+        offset = (tf.gather(w.start, best.window)
+                  - tf.gather(q_len, tf.gather(w.example, best.window)) - 2)
         example_range = tf.range(batch)
-        g_start = tf.gather(doc_starts, example_range) + start_tok + offset
-        g_end = tf.gather(doc_starts, example_range) + end_tok + offset
-        num_pieces = tf.shape(piece_word, out_type=tf.int64)[0]
-        g_start = tf.clip_by_value(tf.where(found, g_start, 0), 0, tf.maximum(num_pieces - 1, 0))
-        g_end = tf.clip_by_value(tf.where(found, g_end, 0), 0, tf.maximum(num_pieces - 1, 0))
-        safe_piece_word = tf.concat([piece_word, [0]], 0)
+        g_start = tf.gather(doc.starts, example_range) + best.start_tok + offset
+        g_end = tf.gather(doc.starts, example_range) + best.end_tok + offset
+        num_pieces = tf.shape(doc.piece_word, out_type=tf.int64)[0]
+        g_start = tf.clip_by_value(tf.where(best.found, g_start, 0), 0,
+                                   tf.maximum(num_pieces - 1, 0))
+        g_end = tf.clip_by_value(tf.where(best.found, g_end, 0), 0,
+                                 tf.maximum(num_pieces - 1, 0))
+        start_byte, end_byte = self._byte_span(doc, g_start, g_end)
+        context = doc.context
+        text = tf.strings.substr(context, start_byte, end_byte - start_byte)
+        start_char = tf.cast(tf.strings.length(
+            tf.strings.substr(context, tf.zeros_like(start_byte), start_byte),
+            unit="UTF8_CHAR"), tf.int64)
+        end_char = start_char + tf.cast(tf.strings.length(text, unit="UTF8_CHAR"), tf.int64)
+        return text, start_char, end_char
+
+    def _byte_span(self, doc, g_start, g_end):
+        """The context bytes from the first character of WordPiece `g_start` to
+        the last of `g_end`; whole words where google's get_final_text gives up
+        (a word changed length when tokenized, or the span has an [UNK])."""
+        safe_piece_word = tf.concat([doc.piece_word, [0]], 0)
         w_start = tf.gather(safe_piece_word, g_start)
         w_end = tf.gather(safe_piece_word, g_end)
-        # get_final_text gives up (whole words) when a word changed length or
-        # the span has an [UNK].
-        bad_word = tf.cumsum(tf.cast(tf.logical_not(word_aligned), tf.int64))
+        bad_word = tf.cumsum(tf.cast(tf.logical_not(doc.word_aligned), tf.int64))
         bad_word = tf.concat([[0], bad_word], 0)
-        unk = tf.cumsum(tf.cast(tf.equal(word_ids.flat_values, self.unk_id), tf.int64))
+        unk = tf.cumsum(tf.cast(tf.equal(doc.word_ids.flat_values, self.unk_id), tf.int64))
         unk = tf.concat([[0], unk], 0)
         whole = ((tf.gather(bad_word, w_end + 1) - tf.gather(bad_word, w_start)) > 0) | (
             (tf.gather(unk, g_end + 1) - tf.gather(unk, g_start)) > 0)
-        flat_words_safe = tf.concat([flat_words, [""]], 0)
-        flat_begin = tf.concat([word_begin.flat_values, [0]], 0)
-        flat_end = tf.concat([word_end.flat_values, [0]], 0)
-        pb = tf.concat([piece_begin, [0]], 0)
-        pe = tf.concat([piece_end, [0]], 0)
+        flat_words_safe = tf.concat([doc.flat_words, [""]], 0)
+        flat_begin = tf.concat([doc.word_begin.flat_values, [0]], 0)
+        flat_end = tf.concat([doc.word_end.flat_values, [0]], 0)
+        pb = tf.concat([doc.piece_begin, [0]], 0)
+        pe = tf.concat([doc.piece_end, [0]], 0)
 
         def byte_in_word(word, chars):
             return tf.cast(tf.strings.length(
@@ -355,28 +459,7 @@ class SquadServingModule(ExportModule):
             whole, tf.gather(flat_end, w_end),
             tf.gather(flat_begin, w_end)
             + byte_in_word(tf.gather(flat_words_safe, w_end), tf.gather(pe, g_end)))
-        text = tf.strings.substr(context, start_byte, end_byte - start_byte)
-        start_char = tf.cast(tf.strings.length(
-            tf.strings.substr(context, tf.zeros_like(start_byte), start_byte),
-            unit="UTF8_CHAR"), tf.int64)
-        end_char = start_char + tf.cast(tf.strings.length(text, unit="UTF8_CHAR"), tf.int64)
-        text = tf.where(found, text, "")
-        start_char = tf.where(found, start_char, -1)
-        end_char = tf.where(found, end_char, -1)
-        score = tf.where(found, ex_best, -float("inf"))
-        result = {"start_char": start_char, "end_char": end_char, "score": score,
-                  "start_logit": start_logit, "end_logit": end_logit}
-        if self.version_2:
-            null_k = start_logits[:, 0] + end_logits[:, 0]
-            null_score = tf.math.unsorted_segment_min(null_k, win_example, batch)
-            # predict "" iff the null score - the score of best non-null > threshold
-            score_diff = null_score - tf.where(found, ex_best, 0.0)
-            impossible = score_diff > self.threshold
-            result.update(null_score=null_score, score_diff=score_diff,
-                          is_impossible=impossible, best_answer=text)
-            text = tf.where(impossible, "", text)
-        result["answer"] = text
-        return result
+        return start_byte, end_byte
 
 
 def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length=384,

@@ -17,78 +17,22 @@ which `bert glue-submission` collects into the zip gluebenchmark.com takes.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import tensorflow as tf
 from absl import logging
 
-from data_prep import fast_tokenization, glue
-from data_prep.glue import CLASSIFIER_CONFIG
+from data_prep import fast_tokenization, glue, glue_features
 from official_bert import io
 from official_bert.errors import UserError
 from official_bert.metrics import classification as metrics
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import WINDOW_POOLINGS, BertClassifier
+from official_bert.run_directory import CLASSIFIER_CONFIG
 from official_bert.serving import classification as serving
 from official_bert.tasks import base
+from official_bert.tasks.configs import ClassificationConfig, RunConfig
 from official_bert.training import input_pipeline
-
-
-@dataclasses.dataclass
-class ClassificationConfig:
-    """What the task reads (run_classifier.py's own flags).
-
-    Args:
-        task_name: a GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte,
-            wnli) or "custom".
-        data_dir: the task's files in GLUE's layout.
-        train_file, eval_file, predict_file: explicit files (win over data_dir).
-        text_a_column, text_b_column, label_column: custom data's columns.
-        labels: custom: every label, in class order (default: sorted from the
-            training data).
-        regression: custom: the label is a float score.
-        max_eval_examples, max_predict_examples: use the first N only.
-        cache_features: keep converted features in output_dir/features.
-        long_document: "truncate" (BERT's: the first max_seq_length tokens)
-            or "windows": the whole text in windows of max_seq_length - 2
-            tokens every `doc_stride`, each classified, the logits pooled by
-            `window_pooling` ("mean" or "max") into the document's, in
-            training (the loss is on the pooled logits, all of a document's
-            windows in its batch), evaluation, prediction and the export.
-            Single-text tasks.
-        doc_stride: tokens between the starts of a document's windows (at most
-            a window's max_seq_length - 2, as in run_squad.py).
-        window_pooling: "mean" or "max" (`heads.pool_window_logits`).
-        max_windows: windows per document at most (the first; a longer
-            document's tail is not read, and a warning says how many).
-    """
-
-    task_name: str | None = None
-    data_dir: str | None = None
-    train_file: str | None = None
-    eval_file: str | None = None
-    predict_file: str | None = None
-    text_a_column: str | None = None
-    text_b_column: str | None = None
-    label_column: str = "label"
-    labels: list | None = None
-    regression: bool = False
-    max_eval_examples: int | None = None
-    max_predict_examples: int | None = None
-    cache_features: bool = True
-    long_document: str = "truncate"
-    doc_stride: int = 128
-    window_pooling: str = "mean"
-    max_windows: int = 16
-
-    @property
-    def windows(self) -> dict | None:
-        """The window settings with --long_document=windows, else None."""
-        if self.long_document != "windows":
-            return None
-        return {"doc_stride": self.doc_stride, "window_pooling": self.window_pooling,
-                "max_windows": self.max_windows}
 
 
 class ClassificationTask(base.Task):
@@ -98,7 +42,7 @@ class ClassificationTask(base.Task):
 
     Args:
         config: a `ClassificationConfig`.
-        run: the `base.RunConfig`.
+        run_config: the `RunConfig`.
         num_classes: for using the model and loss alone (tests, benchmarks):
             the number of outputs (1 = regression) when no labels are read.
         bert_config: likewise, the encoder's `BertConfig`.
@@ -113,9 +57,9 @@ class ClassificationTask(base.Task):
     """
 
     def __init__(self, config: ClassificationConfig | None = None,
-                 run: base.RunConfig | None = None, *, num_classes: int | None = None,
+                 run_config: RunConfig | None = None, *, num_classes: int | None = None,
                  bert_config=None):
-        super().__init__(run or base.RunConfig(), bert_config=bert_config)
+        super().__init__(run_config or RunConfig(), bert_config=bert_config)
         self.config = config or ClassificationConfig()
         self.spec = None  # the data_prep.glue.TaskSpec, once resolved
         self._num_classes = num_classes
@@ -136,14 +80,14 @@ class ClassificationTask(base.Task):
 
     def jit_compile(self) -> bool:
         # The windows with a token are picked at run time (a shape XLA cannot fix).
-        if self.run.jit_compile and self.config.windows:
+        if self.run_config.jit_compile and self.config.windows:
             logging.warning("--jit_compile is off with --long_document=windows (each batch has "
                             "its own number of windows)")
             return False
-        return self.run.jit_compile
+        return self.run_config.jit_compile
 
     def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
         model = BertClassifier(encoder, self.num_classes,
                                dropout=self.bert_config.hidden_dropout_prob,
                                window_pooling=self.config.window_pooling)
@@ -246,7 +190,7 @@ class ClassificationTask(base.Task):
         return dict(data_dir=self.config.data_dir, **super().input_paths())
 
     def read_inputs(self):
-        run = self.run
+        run = self.run_config
         if run.do_train:
             [(_, train_path, self.train_examples)] = self._read_split("train",
                                                                       run.max_train_examples)
@@ -260,10 +204,8 @@ class ClassificationTask(base.Task):
 
     def _settle_labels(self):
         """The final label list; a trained run directory's labels bind."""
-        saved = None
-        path = self.output_path(CLASSIFIER_CONFIG)
-        if base.has_checkpoint(self.run.output_dir) and io.exists(path):
-            saved = json.loads(io.read_text(path))
+        saved = self.run_directory.trained_text(CLASSIFIER_CONFIG)
+        saved = json.loads(saved) if saved is not None else None
         spec = self.spec
         if spec.name == glue.CUSTOM and spec.labels is None and not spec.is_regression:
             if saved and saved.get("labels"):
@@ -277,9 +219,9 @@ class ClassificationTask(base.Task):
         if saved is not None:
             labels = list(spec.labels) if spec.labels else None
             if saved.get("labels") != labels:
-                raise UserError(f"--output_dir {self.run.output_dir} holds a model trained with "
-                                f"labels {saved.get('labels')}, not {labels}; use another "
-                                "--output_dir")
+                raise UserError(f"--output_dir {self.run_config.output_dir} holds a model "
+                                f"trained with labels {saved.get('labels')}, not {labels}; "
+                                "use another --output_dir")
             self._check_saved_windows(saved)
         self.spec = spec
 
@@ -292,29 +234,29 @@ class ClassificationTask(base.Task):
                    else None)
         if trained != self.config.windows:
             flags = (" ".join(f"--{k}={v}" for k, v in trained.items()) if trained else "")
-            raise UserError(f"--output_dir {self.run.output_dir} holds a model trained with "
+            raise UserError(f"--output_dir {self.run_config.output_dir} holds a model trained with "
                             f"--long_document={'windows ' + flags if trained else 'truncate'}; "
                             "pass the same flags (or use another --output_dir)")
 
-    def run_files(self) -> dict:
-        path = self.output_path(CLASSIFIER_CONFIG)
-        if base.has_checkpoint(self.run.output_dir) and io.exists(path):
+    def record_files(self) -> dict:
+        saved = self.run_directory.trained_text(CLASSIFIER_CONFIG)
+        if saved is not None:
             # A trained run keeps the file it was trained with (its labels were
             # checked by `_settle_labels`; its max_seq_length is the training one).
-            return {CLASSIFIER_CONFIG: io.read_text(path)}
+            return {CLASSIFIER_CONFIG: saved}
         spec = self.spec
         custom = spec.name == "custom"
         config = {"task_name": spec.name, "labels": list(spec.labels) if spec.labels else None,
                   "regression": spec.is_regression, "pair": spec.is_pair,
-                  "metric_kind": spec.metric_kind, "max_seq_length": self.run.max_seq_length,
-                  "do_lower_case": self.files.do_lower_case,
+                  "metric_kind": spec.metric_kind, "max_seq_length": self.run_config.max_seq_length,
+                  "do_lower_case": self.model_files.do_lower_case,
                   "text_a_column": spec.columns.text_a if custom else None,
                   "text_b_column": spec.columns.text_b if custom else None}
         if self.config.windows:
             config.update(long_document="windows", **self.config.windows)
         return {CLASSIFIER_CONFIG: json.dumps(config, indent=2) + "\n"}
 
-    def output_files(self) -> list:
+    def result_files(self) -> list:
         return [f"test_results{'_' + suffix if suffix else ''}.tsv"
                 for suffix, _ in self.spec.test_files] + [
                     name for _, name in self.spec.submission_files]
@@ -322,14 +264,14 @@ class ClassificationTask(base.Task):
     # --- data -----------------------------------------------------------------------
 
     def _features(self, examples, split: str) -> dict:
-        files = self.files
+        files = self.model_files
         if not hasattr(self, "_tokenizer"):
             self._tokenizer = fast_tokenization.CachedTokenizer(
                 files.vocab_file, do_lower_case=files.do_lower_case)
         windows = self.config.windows
         if windows:  # not cached: converting windows is as quick as reading them back
-            arrays, cut = glue.convert_examples_windows(
-                examples, self._tokenizer, self.run.max_seq_length, self.spec.labels,
+            arrays, cut = glue_features.convert_examples_windows(
+                examples, self._tokenizer, self.run_config.max_seq_length, self.spec.labels,
                 windows["doc_stride"], windows["max_windows"])
             logging.info("%s: %d documents in %d windows", split, len(examples),
                          int(arrays["input_mask"][:, :, 0].sum()))
@@ -338,15 +280,17 @@ class ClassificationTask(base.Task):
                                 "windows: their ends are not read", split, cut,
                                 len(examples), windows["max_windows"])
             return arrays
-        cache_dir = self.output_path("features") if self.config.cache_features else None
-        arrays = glue.cached_features(examples, self._tokenizer, files.vocab_file,
-                                      files.do_lower_case, self.run.max_seq_length,
-                                      self.spec.labels, cache_dir, split, log=logging.info)
-        full = glue.truncated_fraction(arrays)
+        cache_dir = self.run_directory.features if self.config.cache_features else None
+        arrays = glue_features.cached_features(examples, self._tokenizer, files.vocab_file,
+                                               files.do_lower_case,
+                                               self.run_config.max_seq_length,
+                                               self.spec.labels, cache_dir, split,
+                                               log=logging.info)
+        full = glue_features.truncated_fraction(arrays)
         if full > 0.05:
             logging.warning("%s: %.0f%% of the examples fill all %d tokens (truncated); a "
                             "larger --max_seq_length may help", split, 100 * full,
-                            self.run.max_seq_length)
+                            self.run_config.max_seq_length)
         return arrays
 
     def num_train_examples(self) -> int:
@@ -354,8 +298,9 @@ class ClassificationTask(base.Task):
 
     def train_dataset(self):
         arrays = self._features(self.train_examples, "train")
-        return input_pipeline.numpy_dataset(arrays, self.run.train_batch_size, True,
-                                            self.run.seed, self.run.padding_multiple())
+        run = self.run_config
+        return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
+                                            run.padding_multiple())
 
     # --- evaluation, prediction, export ---------------------------------------------
 
@@ -364,7 +309,7 @@ class ClassificationTask(base.Task):
         for suffix, path, examples in self.eval_sets:
             name = "dev" + (f"_{suffix}" if suffix else "")
             arrays = self._features(examples, name)
-            logits = self.predict_logits(trainer, arrays, self.run.eval_batch_size)
+            logits = self.predict_logits(trainer, arrays, self.run_config.eval_batch_size)
             split_results = metrics.evaluate_logits(self.spec.metric_kind, logits,
                                                     arrays["label"])
             prefix = f"eval_{suffix}_" if suffix else "eval_"
@@ -376,9 +321,9 @@ class ClassificationTask(base.Task):
     def predict(self, trainer) -> None:
         for suffix, path, examples in self.predict_sets:
             arrays = self._features(examples, "test" + (f"_{suffix}" if suffix else ""))
-            logits = self.predict_logits(trainer, arrays, self.run.predict_batch_size)
+            logits = self.predict_logits(trainer, arrays, self.run_config.predict_batch_size)
             rows = logits[:, :1] if self.is_regression else metrics.softmax(logits)
-            out = self.output_path(f"test_results{'_' + suffix if suffix else ''}.tsv")
+            out = self.run_directory.file(f"test_results{'_' + suffix if suffix else ''}.tsv")
             io.atomic_write(out, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"
                                          for row in rows))
             logging.info("Wrote %d predictions of %s to %s", len(rows), path, out)
@@ -386,13 +331,13 @@ class ClassificationTask(base.Task):
             if name:
                 predictions = (logits[:, 0] if self.is_regression else
                                [self.spec.labels[i] for i in logits.argmax(-1)])
-                io.atomic_write(self.output_path(name),
+                io.atomic_write(self.run_directory.file(name),
                                 glue.submission_text(self.spec, examples, predictions))
                 logging.info("Wrote GLUE's %s (bert glue-submission zips it)",
-                             self.output_path(name))
+                             self.run_directory.file(name))
 
     def export(self, model, export_dir, version):
         return serving.export_classifier(
-            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
-            self.spec.labels, self.spec.is_pair, export_dir, version=version,
-            windows=self.config.windows)
+            model, self.model_files.vocab_file, self.model_files.do_lower_case,
+            self.run_config.max_seq_length, self.spec.labels, self.spec.is_pair, export_dir,
+            version=version, windows=self.config.windows)

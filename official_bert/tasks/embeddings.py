@@ -18,7 +18,6 @@ SavedModel for TF Serving (`serving.embedding.SentenceEmbeddingServing`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 
@@ -26,51 +25,17 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, io
+from official_bert import checkpoints, io, model_files
 from official_bert.errors import BadFileError, UserError
-from official_bert.modeling.configs import ModelFilesConfig
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
-from official_bert.serving.base import check_serving_dtype, with_weights_in
+from official_bert.serving.base import with_weights_in
 from official_bert.serving.embedding import SentenceEmbeddingServing
-from official_bert.tasks import base
+from official_bert.tasks.configs import EmbedConfig, check_serving_dtype, dtype_policy
 from official_bert.tasks.features import InputExample, featurize
+from official_bert.training.precision import log_precision
 
 OUTPUT_FORMATS = (".npy", ".jsonl")
 CHUNK_BATCHES = 16  # batches per sorted chunk: the memory bound, and the padding saved
-
-
-@dataclasses.dataclass
-class EmbedConfig(ModelFilesConfig):
-    """`bert embed`'s flags.
-
-    Args:
-        input_file: one text a line (the whole line is the text).
-        output_file: `.npy` or `.jsonl` to write (must not exist).
-        export_dir: also write the SavedModel to export_dir/<version>/.
-        export_version, max_batch_size: the SavedModel's version and request limit.
-        serving_dtype: "float32", or "bfloat16": the SavedModel's weights and
-            matmuls in bfloat16 (`serving.base.with_weights_in`).
-        (the model files: `ModelFilesConfig`)
-        max_seq_length: texts are cut at max_seq_length WordPieces ([CLS] and
-            [SEP] included).
-        batch_size: texts per forward pass.
-        pooling: "mean" (over the tokens, sentence-transformers') or "cls".
-        normalize: L2-normalize each vector.
-        dtype: the encoder's compute dtype: "float32", or "bfloat16" /
-            "float16" (mixed precision; the vectors are float32).
-    """
-
-    input_file: str | None = None
-    output_file: str | None = None
-    export_dir: str | None = None
-    export_version: int | None = None
-    max_batch_size: int = 256
-    serving_dtype: str = "float32"
-    max_seq_length: int = 256
-    batch_size: int = 64
-    pooling: str = "mean"
-    normalize: bool = True
-    dtype: str = "float32"
 
 
 def run(config: EmbedConfig) -> dict:
@@ -85,7 +50,7 @@ def run(config: EmbedConfig) -> dict:
     if config.pooling not in SENTENCE_POOLINGS:
         raise UserError(f"--pooling={config.pooling!r}: use {' or '.join(SENTENCE_POOLINGS)}")
     check_serving_dtype(config.serving_dtype, config.export_dir)
-    policy = base.dtype_policy(config.dtype)
+    policy = dtype_policy(config.dtype)
     if config.batch_size <= 0 or config.max_seq_length < 2 or config.max_batch_size <= 0:
         raise UserError("--batch_size and --max_batch_size must be positive and "
                         "--max_seq_length at least 2")
@@ -99,16 +64,14 @@ def run(config: EmbedConfig) -> dict:
     if config.input_file and (not io.exists(config.input_file) or io.isdir(config.input_file)):
         raise BadFileError(config.input_file, "does not exist or is a directory",
                            fix="check --input_file")
-    files = base.resolve_model_files(config)
-    io.refuse_output_over_input(
-        {"--output_file": config.output_file, "--export_dir": config.export_dir},
-        {"input_file": config.input_file, "init_checkpoint": config.init_checkpoint,
-         "vocab_file": files.vocab_file, "bert_config_file": config.bert_config_file})
+    files = model_files.prepare_job(
+        config, inputs={"input_file": config.input_file},
+        outputs={"--output_file": config.output_file, "--export_dir": config.export_dir})
     num_lines = count_lines(config.input_file) if config.input_file else 0
 
     encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config,
                                           dtype=policy)
-    base.log_precision(encoder, config.dtype)
+    log_precision(encoder, config.dtype)
     written = {}
     if config.output_file:
         embed_file(encoder, files.tokenizer(), config, num_lines)

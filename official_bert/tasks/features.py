@@ -23,34 +23,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, io
+from official_bert import checkpoints, io, model_files
 from official_bert.errors import BadFileError, UserError
-from official_bert.modeling.configs import ModelFilesConfig
-from official_bert.tasks import base
+from official_bert.tasks.configs import FeatureExtractionConfig, dtype_policy
 from official_bert.text import tokenization
-
-
-@dataclasses.dataclass
-class FeatureExtractionConfig(ModelFilesConfig):
-    """extract_features.py's flags (google's names).
-
-    Args:
-        input_file: one example a line ("a ||| b" for pairs).
-        output_file: the JSON-lines file to write.
-        (the model files: `ModelFilesConfig`)
-        layers: comma-separated layer indexes (-1 = last).
-        batch_size: examples per forward pass.
-        pooling: "none" (a vector per token), "cls" or "mean".
-        dtype: the encoder's compute dtype: "float32", or "bfloat16" /
-            "float16" (mixed precision; the vectors are written as float32).
-    """
-
-    input_file: str | None = None
-    output_file: str | None = None
-    layers: str = "-1,-2,-3,-4"
-    batch_size: int = 32
-    pooling: str = "none"
-    dtype: str = "float32"
+from official_bert.training.precision import log_precision
 
 
 def run(config: FeatureExtractionConfig) -> int:
@@ -62,17 +39,15 @@ def run(config: FeatureExtractionConfig) -> int:
         raise UserError("--batch_size and --max_seq_length must be positive")
     if config.pooling not in ("none", "cls", "mean"):
         raise UserError(f"--pooling={config.pooling!r}: use none, cls or mean")
-    policy = base.dtype_policy(config.dtype)
-    files = base.resolve_model_files(config)
-    io.refuse_output_over_input({"--output_file": config.output_file}, {
-        "input_file": config.input_file, "init_checkpoint": config.init_checkpoint,
-        "vocab_file": files.vocab_file, "bert_config_file": config.bert_config_file})
+    policy = dtype_policy(config.dtype)
+    files = model_files.prepare_job(config, inputs={"input_file": config.input_file},
+                                    outputs={"--output_file": config.output_file})
     layer_indexes = parse_layers(config.layers, files.config.num_hidden_layers)
     examples = read_examples(config.input_file)
     features = featurize(examples, files.tokenizer(), config.max_seq_length)
     encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config,
                                           dtype=policy)
-    base.log_precision(encoder, config.dtype)
+    log_precision(encoder, config.dtype)
 
     start = time.time()
     with io.atomic_output(config.output_file) as out:  # never a half-written output

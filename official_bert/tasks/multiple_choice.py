@@ -11,7 +11,6 @@ Files in --output_dir: `eval_results.txt` (eval_accuracy, eval_loss) and
 
 from __future__ import annotations
 
-import dataclasses
 
 import keras
 import numpy as np
@@ -24,16 +23,8 @@ from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import BertMultipleChoice
 from official_bert.serving import multiple_choice as serving
 from official_bert.tasks import base
+from official_bert.tasks.configs import MultipleChoiceConfig, RunConfig, SwagRunConfig
 from official_bert.training import input_pipeline
-
-
-@dataclasses.dataclass
-class MultipleChoiceConfig:
-    """run_swag.py's own flags: the SWAG CSV files."""
-
-    train_file: str | None = None
-    eval_file: str | None = None
-    predict_file: str | None = None
 
 
 class MultipleChoiceTask(base.Task):
@@ -44,15 +35,15 @@ class MultipleChoiceTask(base.Task):
     """
 
     def __init__(self, config: MultipleChoiceConfig | None = None,
-                 run: base.RunConfig | None = None, *, bert_config=None):
-        super().__init__(run or base.RunConfig(train_batch_size=16), bert_config=bert_config)
+                 run_config: RunConfig | None = None, *, bert_config=None):
+        super().__init__(run_config or SwagRunConfig(), bert_config=bert_config)
         self.config = config or MultipleChoiceConfig()
         self.examples = {}
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
         model = BertMultipleChoice(encoder, dropout=self.bert_config.hidden_dropout_prob)
         ones = tf.ones([1, 2, 8], tf.int32)
         model({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})
@@ -76,7 +67,7 @@ class MultipleChoiceTask(base.Task):
     # --predict_file).
 
     def read_inputs(self):
-        run, config = self.run, self.config
+        run, config = self.run_config, self.config
         if run.do_train:
             examples = swag.read_swag(config.train_file)
             self.examples["train"] = examples[:run.max_train_examples or None]
@@ -85,12 +76,12 @@ class MultipleChoiceTask(base.Task):
         if run.do_predict:
             self.examples["predict"] = swag.read_swag(config.predict_file, require_label=False)
 
-    def output_files(self) -> list:
+    def result_files(self) -> list:
         return ["test_results.tsv"]
 
     def _arrays(self, split):
-        return swag.convert_examples(self.examples[split], self.files.tokenizer(),
-                                     self.run.max_seq_length)
+        return swag.convert_examples(self.examples[split], self.model_files.tokenizer(),
+                                     self.run_config.max_seq_length)
 
     def num_train_examples(self) -> int:
         return len(self.examples["train"])
@@ -98,8 +89,9 @@ class MultipleChoiceTask(base.Task):
     def train_dataset(self):
         logging.info("train: %d examples, %d choices each", len(self.examples["train"]),
                      len(self.examples["train"][0].endings))
-        return input_pipeline.numpy_dataset(self._arrays("train"), self.run.train_batch_size,
-                                            True, self.run.seed, self.run.padding_multiple())
+        run = self.run_config
+        return input_pipeline.numpy_dataset(self._arrays("train"), run.train_batch_size, True,
+                                            run.seed, run.padding_multiple())
 
     def _log_probabilities(self, trainer, arrays, batch_size):
         """Log-probabilities [examples, choices] in file order."""
@@ -110,7 +102,7 @@ class MultipleChoiceTask(base.Task):
 
     def evaluate(self, trainer) -> dict:
         arrays = self._arrays("eval")
-        log_probs = self._log_probabilities(trainer, arrays, self.run.eval_batch_size)
+        log_probs = self._log_probabilities(trainer, arrays, self.run_config.eval_batch_size)
         labels = arrays["label"]
         return {"eval_accuracy": float(np.mean(np.argmax(log_probs, -1) == labels)),
                 "eval_loss": float(-np.mean(log_probs[np.arange(len(labels)), labels])),
@@ -118,13 +110,13 @@ class MultipleChoiceTask(base.Task):
 
     def predict(self, trainer) -> None:
         probabilities = np.exp(self._log_probabilities(trainer, self._arrays("predict"),
-                                                       self.run.predict_batch_size))
-        path = self.output_path("test_results.tsv")
+                                                       self.run_config.predict_batch_size))
+        path = self.run_directory.file("test_results.tsv")
         io.atomic_write(path, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"
                                       for row in probabilities))
         logging.info("Wrote %d predictions to %s", len(probabilities), path)
 
     def export(self, model, export_dir, version):
         return serving.export_multiple_choice(
-            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
-            export_dir, version=version)
+            model, self.model_files.vocab_file, self.model_files.do_lower_case,
+            self.run_config.max_seq_length, export_dir, version=version)

@@ -21,7 +21,6 @@ the predicted tag appended, in the file's tag scheme: conlleval reads them).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -38,47 +37,12 @@ from official_bert.errors import UserError
 from official_bert.metrics import ner as ner_metrics
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
+from official_bert.run_directory import LABEL_LIST, RunDirectory
 from official_bert.serving import ner as serving
-from official_bert.tasks import base
+from official_bert.tasks import base, evaluation
+from official_bert.tasks.configs import NerConfig, RunConfig
 from official_bert.tasks.features import parse_layers
 from official_bert.training import input_pipeline
-
-LABEL_LIST = "label_list.txt"
-
-
-@dataclasses.dataclass
-class NerConfig:
-    """run_ner.py's own flags.
-
-    Args:
-        train_file, eval_file, predict_file: CoNLL files.
-        window_stride: sub-tokens between the starts of a long sentence's
-            windows (default: half a window).
-        tag_scheme: "auto", "bio" or "iob1".
-        labels: the tag list (default: from the training file, or the run's
-            label_list.txt).
-        feature_based: freeze the encoder and train a task model on its features.
-        layers: encoder layers for the features (-1 = last).
-        combine: "concat", "sum" or "last".
-        task_model: "bilstm" or "dense".
-        lstm_units, task_model_layers, task_dropout: the task model's size.
-        feature_batch_size: windows per encoder pass when caching features.
-    """
-
-    train_file: str | None = None
-    eval_file: str | None = None
-    predict_file: str | None = None
-    window_stride: int | None = None
-    tag_scheme: str = "auto"
-    labels: list | None = None
-    feature_based: bool = False
-    layers: str = "-1,-2,-3,-4"
-    combine: str = "concat"
-    task_model: str = "bilstm"
-    lstm_units: int = 768
-    task_model_layers: int = 2
-    task_dropout: float = 0.1
-    feature_batch_size: int = 32
 
 
 def masked_token_loss(logits, labels, normalizer):
@@ -106,14 +70,14 @@ class NerTask(base.Task):
 
     Args:
         config: an `NerConfig`.
-        run: the `base.RunConfig`.
+        run_config: the `RunConfig`.
         bert_config: for using the model and loss alone (tests, tools), with
             `config.labels` giving the tags.
     """
 
-    def __init__(self, config: NerConfig | None = None, run: base.RunConfig | None = None,
+    def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
-        super().__init__(run or base.RunConfig(), bert_config=bert_config)
+        super().__init__(run_config or RunConfig(), bert_config=bert_config)
         self.config = config or NerConfig()
         self.label_list = list(self.config.labels) if self.config.labels else None
         self.data = {}  # split → data_prep.conll.ConllFile
@@ -121,7 +85,7 @@ class NerTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
         # The pooler (C) gets no gradient from a token-level loss; the Trainer
         # needs a gradient for every trainable variable.
         encoder.pooler.trainable = False
@@ -146,7 +110,7 @@ class NerTask(base.Task):
             raise UserError(f"--window_stride must be positive, got {config.window_stride}")
 
     def read_inputs(self):
-        run, config = self.run, self.config
+        run, config = self.run_config, self.config
         if run.do_train:
             train = conll.read_conll(config.train_file, config.tag_scheme)
             if not train.has_tags:
@@ -166,28 +130,28 @@ class NerTask(base.Task):
                 self.data[split] = data
 
     def _saved_label_list(self) -> list:
-        for directory in (self.run.output_dir, self.run.init_checkpoint):
+        for directory in (self.run_config.output_dir, self.run_config.init_checkpoint):
             if not directory:
                 continue
             folder = directory if io.isdir(directory) else os.path.dirname(directory)
-            path = io.join(folder, LABEL_LIST)
+            path = RunDirectory(folder).label_list
             if io.exists(path):
                 return [line.strip() for line in io.read_text(path).splitlines() if line.strip()]
-        raise UserError(f"no {LABEL_LIST} in --output_dir {self.run.output_dir}: train first "
-                        "(--do_train) or point --output_dir at a trained run")
+        raise UserError(f"no {LABEL_LIST} in --output_dir {self.run_config.output_dir}: train "
+                        "first (--do_train) or point --output_dir at a trained run")
 
-    def run_files(self) -> dict:
+    def record_files(self) -> dict:
         return {LABEL_LIST: "".join(label + "\n" for label in self.label_list)}
 
-    def output_files(self) -> list:
+    def result_files(self) -> list:
         return ["eval_predictions.conll", "test_predictions.conll", "test_results.txt"]
 
     def _windows(self, split):
         key = f"_windows_{split}"
         if not hasattr(self, key):
             setattr(self, key, conll.convert_sentences(
-                self.data[split].sentences, self.files.tokenizer(), self.label_list,
-                self.run.max_seq_length, self.config.window_stride))
+                self.data[split].sentences, self.model_files.tokenizer(), self.label_list,
+                self.run_config.max_seq_length, self.config.window_stride))
         return getattr(self, key)
 
     # --- training ---------------------------------------------------------------------
@@ -202,9 +166,10 @@ class NerTask(base.Task):
         logging.info("train: %d sentences, %d windows (%d extra windows of long sentences), "
                      "labels %s", len(self.data["train"].sentences), len(windows), extra,
                      self.label_list)
+        run = self.run_config
         return input_pipeline.numpy_dataset(conll.windows_to_arrays(windows),
-                                            self.run.train_batch_size, True, self.run.seed,
-                                            self.run.padding_multiple())
+                                            run.train_batch_size, True, run.seed,
+                                            run.padding_multiple())
 
     # --- evaluation, prediction, export ---------------------------------------------
 
@@ -228,7 +193,7 @@ class NerTask(base.Task):
         data = self.data[split]
         predicted, loss = self._predict_split(trainer, split, batch_size)
         tags = [[self.label_list[i] for i in ids] for ids in predicted]
-        path = self.output_path("eval_predictions.conll" if split == "eval"
+        path = self.run_directory.file("eval_predictions.conll" if split == "eval"
                                 else "test_predictions.conll")
         conll.write_predictions(path, data, tags)
         logging.info("Wrote %s", path)
@@ -240,18 +205,18 @@ class NerTask(base.Task):
         return results
 
     def evaluate(self, trainer) -> dict:
-        return self._score(trainer, "eval", self.run.eval_batch_size)
+        return self._score(trainer, "eval", self.run_config.eval_batch_size)
 
     def predict(self, trainer) -> None:
-        results = self._score(trainer, "predict", self.run.predict_batch_size)
+        results = self._score(trainer, "predict", self.run_config.predict_batch_size)
         if results is not None:
             results["global_step"] = int(trainer.global_step.numpy())
-            base.write_results(self.output_path("test_results.txt"), results)
+            evaluation.write_results(self.run_directory.file("test_results.txt"), results)
 
     def export(self, model, export_dir, version):
         return serving.export_token_classifier(
-            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
-            self.label_list, export_dir, version=version)
+            model, self.model_files.vocab_file, self.model_files.do_lower_case,
+            self.run_config.max_seq_length, self.label_list, export_dir, version=version)
 
 
 def _tagging_outputs(index_key):
@@ -280,9 +245,9 @@ class FeatureBasedNerTask(NerTask):
 
     def check_flags(self):
         super().check_flags()
-        if not self.run.init_checkpoint:
+        if not self.run_config.init_checkpoint:
             raise UserError("--feature_based needs a pre-trained --init_checkpoint")
-        if self.run.export_dir:
+        if self.run_config.export_dir:
             raise UserError("--export_dir is only supported for fine-tuning, not "
                             "--feature_based")
         if self.config.combine not in ("concat", "sum", "last"):
@@ -297,7 +262,7 @@ class FeatureBasedNerTask(NerTask):
         model = FeatureTagger(len(self.label_list), kind=self.config.task_model,
                               units=self.config.lstm_units,
                               num_layers=self.config.task_model_layers,
-                              dropout=self.config.task_dropout, dtype=self.run.dtype_policy)
+                              dropout=self.config.task_dropout, dtype=self.run_config.dtype_policy)
         model({"features": tf.zeros([1, 2, self.feature_dim]),
                "word_mask": tf.ones([1, 2], tf.int32)})
         return model
@@ -310,22 +275,23 @@ class FeatureBasedNerTask(NerTask):
         pass: 2 x 768-unit BiLSTMs over batch 32 took 7.2 GB at 64 words (2.7
         without XLA) and ran out of 24 GB on CoNLL's 124-word sentence, for no
         gain in speed (3.8 s vs 3.6 s a step)."""
-        if self.run.jit_compile and self.config.task_model == "bilstm":
+        if self.run_config.jit_compile and self.config.task_model == "bilstm":
             logging.warning("--jit_compile is not used for the BiLSTM task model: XLA's LSTM "
                             "gradient needs memory growing with the sentence length, and is "
                             "no faster")
             return False
-        return self.run.jit_compile
+        return self.run_config.jit_compile
 
     def read_inputs(self):
         super().read_inputs()
         self.layer_indexes = parse_layers(self.config.layers,
-                                          self.files.config.num_hidden_layers)
+                                          self.model_files.config.num_hidden_layers)
 
     def prepare(self):
         """Runs the frozen encoder over every split (or reads the cache)."""
-        encoder, _ = checkpoints.load_encoder(self.run.init_checkpoint, self.files.config,
-                                              dtype=self.run.dtype_policy)
+        encoder, _ = checkpoints.load_encoder(self.run_config.init_checkpoint,
+                                              self.model_files.config,
+                                              dtype=self.run_config.dtype_policy)
         encoder.trainable = False
         self.prepared = {}
         for split, data in self.data.items():
@@ -336,17 +302,17 @@ class FeatureBasedNerTask(NerTask):
 
     def _cached_word_features(self, encoder, split, data):
         config = self.config
-        limit = self.run.max_train_examples if split == "train" else None
+        limit = self.run_config.max_train_examples if split == "train" else None
         stat = os.stat(data.path)
         key = hashlib.sha1(json.dumps(
             [os.path.abspath(data.path), stat.st_size, stat.st_mtime,
-             os.path.abspath(self.files.vocab_file), self.files.do_lower_case,
-             os.path.abspath(self.run.init_checkpoint), self.layer_indexes, config.combine,
-             self.run.max_seq_length, config.window_stride, limit],
+             os.path.abspath(self.model_files.vocab_file), self.model_files.do_lower_case,
+             os.path.abspath(self.run_config.init_checkpoint), self.layer_indexes, config.combine,
+             self.run_config.max_seq_length, config.window_stride, limit],
             default=str).encode()).hexdigest()[:16]
         # Named by file and settings, not split: eval and predict of one file share it.
         name = f"{os.path.basename(data.path)}-{key}"
-        cache_dir = self.output_path("feature_cache")
+        cache_dir = self.run_directory.feature_cache
         flat_path = io.join(cache_dir, f"{name}.features.npy")
         offsets_path = io.join(cache_dir, f"{name}.offsets.npy")
         if io.exists(flat_path) and io.exists(offsets_path):
@@ -366,8 +332,8 @@ class FeatureBasedNerTask(NerTask):
         return len(self.data["train"].sentences)
 
     def train_dataset(self):
-        return _feature_dataset(*self.prepared["train"], self.run.train_batch_size, True,
-                                self.run.seed)
+        return _feature_dataset(*self.prepared["train"], self.run_config.train_batch_size, True,
+                                self.run_config.seed)
 
     def _predict_split(self, trainer, split, batch_size):
         features, label_ids = self.prepared[split]

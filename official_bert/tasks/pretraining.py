@@ -15,61 +15,23 @@ directory is itself an `--init_checkpoint` for fine-tuning and a second phase.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import tensorflow as tf
 from absl import logging
 
-from data_prep import create_pretraining_data
-from data_prep.pretraining_instances import PretrainingDataConfig
-from official_bert import checkpoints, io
+from data_prep import pretraining_corpus
+from data_prep.configs import PretrainingDataConfig
+from official_bert import checkpoints, file_sets, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import PRETRAINING_INPUTS, BertPretrainer
+from official_bert.run_directory import TOKENIZER_CONFIG
 from official_bert.serving import pretraining as serving
 from official_bert.tasks import base
+from official_bert.tasks.configs import PretrainingConfig, PretrainRunConfig, RunConfig
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
-
-
-@dataclasses.dataclass
-class PretrainingConfig:
-    """run_pretraining.py's own flags.
-
-    Args:
-        input_file: comma-separated globs of training TFRecords.
-        eval_input_file: held-out TFRecords (default: input_file).
-        max_predictions_per_seq: masked-LM predictions per instance.
-        max_eval_steps: most evaluation batches.
-        dynamic_masking: mask at read time, fresh every epoch (also re-masks
-            static files; unmasked files are always masked at read time).
-        masked_lm_prob: fraction of tokens masked by dynamic masking.
-        length_bucket_width: 0 = training batches padded to max_seq_length;
-            else batches of one length bucket, cut to it
-            (`input_pipeline.pretraining_dataset`).
-        input_format: "tfrecord" (the files of create_pretraining_data) or
-            "text": the sentence-per-line corpus itself, instances made on the
-            fly by the generator's code (`input_pipeline.text_records`).
-        do_whole_word_mask: mask whole words (text, and dynamic masking of
-            files made with --do_whole_word_mask).
-        max_ngram_size: mask spans of up to this many words/pieces, length
-            n ∝ 1/n (text, and dynamic masking).
-        short_seq_prob: text: probability of a shorter target length, as
-            create_pretraining_data's flag.
-    """
-
-    input_file: str | None = None
-    eval_input_file: str | None = None
-    max_predictions_per_seq: int = 20
-    max_eval_steps: int = 100
-    dynamic_masking: bool = False
-    masked_lm_prob: float = 0.15
-    length_bucket_width: int = 0
-    input_format: str = "tfrecord"
-    do_whole_word_mask: bool = False
-    max_ngram_size: int = 1
-    short_seq_prob: float = 0.1
 
 
 class PretrainingTask(base.Task):
@@ -86,7 +48,7 @@ class PretrainingTask(base.Task):
 
     Args:
         config: a `PretrainingConfig`.
-        run: the `base.RunConfig` (steps given by --num_train_steps).
+        run_config: the `RunConfig` (steps given by --num_train_steps).
         bert_config: for using the model and loss alone (tests, benchmarks).
 
     Example:
@@ -101,8 +63,8 @@ class PretrainingTask(base.Task):
     vocab_required = False
 
     def __init__(self, config: PretrainingConfig | None = None,
-                 run: base.RunConfig | None = None, *, bert_config=None):
-        super().__init__(run or base.RunConfig(), bert_config=bert_config)
+                 run_config: RunConfig | None = None, *, bert_config=None):
+        super().__init__(run_config or PretrainRunConfig(), bert_config=bert_config)
         self.config = config or PretrainingConfig()
         self.summary = None
         # False for data without sentence pairs (--packing=full_sentences):
@@ -112,7 +74,7 @@ class PretrainingTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
         model = BertPretrainer(encoder)
         model._ensure_built()
         return model
@@ -121,11 +83,12 @@ class PretrainingTask(base.Task):
         """The encoder and, when the checkpoint has them, the pre-training heads
         (Google `cls/*`, Hugging Face `BertForPreTraining`, a previous run)."""
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
-        self.head_restored = model.load_head_weights(checkpoint)
+        self.head_report = model.load_head_weights(checkpoint)
+        heads = self.head_report.heads
         logging.info("Initialized the encoder%s from %s (%s checkpoint)",
-                     " and the " + " and ".join(self.head_restored) + " head(s)"
-                     if self.head_restored else "", checkpoint.path, checkpoint.kind)
-        if len(self.head_restored) < 2:
+                     " and the " + " and ".join(heads) + " head(s)" if heads else "",
+                     checkpoint.path, checkpoint.kind)
+        if len(heads) < 2:
             logging.info("Heads not in the checkpoint start from random weights.")
 
     def has_head(self) -> bool:
@@ -173,7 +136,7 @@ class PretrainingTask(base.Task):
     # --- inputs ---------------------------------------------------------------------
 
     def check_flags(self):
-        config, run = self.config, self.run
+        config, run = self.config, self.run_config
         if run.do_predict:
             raise UserError("run_pretraining has no --do_predict")
         if not config.input_file:
@@ -215,13 +178,13 @@ class PretrainingTask(base.Task):
             raise UserError("--input_format=text makes the instances in Python, which a TPU's "
                             "input pipeline cannot call: make TFRecords with "
                             "create_pretraining_data and pass those")
-        self.train_files = io.expand_paths(config.input_file, "input_file")
-        self.eval_files = (io.expand_paths(config.eval_input_file, "eval_input_file")
+        self.train_files = file_sets.expand_paths(config.input_file, "input_file")
+        self.eval_files = (file_sets.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)
         if not self.text:  # a corpus is one or more text files, not a set of shards
-            warnings = [io.unlisted_set_warning(self.train_files, "input_file")]
+            warnings = [file_sets.unlisted_set_warning(self.train_files, "input_file")]
             if config.eval_input_file:
-                warnings.append(io.unlisted_set_warning(self.eval_files, "eval_input_file"))
+                warnings.append(file_sets.unlisted_set_warning(self.eval_files, "eval_input_file"))
             for warning in filter(None, warnings):
                 logging.warning("%s", warning)
         self.summary = _summary_beside(self.train_files)
@@ -235,12 +198,12 @@ class PretrainingTask(base.Task):
     def text_config(self):
         """The generator's config for --input_format=text (the run's lengths,
         casing and seed; the data flags of create_pretraining_data)."""
-        config, run = self.config, self.run
+        config, run = self.config, self.run_config
         return PretrainingDataConfig(
             max_seq_length=run.max_seq_length,
             max_predictions_per_seq=config.max_predictions_per_seq,
             masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
-            dupe_factor=1, do_lower_case=bool(self.files.do_lower_case),
+            dupe_factor=1, do_lower_case=bool(self.model_files.do_lower_case),
             do_whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size,
             random_seed=12345 if run.seed is None else run.seed)
 
@@ -255,26 +218,26 @@ class PretrainingTask(base.Task):
                 + [("eval_input_file", path) for path in self.eval_files])
 
     def read_inputs(self):
-        if self.files.vocab_file is None:
+        if self.model_files.vocab_file is None:
             logging.warning("No vocabulary (--vocab_file): the output directory gets no "
                             "vocab.txt, and dynamic masking assumes Google's layout "
                             "([MASK]=103)")
-        elif tokenization.MASK_TOKEN not in self.files.vocab:
-            raise BadFileError(self.files.vocab_file, "lacks [MASK], which masking needs")
+        elif tokenization.MASK_TOKEN not in self.model_files.vocab:
+            raise BadFileError(self.model_files.vocab_file, "lacks [MASK], which masking needs")
         if self.text:
-            if self.files.vocab_file is None:
+            if self.model_files.vocab_file is None:
                 raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
             for flag, files in (("input_file", self.train_files),
                                 ("eval_input_file", self.eval_files)):
                 if flag == "input_file" or self.config.eval_input_file:
-                    create_pretraining_data.check_text_corpus(files, self.files.vocab_file, flag)
+                    pretraining_corpus.check_text_corpus(files, self.model_files.vocab_file, flag)
             logging.info("%d train file(s), %d eval file(s) of text; instances made on the "
                          "fly (masking, next sentence: create_pretraining_data's)",
                          len(self.train_files), len(self.eval_files))
             return
         checks = [("input_file", self._dataset_fn(self.train_files, 1, True))] \
-            if self.run.do_train else []
-        if self.run.do_eval:
+            if self.run_config.do_train else []
+        if self.run_config.do_eval:
             checks.append(("eval_input_file" if self.config.eval_input_file else "input_file",
                            self._dataset_fn(self.eval_files, 1, False)))
         for flag, dataset_fn in checks:
@@ -296,26 +259,27 @@ class PretrainingTask(base.Task):
         files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
         return input_pipeline.find_bad_file(files)
 
-    def run_files(self) -> dict:
+    def record_files(self) -> dict:
         casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")
         if self.text:
-            casing = bool(self.files.do_lower_case)
+            casing = bool(self.model_files.do_lower_case)
         if not isinstance(casing, bool):
             return {}
         # The casing the data was tokenized with, for the fine-tuning scripts.
-        return {"tokenizer_config.json": json.dumps(
+        return {TOKENIZER_CONFIG: json.dumps(
             {"do_lower_case": casing, "tokenizer_class": "BertTokenizer"}, indent=2) + "\n"}
 
     # --- data, evaluation -----------------------------------------------------------
 
     def _dataset_fn(self, files, batch_size, training, drop_remainder=True):
-        config, run = self.config, self.run
+        config, run = self.config, self.run_config
 
         def dataset_fn(context=None):
             return input_pipeline.pretraining_dataset(
                 files, run.max_seq_length, config.max_predictions_per_seq, batch_size,
                 is_training=training, dynamic_masking=True if config.dynamic_masking else None,
-                vocab_file=self.files.vocab_file, vocab_size=self.files.config.vocab_size,
+                vocab_file=self.model_files.vocab_file,
+                vocab_size=self.model_files.config.vocab_size,
                 masked_lm_prob=config.masked_lm_prob, input_context=context, seed=run.seed,
                 drop_remainder=drop_remainder,
                 length_bucket_width=config.length_bucket_width if training else 0,
@@ -327,16 +291,17 @@ class PretrainingTask(base.Task):
         return dataset_fn
 
     def train_dataset(self):
-        micro_batch = self.run.train_batch_size // self.run.gradient_accumulation_steps
+        run = self.run_config
+        micro_batch = run.train_batch_size // run.gradient_accumulation_steps
         return self._dataset_fn(self.train_files, micro_batch, True)
 
     def evaluate(self, trainer) -> dict:
         replicas = trainer.strategy.num_replicas_in_sync
-        if self.run.eval_batch_size % replicas:
-            raise UserError(f"--eval_batch_size={self.run.eval_batch_size} is not divisible by "
-                            f"the {replicas} replica(s)")
+        if self.run_config.eval_batch_size % replicas:
+            raise UserError(f"--eval_batch_size={self.run_config.eval_batch_size} is not "
+                            f"divisible by the {replicas} replica(s)")
         results = trainer.evaluate(
-            self._dataset_fn(self.eval_files, self.run.eval_batch_size, False,
+            self._dataset_fn(self.eval_files, self.run_config.eval_batch_size, False,
                              drop_remainder=replicas > 1), steps=self.config.max_eval_steps)
         results.pop("global_step", None)
         return results
@@ -344,12 +309,12 @@ class PretrainingTask(base.Task):
     def export(self, model, export_dir, version):
         """The masked LM and next-sentence head as a TF Serving SavedModel
         (`serving.pretraining`: fill in the `[MASK]`s of raw text)."""
-        if not self.files.vocab_file:
+        if not self.model_files.vocab_file:
             raise UserError("--export_dir needs the vocabulary the model was trained with: "
                             "pass --vocab_file")
         return serving.export_pretraining_model(
-            model, self.files.vocab_file, self.files.do_lower_case, self.run.max_seq_length,
-            export_dir, version=version)
+            model, self.model_files.vocab_file, self.model_files.do_lower_case,
+            self.run_config.max_seq_length, export_dir, version=version)
 
 
 def _has_sentence_pairs(train_files, eval_files) -> bool:
@@ -385,9 +350,9 @@ def _summary_beside(files):
 
 
 def _summary_of(path):
-    """The generator's summary beside `path` (`io.sidecar_path`, or an older
+    """The generator's summary beside `path` (`file_sets.sidecar_path`, or an older
     version's `<file>.summary.json`), or None (none, or unreadable)."""
-    for sidecar in (io.sidecar_path(path), io.legacy_sidecar_path(path)):
+    for sidecar in (file_sets.sidecar_path(path), file_sets.legacy_sidecar_path(path)):
         if io.exists(sidecar):
             try:
                 return json.loads(io.read_text(sidecar))

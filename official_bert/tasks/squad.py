@@ -19,7 +19,6 @@ threshold).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
@@ -27,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_prep import squad
+from data_prep import squad, squad_postprocessing
 from official_bert import io
 from official_bert.errors import UserError
 from official_bert.metrics import squad as squad_metrics
@@ -35,38 +34,8 @@ from official_bert.modeling.encoder import ENCODER_INPUTS, BertEncoder, dummy_in
 from official_bert.modeling.heads import BertSpanLabeler
 from official_bert.serving import squad as serving
 from official_bert.tasks import base
+from official_bert.tasks.configs import RunConfig, SquadConfig, SquadRunConfig
 from official_bert.training import input_pipeline
-
-
-@dataclasses.dataclass
-class SquadConfig:
-    """run_squad.py's own flags (google's names and defaults).
-
-    Args:
-        train_file, predict_file: SQuAD json files.
-        doc_stride: tokens between the starts of a context's windows.
-        max_query_length: question tokens kept.
-        n_best_size: candidates per question in nbest_predictions.json.
-        max_answer_length: longest answer, in WordPiece tokens.
-        verbose_logging: log get_final_text alignment failures.
-        version_2_with_negative: SQuAD 2.0 (questions may have no answer).
-        null_score_diff_threshold: v2.0: predict no answer when null score -
-            best non-null score > this.
-        tune_threshold: v2.0: apply the best_f1_thresh found on the predict file.
-        max_predict_examples: predict the first N questions only.
-    """
-
-    train_file: str | None = None
-    predict_file: str | None = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    verbose_logging: bool = False
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-    tune_threshold: bool = False
-    max_predict_examples: int | None = None
 
 
 class SpanLabelingTask(base.Task):
@@ -77,13 +46,13 @@ class SpanLabelingTask(base.Task):
 
     Args:
         config: a `SquadConfig`.
-        run: the `base.RunConfig`.
+        run_config: the `RunConfig`.
         bert_config: for using the model and loss alone (tests, tools).
     """
 
-    def __init__(self, config: SquadConfig | None = None, run: base.RunConfig | None = None,
+    def __init__(self, config: SquadConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
-        super().__init__(run or base.RunConfig(max_seq_length=384), bert_config=bert_config)
+        super().__init__(run_config or SquadRunConfig(), bert_config=bert_config)
         self.config = config or SquadConfig()
         self.train_examples = self.predict_examples = None
         self.eval_results = None
@@ -91,7 +60,7 @@ class SpanLabelingTask(base.Task):
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
     def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run.dtype_policy)
+        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
         # The span head never reads the pooled output, so the pooler gets no
         # gradient (google's optimizer skips such variables): not trainable here.
         encoder.pooler.trainable = False
@@ -100,7 +69,7 @@ class SpanLabelingTask(base.Task):
         # draw more than by the order or the implementation (docs/guide.md,
         # "SQuAD: seeds"), so seed s here is seed s of the reference. The other
         # tasks keep Keras' draw of the same N(0, 0.02).
-        model = BertSpanLabeler(encoder, seed=self.run.seed)
+        model = BertSpanLabeler(encoder, seed=self.run_config.seed)
         model(dummy_inputs())
         return model
 
@@ -127,7 +96,7 @@ class SpanLabelingTask(base.Task):
     # --- inputs ---------------------------------------------------------------------
 
     def check_flags(self):
-        config, run = self.config, self.run
+        config, run = self.config, self.run_config
         if run.do_eval:
             raise UserError("run_squad has no --do_eval: --do_predict on a file with answers "
                             "writes eval_results.json")
@@ -145,7 +114,7 @@ class SpanLabelingTask(base.Task):
                             f"{config.max_predict_examples}")
 
     def read_inputs(self):
-        config, run = self.config, self.run
+        config, run = self.config, self.run_config
         self.read_stats = squad.ReadStats()
         if run.do_train:
             self.train_examples = squad.read_squad_examples(
@@ -160,14 +129,14 @@ class SpanLabelingTask(base.Task):
             if config.max_predict_examples:
                 self.predict_examples = self.predict_examples[:config.max_predict_examples]
 
-    def output_files(self) -> list:
+    def result_files(self) -> list:
         return ["predictions.json", "nbest_predictions.json", "null_odds.json",
                 "eval_results.json"]
 
     def _windows(self, examples, is_training, stats=None):
         features = squad.convert_examples_to_features(
-            examples, self.files.tokenizer(), is_training=is_training, stats=stats,
-            max_seq_length=self.run.max_seq_length, doc_stride=self.config.doc_stride,
+            examples, self.model_files.tokenizer(), is_training=is_training, stats=stats,
+            max_seq_length=self.run_config.max_seq_length, doc_stride=self.config.doc_stride,
             max_query_length=self.config.max_query_length)
         return features, squad.features_to_arrays(features, is_training=is_training)
 
@@ -191,15 +160,15 @@ class SpanLabelingTask(base.Task):
 
     def train_steps(self) -> int:
         # Windows, rounded up, as the reference implementation counts them.
-        if self.run.num_train_steps:
-            return self.run.num_train_steps
-        return max(1, math.ceil(self.num_train_examples() * self.run.num_train_epochs
-                                / self.run.train_batch_size))
+        if self.run_config.num_train_steps:
+            return self.run_config.num_train_steps
+        return max(1, math.ceil(self.num_train_examples() * self.run_config.num_train_epochs
+                                / self.run_config.train_batch_size))
 
     def train_dataset(self):
         # Shuffled before it is repeated, so each epoch sees every window once.
-        return input_pipeline.numpy_dataset(self._train_arrays(), self.run.train_batch_size,
-                                            training=True, seed=self.run.seed)
+        return input_pipeline.numpy_dataset(self._train_arrays(), self.run_config.train_batch_size,
+                                            training=True, seed=self.run_config.seed)
 
     # --- prediction (and the official metric) -----------------------------------------
 
@@ -216,19 +185,22 @@ class SpanLabelingTask(base.Task):
         return {f"eval_{k}": v for k, v in results.items()}
 
     def predict(self, trainer) -> None:
-        config, run = self.config, self.run
+        config = self.config
         predictions, answers, self.eval_results = self._answers(trainer)
-        squad.write_prediction_files(predictions, run.output_dir,
-                                     config.version_2_with_negative, answers)
+        squad_postprocessing.write_prediction_files(
+            predictions, self.run_directory.file("predictions.json"),
+            self.run_directory.file("nbest_predictions.json"),
+            self.run_directory.file("null_odds.json") if config.version_2_with_negative else None,
+            answers)
         if self.eval_results is not None:
-            io.atomic_write(self.output_path("eval_results.json"),
+            io.atomic_write(self.run_directory.file("eval_results.json"),
                             json.dumps(self.eval_results, indent=2) + "\n")
             logging.info("eval results: %s", json.dumps(self.eval_results))
             print(json.dumps(self.eval_results), flush=True)
 
     def _answers(self, trainer):
         """(predictions, answers to write, official scores or None) of --predict_file."""
-        config, run = self.config, self.run
+        config, run = self.config, self.run_config
         examples = self.predict_examples
         features, arrays = self._windows(examples, False)
         logging.info("***** Running predictions *****")
@@ -263,9 +235,10 @@ class SpanLabelingTask(base.Task):
         raw = trainer.predict(dataset, output_fn)
         results = {int(u): (s, e) for u, s, e in zip(
             raw["unique_ids"], raw["start_logits"], raw["end_logits"])}
-        predictions = squad.postprocess_predictions(
+        predictions = squad_postprocessing.postprocess_predictions(
             examples, features, results, n_best_size=config.n_best_size,
-            max_answer_length=config.max_answer_length, do_lower_case=self.files.do_lower_case,
+            max_answer_length=config.max_answer_length,
+            do_lower_case=self.model_files.do_lower_case,
             version_2_with_negative=config.version_2_with_negative,
             null_score_diff_threshold=config.null_score_diff_threshold,
             verbose_logging=config.verbose_logging)
@@ -297,7 +270,7 @@ class SpanLabelingTask(base.Task):
         results["null_score_diff_threshold"] = config.null_score_diff_threshold
         if config.tune_threshold:
             threshold = squad_metrics.tuned_threshold(dataset, best_non_null, null_odds)
-            answers = squad.apply_threshold(predictions, threshold)
+            answers = squad_postprocessing.apply_threshold(predictions, threshold)
             tuned = squad_metrics.evaluate_v2(dataset, answers, None)
             results["tuned_threshold"] = threshold
             for key in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1"):
@@ -313,8 +286,8 @@ class SpanLabelingTask(base.Task):
         if config.tune_threshold and self.eval_results:
             threshold = self.eval_results.get("tuned_threshold", threshold)
         return serving.export_squad_model(
-            model, self.files.vocab, export_dir, lower_case=self.files.do_lower_case,
-            max_seq_length=self.run.max_seq_length, doc_stride=config.doc_stride,
+            model, self.model_files.vocab, export_dir, lower_case=self.model_files.do_lower_case,
+            max_seq_length=self.run_config.max_seq_length, doc_stride=config.doc_stride,
             max_query_length=config.max_query_length, n_best_size=config.n_best_size,
             max_answer_length=config.max_answer_length,
             version_2_with_negative=config.version_2_with_negative,

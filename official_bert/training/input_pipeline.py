@@ -36,7 +36,7 @@ are deterministic.
 
 N-gram masking (`max_ngram_size` > 1, masking at read time): spans of up to
 that many whole words (with `word_start_mask`) or pieces, length n ∝ 1/n
-(`choose_ngrams`, the generator's `choose_ngrams` in the graph).
+(`masking.choose_ngrams`, the generator's `choose_ngrams` in the graph).
 
 Raw text (`text_config`, run_pretraining's `--input_format=text`): the
 sentence-per-line corpus itself; the generator's own code makes static
@@ -68,9 +68,10 @@ import re
 import tensorflow as tf
 
 from data_prep import create_pretraining_data
-from official_bert import io
+from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.text import text_layers, tokenization
+from official_bert.training.masking import mask_batch
 
 STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -211,179 +212,27 @@ def _dynamic_spec(seq_length, word_starts):
     return spec
 
 
-def choose_ngrams(candidates, unit_starts, k, max_ngram_size: int, seed, max_spans: int):
-    """In-graph `data_prep.pretraining_instances.choose_ngrams`, per row of a batch.
-
-    Units are runs of positions, each begun where `unit_starts` is 1 (whole
-    words, or every position for word pieces); a unit is maskable when it
-    holds `candidates` (so [CLS]/[SEP]/padding split spans). Each of
-    `max_spans` rounds draws n ∝ 1/n among the lengths with a span that still
-    fits (free units, at most the `k` tokens left), then a random such span
-    (fixed random scores per length and start: the first fitting one in a
-    random order, as the generator's shuffled lists). Rows with nothing left
-    to mask skip the round.
-
-    Args:
-      candidates: bool [B, L], the maskable positions.
-      unit_starts: int/bool [B, L], 1 where a unit begins.
-      k: int32 [B], the most tokens to mask per row.
-      max_ngram_size: the longest span, in units.
-      seed: a stateless seed (int [2]).
-      max_spans: rounds (`max_predictions_per_seq` suffices: a span has ≥ 1 token).
-
-    Returns:
-      (chosen: bool [B, L] the masked positions, span_sizes: int32 [B,
-      max_spans] the chosen spans' lengths in order, 0 where a round chose none).
-    """
-    N = max_ngram_size
-    batch = tf.shape(candidates)[0]
-    length = tf.shape(candidates)[1]
-    unit_id = tf.maximum(tf.cumsum(tf.cast(unit_starts, tf.int32), axis=1) - 1, 0)
-    rows = tf.range(batch)[:, None] * length
-    pieces = tf.reshape(tf.math.unsorted_segment_sum(
-        tf.cast(candidates, tf.int32), unit_id + rows, batch * length), [batch, length])
-    is_unit = pieces > 0
-
-    def shift(x, j):  # x[:, u + j], zero-filled past the end
-        return tf.concat([x[:, j:], tf.zeros_like(x[:, :j])], axis=1) if j else x
-
-    seeds = tf.random.experimental.stateless_split(seed, num=max_spans + 1)
-    scores = tf.random.stateless_uniform([batch, N, length], seeds[0])
-    log_weights = tf.math.log(1.0 / tf.range(1, N + 1, dtype=tf.float32))[None, :]
-    shifted_pieces = [shift(pieces, j) for j in range(N)]
-    taken = tf.zeros([batch, length], tf.bool)
-    remaining = tf.cast(k, tf.int32)
-    sizes = []
-    for i in range(max_spans):
-        free = is_unit & ~taken
-        run, cost, fits = free, tf.zeros_like(pieces), []
-        for n in range(1, N + 1):  # fits[n-1][b, u]: units u..u+n-1 free and within budget
-            if n > 1:
-                run = run & shift(free, n - 1)
-            cost = cost + shifted_pieces[n - 1]
-            fits.append(run & (cost <= remaining[:, None]))
-        fits = tf.stack(fits, axis=1)  # [B, N, L]
-        available = tf.reduce_any(fits, axis=2)  # [B, N]
-        any_available = tf.reduce_any(available, axis=1)
-        logits = tf.where(available, log_weights, -1e9)
-        n_index = tf.random.stateless_categorical(logits, 1, seeds[i + 1],
-                                                  dtype=tf.int32)[:, 0]
-        span_fits = tf.gather(fits, n_index, batch_dims=1)  # [B, L]
-        span_scores = tf.gather(scores, n_index, batch_dims=1)
-        start = tf.argmax(tf.where(span_fits, span_scores, -1.0), axis=1, output_type=tf.int32)
-        units = tf.range(length)[None, :]
-        span = ((units >= start[:, None]) & (units <= (start + n_index)[:, None])
-                & any_available[:, None])
-        taken |= span
-        remaining -= tf.reduce_sum(tf.where(span, pieces, 0), axis=1)
-        sizes.append(tf.where(any_available, n_index + 1, 0))
-    chosen = candidates & tf.gather(taken, unit_id, batch_dims=1)
-    return chosen, tf.stack(sizes, axis=1)
-
-
-def mask_batch(input_ids, input_mask, seed, *, max_predictions_per_seq: int,
-               masked_lm_prob: float, mask_token_id: int, random_token_ids,
-               unmaskable_token_ids: Sequence[int], word_starts=None,
-               max_ngram_size: int = 1):
-    """Masks a batch of token ids (int32 [B, L]) the way the static generator does.
-
-    Returns (masked input ids, masked_lm_positions, masked_lm_ids, masked_lm_weights).
-    `seed`: a stateless seed (int [2]). `word_starts` (int [B, L], 1 where a
-    word begins): mask whole words only. `max_ngram_size` > 1: spans of up to
-    that many words (with `word_starts`) or pieces (`choose_ngrams`).
-    """
-    input_ids = tf.convert_to_tensor(input_ids, tf.int32)
-    batch = tf.shape(input_ids)[0]
-    length = tf.shape(input_ids)[1]
-    P = max_predictions_per_seq
-    seeds = tf.random.experimental.stateless_split(seed, num=5)
-    candidates = tf.cast(input_mask, tf.bool)
-    for token_id in unmaskable_token_ids:
-        candidates &= tf.not_equal(input_ids, token_id)
-    n = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)
-    # Unbiased random rounding: E[floor(x + u)] = x for u ~ U[0, 1).
-    k = tf.floor(n * masked_lm_prob + tf.random.stateless_uniform([batch], seeds[0]))
-    k = tf.cast(tf.clip_by_value(k, 1.0, tf.minimum(float(P), tf.maximum(n, 1.0))), tf.int32)
-    scores = tf.random.stateless_uniform(tf.shape(input_ids), seeds[1])
-    if max_ngram_size > 1:
-        units = tf.ones_like(input_ids) if word_starts is None else word_starts
-        chosen, _ = choose_ngrams(candidates, units, k, max_ngram_size, seeds[4], P)
-    elif word_starts is None:
-        # The k candidates with the lowest random scores.
-        keyed = tf.where(candidates, scores, 2.0)
-        order = tf.argsort(keyed, axis=1, stable=True)
-        ranks = tf.argsort(order, axis=1, stable=True)
-        chosen = candidates & (ranks < k[:, None])
-    else:
-        word_starts = tf.cast(word_starts, tf.int32)
-        word_id = tf.maximum(tf.cumsum(word_starts, axis=1) - 1, 0)  # [B, L]
-        rows = tf.range(batch)[:, None] * length
-        lengths = tf.math.unsorted_segment_sum(
-            tf.cast(candidates, tf.int32), word_id + rows, batch * length)
-        lengths = tf.reshape(lengths, [batch, length])  # pieces per word
-        is_word = lengths > 0
-        taken = tf.zeros([batch, length], tf.bool)
-        remaining = k
-        for _ in range(P):  # google's greedy: words in random order, skip what does not fit
-            eligible = is_word & ~taken & (lengths <= remaining[:, None])
-            best = tf.argmax(tf.where(eligible, scores, -1.0), axis=1, output_type=tf.int32)
-            any_eligible = tf.reduce_any(eligible, axis=1)
-            pick = tf.one_hot(best, length, on_value=True, off_value=False) & any_eligible[:, None]
-            taken |= pick
-            remaining -= tf.where(any_eligible, tf.gather(lengths, best, batch_dims=1), 0)
-        chosen = candidates & tf.gather(taken, word_id, batch_dims=1)
-    # Chosen positions in ascending order, then padding.
-    key = tf.where(chosen, 0, length) + tf.range(length)[None, :]
-    positions = tf.argsort(key, axis=1, stable=True)[:, :P]
-    weights = tf.gather(chosen, positions, batch_dims=1)
-    positions = tf.where(weights, positions, 0)
-    labels = tf.where(weights, tf.gather(input_ids, positions, batch_dims=1), 0)
-    # 80% [MASK], 10% a random ordinary token, 10% unchanged.
-    u = tf.random.stateless_uniform(tf.shape(input_ids), seeds[2])
-    random_token_ids = tf.constant(random_token_ids, tf.int32)
-    random_ids = tf.gather(random_token_ids, tf.random.stateless_uniform(
-        tf.shape(input_ids), seeds[3], maxval=tf.shape(random_token_ids)[0], dtype=tf.int32))
-    masked_ids = tf.where(chosen & (u < 0.8), mask_token_id, input_ids)
-    masked_ids = tf.where(chosen & (u >= 0.9), random_ids, masked_ids)
-    if P > 0:
-        pad = tf.maximum(P - tf.shape(positions)[1], 0)
-        positions = tf.pad(positions, [[0, 0], [0, pad]])
-        labels = tf.pad(labels, [[0, 0], [0, pad]])
-        weights = tf.pad(weights, [[0, 0], [0, pad]])
-    return masked_ids, positions, labels, tf.cast(weights, tf.float32)
-
-
 def pretraining_dataset(
-    file_patterns: str | Iterable[str],
-    seq_length: int,
-    max_predictions_per_seq: int,
-    batch_size: int,
-    is_training: bool = True,
-    *,
-    dynamic_masking: bool | None = None,
-    vocab_file: str | None = None,
-    vocab_size: int | None = None,
-    mask_token_id: int = 103,
-    cls_token_id: int = 101,
-    sep_token_id: int = 102,
-    random_token_ids: Sequence[int] | None = None,
-    masked_lm_prob: float = 0.15,
-    whole_word_masking: bool | None = None,
-    input_context: tf.distribute.InputContext | None = None,
-    seed: int | None = None,
-    shuffle_buffer_size: int = 10_000,
-    cycle_length: int | None = None,
-    drop_remainder: bool = True,
-    length_bucket_width: int = 0,
-    bucket_batches: int = 1,
+    file_patterns: str | Iterable[str], seq_length: int, max_predictions_per_seq: int,
+    batch_size: int, is_training: bool = True, *,
+    # Masking at read time.
+    dynamic_masking: bool | None = None, vocab_file: str | None = None,
+    vocab_size: int | None = None, mask_token_id: int = 103, cls_token_id: int = 101,
+    sep_token_id: int = 102, random_token_ids: Sequence[int] | None = None,
+    masked_lm_prob: float = 0.15, whole_word_masking: bool | None = None,
     max_ngram_size: int = 1,
+    # Order and distribution.
+    input_context: tf.distribute.InputContext | None = None, seed: int | None = None,
+    shuffle_buffer_size: int = 10_000, cycle_length: int | None = None,
+    # Batching, and raw text input.
+    drop_remainder: bool = True, length_bucket_width: int = 0, bucket_batches: int = 1,
     text_config=None,
 ) -> tf.data.Dataset:
     """A `tf.data.Dataset` of pre-training batches (see the module docstring).
 
     Args:
       file_patterns: comma-separated globs or `prefix@N` shards, or a list of
-        them (`official_bert.io.expand_paths`; no match is a `UserError`
+        them (`official_bert.file_sets.expand_paths`; no match is a `UserError`
         naming --input_file).
       seq_length, max_predictions_per_seq: the files' shapes (checked).
       batch_size: the global batch size; with `input_context` each input
@@ -407,96 +256,197 @@ def pretraining_dataset(
         one bucket (gradient accumulation stacks them: they must have one
         length).
       max_ngram_size: dynamic masking masks spans of up to this many words
-        or pieces (`choose_ngrams`); > 1 needs masking at read time.
+        or pieces (`masking.choose_ngrams`); > 1 needs masking at read time.
       text_config: a `PretrainingDataConfig`: `file_patterns` are raw text,
         the instances are made on the fly (`text_records`; needs `vocab_file`).
     """
+    _check_sizes(seq_length, max_predictions_per_seq, batch_size, length_bucket_width,
+                 bucket_batches)
+    source = _Source.inspect(file_patterns, seq_length, max_predictions_per_seq, text_config,
+                             vocab_file)
+    masking = _read_time_masking(
+        source, dynamic_masking, whole_word_masking, max_ngram_size, masked_lm_prob,
+        max_predictions_per_seq,
+        (vocab_file, vocab_size, mask_token_id, cls_token_id, sep_token_id, random_token_ids))
+    per_replica_batch, num_pipelines, pipeline_id = _pipeline_share(input_context, batch_size)
+    deterministic = seed is not None or not is_training
+    local_seed = None if seed is None else seed + 1_000_003 * pipeline_id
+    d = source.records(pipeline_id, num_pipelines, is_training, local_seed, cycle_length,
+                       deterministic)
+    if is_training:
+        d = d.shuffle(shuffle_buffer_size, seed=local_seed, reshuffle_each_iteration=True)
+    if length_bucket_width:
+        d = _bucket_batches(d, per_replica_batch, length_bucket_width, seq_length,
+                            max_predictions_per_seq, source.static, drop_remainder,
+                            bucket_batches)
+    else:
+        d = d.batch(per_replica_batch, drop_remainder=drop_remainder)
+    spec = (_static_spec(seq_length, max_predictions_per_seq) if source.static
+            else _dynamic_spec(seq_length, masking is not None and masking.word_starts))
+    d = _model_inputs_of(d, _parser(spec, length_bucket_width), masking, source.static,
+                         local_seed, deterministic)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
+# --- the steps of `pretraining_dataset` ---
+
+
+def _check_sizes(seq_length, max_predictions_per_seq, batch_size, length_bucket_width,
+                 bucket_batches) -> None:
     if seq_length < 1 or max_predictions_per_seq < 1 or batch_size < 1:
         raise UserError("--max_seq_length, --max_predictions_per_seq and the batch size must "
                         "be positive")
     if length_bucket_width < 0 or bucket_batches < 1:
         raise UserError(f"--length_bucket_width must be 0 (off) or positive, got "
                         f"{length_bucket_width}")
-    files = io.expand_paths(file_patterns, "input_file")
-    compressions, kinds, word_start_files = [], [], 0
-    if text_config is not None:  # raw text: the generator makes static (masked) records
-        if not vocab_file:
-            raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
-        text_config = dataclasses.replace(text_config, max_seq_length=seq_length,
-                                          max_predictions_per_seq=max_predictions_per_seq)
-        text_config.validate()
-        kinds = [True]
-    for path in files if text_config is None else []:
-        compression, features = inspect_file(path)
-        compressions.append(compression)
-        kinds.append(_check_features(path, features, seq_length, max_predictions_per_seq))
-        word_start_files += WORD_START_FEATURE in features
-    if len(set(kinds)) > 1:
-        static = [f for f, s in zip(files, kinds) if s][:1]
-        dynamic = [f for f, s in zip(files, kinds) if not s][:1]
-        raise BadFileError(dynamic[0], f"holds dynamic (unmasked) pre-training data, but "
-                           f"{static[0]} static (masked) data", fix="give files of one kind")
-    files_static = kinds[0]
+
+
+@dataclasses.dataclass
+class _Source:
+    """What `pretraining_dataset` reads: TFRecord files (each checked), or a
+    raw text corpus whose instances the generator makes on the fly."""
+
+    files: list
+    compressions: list  # per TFRecord file
+    static: bool  # masked records (text input makes static ones)
+    word_starts_everywhere: bool  # every (dynamic) file has `word_start_mask`
+    text_config: object = None  # a `PretrainingDataConfig` for raw text
+    vocab_file: str | None = None
+
+    @classmethod
+    def inspect(cls, file_patterns, seq_length, max_predictions_per_seq, text_config,
+                vocab_file) -> "_Source":
+        files = file_sets.expand_paths(file_patterns, "input_file")
+        if text_config is not None:  # raw text: the generator makes static (masked) records
+            text_config = _text_config(text_config, vocab_file, seq_length,
+                                       max_predictions_per_seq)
+            return cls(files, [], True, False, text_config, vocab_file)
+        compressions, kinds, word_start_files = [], [], 0
+        for path in files:
+            compression, features = inspect_file(path)
+            compressions.append(compression)
+            kinds.append(_check_features(path, features, seq_length, max_predictions_per_seq))
+            word_start_files += WORD_START_FEATURE in features
+        if len(set(kinds)) > 1:
+            static = [f for f, s in zip(files, kinds) if s][:1]
+            dynamic = [f for f, s in zip(files, kinds) if not s][:1]
+            raise BadFileError(dynamic[0], f"holds dynamic (unmasked) pre-training data, but "
+                               f"{static[0]} static (masked) data", fix="give files of one kind")
+        static = kinds[0]
+        return cls(files, compressions, static, not static and word_start_files == len(files))
+
+    def records(self, pipeline_id, num_pipelines, is_training, local_seed, cycle_length,
+                deterministic) -> tf.data.Dataset:
+        """The serialized records of input pipeline `pipeline_id`."""
+        if self.text_config is not None:
+            return text_records(self.files, self.vocab_file, self.text_config, pipeline_id,
+                                num_pipelines, is_training)
+        return _file_records(self.files, self.compressions, pipeline_id, num_pipelines,
+                             is_training, local_seed, cycle_length, deterministic)
+
+
+def _text_config(text_config, vocab_file, seq_length, max_predictions_per_seq):
+    """The generator's config for raw text input, with the reader's shapes."""
+    if not vocab_file:
+        raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
+    text_config = dataclasses.replace(text_config, max_seq_length=seq_length,
+                                      max_predictions_per_seq=max_predictions_per_seq)
+    text_config.validate()
+    return text_config
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReadTimeMasking:
+    """How batches are masked as they are read (`masking.mask_batch`)."""
+
+    word_starts: bool  # whole words, from the files' `word_start_mask`
+    mask_token_id: int
+    cls_token_id: int
+    sep_token_id: int
+    random_token_ids: list
+    masked_lm_prob: float
+    max_predictions_per_seq: int
+    max_ngram_size: int
+
+    def mask(self, input_ids, parsed, seed):
+        """(masked input ids, masked_lm_positions, masked_lm_ids, masked_lm_weights)."""
+        return mask_batch(
+            input_ids, parsed["input_mask"], seed,
+            word_starts=parsed.get(WORD_START_FEATURE) if self.word_starts else None,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            masked_lm_prob=self.masked_lm_prob, mask_token_id=self.mask_token_id,
+            random_token_ids=self.random_token_ids,
+            unmaskable_token_ids=(self.cls_token_id, self.sep_token_id),
+            max_ngram_size=self.max_ngram_size)
+
+
+def _read_time_masking(source, dynamic_masking, whole_word_masking, max_ngram_size,
+                       masked_lm_prob, max_predictions_per_seq, token_options,
+                       ) -> _ReadTimeMasking | None:
+    """How batches are masked as they are read; None: used as the files are.
+
+    `dynamic_masking` None masks dynamic files only. `token_options`: the
+    arguments of `_token_ids`.
+    """
+    first_file = source.files[0]
     if dynamic_masking is None:
-        dynamic_masking = not files_static
-    if not dynamic_masking and not files_static:
-        raise BadFileError(files[0], "holds unmasked (dynamic) pre-training data",
+        dynamic_masking = not source.static
+    if not dynamic_masking and not source.static:
+        raise BadFileError(first_file, "holds unmasked (dynamic) pre-training data",
                            fix="it needs dynamic masking (--dynamic_masking)")
-    if max_ngram_size > 1 and not dynamic_masking and text_config is None:
+    if max_ngram_size > 1 and not dynamic_masking and source.text_config is None:
         raise UserError(f"--max_ngram_size={max_ngram_size} masks at read time, but "
-                        f"{files[0]} is masked already: pass --dynamic_masking too, or make "
+                        f"{first_file} is masked already: pass --dynamic_masking too, or make "
                         "the files with create_pretraining_data --max_ngram_size")
-    word_starts = False
-    if dynamic_masking:
-        has_word_starts = not files_static and word_start_files == len(files)
-        if whole_word_masking and not has_word_starts:
-            raise BadFileError(files[0], f"lacks the feature {WORD_START_FEATURE!r} that "
-                               "whole-word masking needs", fix="make the files with "
-                               "create_pretraining_data.py --dynamic_masking "
-                               "--do_whole_word_mask")
-        word_starts = has_word_starts if whole_word_masking is None else bool(whole_word_masking)
-        if vocab_file:
-            vocab_size, mask_token_id, cls_token_id, sep_token_id, vocab_random = \
-                _vocab_ids(vocab_file)
-            if random_token_ids is None:
-                random_token_ids = vocab_random
+    if not dynamic_masking:
+        return None
+    if whole_word_masking and not source.word_starts_everywhere:
+        raise BadFileError(first_file, f"lacks the feature {WORD_START_FEATURE!r} that "
+                           "whole-word masking needs", fix="make the files with "
+                           "create_pretraining_data.py --dynamic_masking "
+                           "--do_whole_word_mask")
+    word_starts = (source.word_starts_everywhere if whole_word_masking is None
+                   else bool(whole_word_masking))
+    return _ReadTimeMasking(word_starts, *_token_ids(*token_options),
+                            masked_lm_prob=masked_lm_prob,
+                            max_predictions_per_seq=max_predictions_per_seq,
+                            max_ngram_size=max_ngram_size)
+
+
+def _token_ids(vocab_file, vocab_size, mask_token_id, cls_token_id, sep_token_id,
+               random_token_ids):
+    """([MASK], [CLS] and [SEP] ids, the ids random replacements are drawn from):
+    from `vocab_file` when given, else the arguments (random ids by default:
+    every id but [PAD], [CLS], [SEP], [MASK], [UNK] and Google's [unused] slots)."""
+    if vocab_file:
+        vocab_size, mask_token_id, cls_token_id, sep_token_id, vocab_random = \
+            _vocab_ids(vocab_file)
         if random_token_ids is None:
-            if not vocab_size:
-                raise UserError("dynamic masking needs --vocab_file (for the 10% random "
-                                "replacement tokens)")
-            excluded = {0, cls_token_id, sep_token_id, mask_token_id, 100, *range(1, 100)}
-            random_token_ids = [i for i in range(vocab_size) if i not in excluded]
-        random_token_ids = list(random_token_ids)
-        if not random_token_ids:
-            raise UserError("the vocabulary has no ordinary token to draw random "
-                            "replacements from")
+            random_token_ids = vocab_random
+    if random_token_ids is None:
+        if not vocab_size:
+            raise UserError("dynamic masking needs --vocab_file (for the 10% random "
+                            "replacement tokens)")
+        excluded = {0, cls_token_id, sep_token_id, mask_token_id, 100, *range(1, 100)}
+        random_token_ids = [i for i in range(vocab_size) if i not in excluded]
+    random_token_ids = list(random_token_ids)
+    if not random_token_ids:
+        raise UserError("the vocabulary has no ordinary token to draw random "
+                        "replacements from")
+    return mask_token_id, cls_token_id, sep_token_id, random_token_ids
 
-    per_replica_batch = batch_size
-    num_pipelines, pipeline_id = 1, 0
-    if input_context is not None:
-        per_replica_batch = input_context.get_per_replica_batch_size(batch_size)
-        num_pipelines = input_context.num_input_pipelines
-        pipeline_id = input_context.input_pipeline_id
-    deterministic = seed is not None or not is_training
-    local_seed = None if seed is None else seed + 1_000_003 * pipeline_id
 
-    if text_config is not None:
-        d = text_records(files, vocab_file, text_config, pipeline_id, num_pipelines,
-                         is_training)
-    else:
-        d = _file_records(files, compressions, pipeline_id, num_pipelines, is_training,
-                          local_seed, cycle_length, deterministic)
-    if is_training:
-        d = d.shuffle(shuffle_buffer_size, seed=local_seed, reshuffle_each_iteration=True)
-    if length_bucket_width:
-        d = _bucket_batches(d, per_replica_batch, length_bucket_width, seq_length,
-                            max_predictions_per_seq, files_static, drop_remainder,
-                            bucket_batches)
-    else:
-        d = d.batch(per_replica_batch, drop_remainder=drop_remainder)
+def _pipeline_share(input_context, batch_size):
+    """(this input pipeline's batch size, the number of pipelines, its id)."""
+    if input_context is None:
+        return batch_size, 1, 0
+    return (input_context.get_per_replica_batch_size(batch_size),
+            input_context.num_input_pipelines, input_context.input_pipeline_id)
 
-    spec = (_static_spec(seq_length, max_predictions_per_seq) if files_static
-            else _dynamic_spec(seq_length, word_starts))
+
+def _parser(spec, length_bucket_width):
+    """Batch of serialized records → dict of int32 (and float32) tensors, cut
+    to the bucket's length when bucketing."""
 
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, spec)
@@ -506,53 +456,53 @@ def pretraining_dataset(
             parsed = _cut_to_bucket(parsed, length_bucket_width)
         return parsed
 
-    def to_output(parsed, input_ids):
-        return {
-            "input_word_ids": input_ids,
-            "input_mask": parsed["input_mask"],
-            "input_type_ids": parsed["segment_ids"],
-            "masked_lm_positions": parsed["masked_lm_positions"],
-            "masked_lm_ids": parsed["masked_lm_ids"],
-            "masked_lm_weights": parsed["masked_lm_weights"],
-            "next_sentence_labels": parsed["next_sentence_labels"],
-        }
+    return parse
 
-    if not dynamic_masking:
-        d = d.map(lambda s: (lambda p: to_output(p, p["input_ids"]))(parse(s)),
-                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    else:
-        mask_args = dict(max_predictions_per_seq=max_predictions_per_seq,
-                         masked_lm_prob=masked_lm_prob, mask_token_id=mask_token_id,
-                         random_token_ids=random_token_ids,
-                         unmaskable_token_ids=(cls_token_id, sep_token_id),
-                         max_ngram_size=max_ngram_size)
 
-        def parse_and_mask(serialized, seed_pair):
-            p = parse(serialized)
-            ids = p["input_ids"]
-            if files_static:  # put the original tokens back first
-                rows = tf.range(tf.shape(ids)[0])[:, None] + tf.zeros_like(
-                    p["masked_lm_positions"])
-                real = p["masked_lm_weights"] > 0
-                index = tf.stack([tf.boolean_mask(rows, real),
-                                  tf.boolean_mask(p["masked_lm_positions"], real)], axis=1)
-                ids = tf.tensor_scatter_nd_update(ids, index,
-                                                  tf.boolean_mask(p["masked_lm_ids"], real))
-            masked_ids, positions, labels, weights = mask_batch(
-                ids, p["input_mask"], seed_pair,
-                word_starts=p.get(WORD_START_FEATURE) if word_starts else None, **mask_args)
-            p.update(masked_lm_positions=positions, masked_lm_ids=labels,
-                     masked_lm_weights=weights)
-            return to_output(p, masked_ids)
+def _model_inputs_of(d, parse, masking, static, local_seed, deterministic):
+    """Batches of serialized records → the model's inputs; masked afresh
+    with `masking` (a new seed stream for every iteration, an epoch or a
+    `repeat`: fresh masks, reproducible for a given seed)."""
+    if masking is None:
+        return d.map(lambda serialized: _model_inputs(parse(serialized)),
+                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
 
-        # A new seed stream for every iteration (an epoch, a `repeat`): fresh masks,
-        # reproducible for a given `seed`.
-        seeds = tf.data.Dataset.random(seed=local_seed, rerandomize_each_iteration=True)
-        seeds = seeds.batch(2, drop_remainder=True)
-        d = tf.data.Dataset.zip((d, seeds))
-        d = d.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
-                  deterministic=deterministic)
-    return d.prefetch(tf.data.AUTOTUNE)
+    def parse_and_mask(serialized, seed_pair):
+        p = parse(serialized)
+        ids = _original_ids(p) if static else p["input_ids"]
+        masked_ids, positions, labels, weights = masking.mask(ids, p, seed_pair)
+        p.update(masked_lm_positions=positions, masked_lm_ids=labels,
+                 masked_lm_weights=weights)
+        return _model_inputs(p, masked_ids)
+
+    seeds = tf.data.Dataset.random(seed=local_seed, rerandomize_each_iteration=True)
+    seeds = seeds.batch(2, drop_remainder=True)
+    d = tf.data.Dataset.zip((d, seeds))
+    return d.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
+                 deterministic=deterministic)
+
+
+def _model_inputs(parsed, input_ids=None):
+    """The batch under the model's names; `input_ids` replaces the file's."""
+    return {
+        "input_word_ids": parsed["input_ids"] if input_ids is None else input_ids,
+        "input_mask": parsed["input_mask"],
+        "input_type_ids": parsed["segment_ids"],
+        "masked_lm_positions": parsed["masked_lm_positions"],
+        "masked_lm_ids": parsed["masked_lm_ids"],
+        "masked_lm_weights": parsed["masked_lm_weights"],
+        "next_sentence_labels": parsed["next_sentence_labels"],
+    }
+
+
+def _original_ids(parsed):
+    """A static batch's input ids with the masked tokens put back."""
+    ids = parsed["input_ids"]
+    rows = tf.range(tf.shape(ids)[0])[:, None] + tf.zeros_like(parsed["masked_lm_positions"])
+    real = parsed["masked_lm_weights"] > 0
+    index = tf.stack([tf.boolean_mask(rows, real),
+                      tf.boolean_mask(parsed["masked_lm_positions"], real)], axis=1)
+    return tf.tensor_scatter_nd_update(ids, index, tf.boolean_mask(parsed["masked_lm_ids"], real))
 
 
 def _file_records(files, compressions, pipeline_id, num_pipelines, is_training, local_seed,
@@ -595,7 +545,7 @@ def text_records(files: Sequence[str], vocab_file: str, config, pipeline_id: int
     Args:
       files: the corpus files (one sentence per line, a blank line between documents).
       vocab_file: the WordPiece vocabulary.
-      config: a `data_prep.pretraining_instances.PretrainingDataConfig`.
+      config: a `data_prep.configs.PretrainingDataConfig`.
       pipeline_id, num_pipelines: this input pipeline's share.
       is_training: passes forever with shuffled files, else one pass.
     """
@@ -676,13 +626,6 @@ def _bucket_batches(d, batch_size, width, seq_length, max_predictions_per_seq, s
 
 
 # === In-memory features (fine-tuning) ===
-
-
-def padding_bucket(max_seq_length: int) -> int:
-    """The length multiple dynamic padding rounds up to: a quarter of
-    `max_seq_length` (a multiple of 8, at least 16), so a run compiles at most
-    four batch shapes (each one an XLA compilation under --jit_compile)."""
-    return max(16, -(-max_seq_length // 32) * 8)
 
 
 def bucketed_length(longest: int, multiple: int, full: int) -> int:

@@ -45,6 +45,7 @@ from absl import logging
 
 from official_bert import checkpoints
 from official_bert.errors import BadFileError, Preempted, UserError
+from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
 from official_bert.training import distribution
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
@@ -168,7 +169,7 @@ class Trainer:
         self._write_dir = self._checkpoint_dir()
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, self._write_dir,
-            max_to_keep=config.keep_checkpoint_max, checkpoint_name="ckpt",
+            max_to_keep=config.keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME,
         )
         self.resumed_from = None
         # The newest checkpoint whose files are there (after a damaged one was
@@ -209,7 +210,8 @@ class Trainer:
         except BaseException:
             # TensorFlow stages a checkpoint in `ckpt-N_temp/` and leaves it when a
             # write fails (a full disk): remove it, so only complete checkpoints remain.
-            for temp in tf.io.gfile.glob(os.path.join(self._write_dir, f"ckpt-{step}_temp*")):
+            staged = f"{CHECKPOINT_NAME}-{step}_temp*"
+            for temp in tf.io.gfile.glob(os.path.join(self._write_dir, staged)):
                 try:
                     tf.io.gfile.rmtree(temp)
                 except tf.errors.OpError:
@@ -404,7 +406,7 @@ class Trainer:
             batch_micro=config.gradient_accumulation_steps))
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        writer = (tf.summary.create_file_writer(os.path.join(config.output_dir, "train"))
+        writer = (tf.summary.create_file_writer(RunDirectory(config.output_dir).train_summaries)
                   if self.is_chief else tf.summary.create_noop_writer())
         results = {}
         step = start_step

@@ -102,8 +102,9 @@ def squad_training_arrays(args, tokenizer):
 
 def official_bert_squad_task(args, **run_fields):
     """run_squad.py's `SpanLabelingTask` for these flags (and `run_fields` of
-    its `RunConfig`), as `tasks.base.run` leaves it before training: model files
+    its `RunConfig`), as `tasks.runner.run_task` leaves it before training: model files
     resolved, training questions read. For the official_bert side."""
+    from official_bert import model_files
     from official_bert.tasks import base
     from official_bert.tasks.squad import SpanLabelingTask, SquadConfig
 
@@ -114,8 +115,8 @@ def official_bert_squad_task(args, **run_fields):
                          **run_fields)
     task = SpanLabelingTask(SquadConfig(train_file=args.train_file, doc_stride=args.doc_stride,
                                         max_query_length=args.max_query_length), run)
-    task.files = base.resolve_model_files(run)
-    task.bert_config = task.files.config
+    task.model_files = model_files.resolve_model_files(run)
+    task.bert_config = task.model_files.config
     task.read_inputs()
     return task
 

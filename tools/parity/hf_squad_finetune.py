@@ -26,7 +26,7 @@ import torch
 from transformers import BertForQuestionAnswering
 
 import common
-from data_prep import squad
+from data_prep import squad, squad_postprocessing
 
 
 def main():
@@ -89,7 +89,7 @@ def main():
             ends = np.pad(out.end_logits.numpy(), pad)
             for j, index in enumerate(indices):
                 results[int(arrays["unique_ids"][index])] = (starts[j], ends[j])
-    predictions = squad.postprocess_predictions(examples, features, results)
+    predictions = squad_postprocessing.postprocess_predictions(examples, features, results)
     common.print_squad_scores(args.predict_file, {q: p.text for q, p in predictions.items()})
 
 

@@ -1,4 +1,4 @@
-"""Records the reference losses of `tests/trajectory_case.py` with Hugging Face
+"""Records the reference losses of `tests/support/trajectory_case.py` with Hugging Face
 transformers (PyTorch), for `tests/test_finetuning_trajectory.py`.
 
 Not part of the test suite (it needs torch and transformers, which the project
@@ -18,15 +18,12 @@ with dropout 0 so that nothing random is left.
 
 import argparse
 import os
-import sys
 
 import torch
 from transformers import BertForQuestionAnswering, BertForTokenClassification
 
-import common
-
-sys.path.insert(0, os.path.join(common.REPO, "tests"))
-import trajectory_case as case  # noqa: E402  (the test's case, beside the test)
+import common  # puts the repository on sys.path
+from tests.support import trajectory_case as case
 
 
 def main():

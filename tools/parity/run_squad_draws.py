@@ -39,7 +39,7 @@ def main():
 
     task = common.official_bert_squad_task(args, num_train_epochs=args.num_train_epochs)
     num_windows, steps = task.num_train_examples(), task.train_steps()
-    # As tasks.base.run: seed, build the model (encoder, then head), then the data, whose
+    # As tasks.runner.run_task: seed, build the model (encoder, then head), then the data, whose
     # shuffle is task.train_dataset()'s: the same numpy_dataset, over window indices.
     keras.utils.set_random_seed(args.seed)
     if args.head == "keras":  # task.build_model() with a head that has no seed of its own

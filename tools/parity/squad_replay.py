@@ -3,7 +3,7 @@
 `hf_squad_finetune.py --save_replay=R.npz` records the order in which its run
 visited the training windows and its initial span head. This script builds
 the same windows, trains official_bert's `BertSpanLabeler` through
-run_squad's task and `Trainer` (`tasks.base.make_trainer`: AdamW, schedule,
+run_squad's task and `Trainer` (`tasks.runner.make_trainer`: AdamW, schedule,
 clipping, XLA) in that order from that head, then predicts and scores with
 `run_squad.py --do_predict`. What is left different from the transformers run
 is the dropout masks alone, so the two scores compare the implementations
@@ -44,14 +44,14 @@ def main():
     import keras
     import tensorflow as tf
 
-    from official_bert.tasks import base
+    from official_bert.tasks import runner
 
     keras.utils.set_random_seed(args.seed)
     shutil.rmtree(args.output_dir, ignore_errors=True)
     task = common.official_bert_squad_task(args, output_dir=args.output_dir,
                                            learning_rate=args.learning_rate, jit_compile=True,
                                            log_steps=50)
-    arrays = common.squad_training_arrays(args, task.files.tokenizer())
+    arrays = common.squad_training_arrays(args, task.model_files.tokenizer())
     replay = np.load(args.replay)
     num_windows = len(arrays["input_word_ids"])
     if len(replay["order"]) % num_windows or replay["order"].max() >= num_windows:
@@ -72,8 +72,8 @@ def main():
         return ds
 
     # run_squad's Trainer (encoder from --model_dir), then the replay's head.
-    trainer = base.make_trainer(task, base.make_strategy(task.run), total, int(0.1 * total),
-                                train=True)
+    trainer = runner.make_trainer(task, runner.make_strategy(task.run_config), total,
+                                  int(0.1 * total), train=True)
     trainer.model.span_labeler.kernel.assign(replay["kernel"])
     trainer.model.span_labeler.bias.assign(replay["bias"])
     iterator = trainer.train_iterator(dataset_fn)

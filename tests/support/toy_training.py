@@ -1,11 +1,10 @@
 """A toy task and runner for training-loop tests (run in a subprocess so the
 CPU can be split into logical devices before TensorFlow starts).
 
-Usage: python tests/toy_training.py OUTPUT_DIR STRATEGY STEPS ACCUM [KILL_AT]
+Usage: python tests/support/toy_training.py OUTPUT_DIR STRATEGY STEPS ACCUM [KILL_AT]
 Prints one line per step: "step loss".
 """
 
-import json
 import os
 import sys
 
@@ -15,12 +14,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from official_bert.training import trainer as training  # noqa: E402
-from official_bert.training import distribution
-from official_bert.training import optimization
-from official_bert.modeling.configs import BertConfig  # noqa: E402
-from official_bert.modeling.encoder import BertEncoder  # noqa: E402
+from official_bert.modeling.configs import BertConfig
+from official_bert.modeling.encoder import BertEncoder
+from official_bert.training import distribution, optimization
+from official_bert.training import trainer as training
 
 CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
                     num_attention_heads=2, intermediate_size=32,

@@ -1,9 +1,9 @@
 """Tiny inputs and a runner for fault tests: every kind of file the project
 reads, made in seconds, and the commands run as a user runs them.
 
-Used by `tools/bad_input_sweep.py` (every command x every bad input, a table)
-and `tests/test_faults.py` (the fault-injection tests). Nothing here is part
-of the library.
+Used by `tests/test_faults.py` (the fault-injection tests),
+`tests/test_run_directory.py` and `tools/bad_input_sweep.py` (every command x
+every bad input, a table). Nothing here is part of the library.
 
     world = World(tmp_dir).build()          # vocab, config, checkpoint, data of every task
     result = run(["run_classifier.py", "--task_name=sst-2", ...])
@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 WORDS = [f"w{i}" for i in range(40)]
 PIECES = [f"##p{i}" for i in range(6)]

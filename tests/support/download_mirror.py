@@ -8,7 +8,7 @@ the connection after n bytes of the body for the next requests of `name`
 (path, Range header) of every request.
 
 `mirror_files(shared)` makes a small file for every name of
-`data_prep.download.REMOTES`, in the official layout: from `../shared/data`
+`data_prep.datasets.REMOTES`, in the official layout: from `../shared/data`
 where it holds the dataset (GLUE, SQuAD's subsets, WNUT-17, HellaSwag laid
 out as SWAG), synthetic otherwise; `write_manifest` points names, URLs and
 hashes at a server (the override `bert download --manifest` and
@@ -296,7 +296,7 @@ def _xnli() -> dict:
 
 
 def mirror_files(shared: pathlib.Path | None = None) -> dict:
-    """name → bytes for every file of `data_prep.download.REMOTES`."""
+    """name → bytes for every file of `data_prep.datasets.REMOTES`."""
     shared = pathlib.Path(shared) if shared and pathlib.Path(shared).exists() else None
 
     def real(relative, default):
@@ -341,7 +341,7 @@ def mirror_files(shared: pathlib.Path | None = None) -> dict:
         "wnut17/emerging.test.annotated": _conll(12),  # the real test set is held back
     }
     files.update({name: text.encode("utf-8") for name, text in texts.items()})
-    from data_prep.download import REMOTES
+    from data_prep.datasets import REMOTES
 
     assert set(files) == set(REMOTES), set(REMOTES) ^ set(files)
     return files

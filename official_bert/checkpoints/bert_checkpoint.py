@@ -1,0 +1,52 @@
+"""What reading a checkpoint gives (`BertCheckpoint`), its kinds, and `CheckpointError`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from official_bert.errors import BadFileError
+from official_bert.modeling.configs import BertConfig
+
+HUGGINGFACE = "huggingface"
+GOOGLE_TF1 = "google_tf1"
+OFFICIAL_BERT = "official_bert"
+
+
+class CheckpointError(BadFileError):
+    """A checkpoint is missing, damaged, of an unknown kind, or does not fit the model."""
+
+    subject = "the checkpoint"
+
+
+@dataclasses.dataclass
+class BertCheckpoint:
+    """What `read_checkpoint` found.
+
+    Attributes:
+        kind: one of "huggingface", "google_tf1", "official_bert".
+        path: the path given.
+        config: the encoder's `BertConfig`.
+        weights: canonical name → numpy array, encoder and any heads.
+        vocab_file: `vocab.txt` beside the checkpoint, or None.
+        do_lower_case: the casing the checkpoint was trained with, when the
+            files say so (Hugging Face `tokenizer_config.json`, or "uncased" /
+            "cased" in a Google checkpoint's directory name), else None.
+    """
+
+    kind: str
+    path: str
+    config: BertConfig
+    weights: dict
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None
+
+    def head_weights(self, prefix: str) -> dict:
+        """The weights whose canonical name starts with `prefix`."""
+        return {k: v for k, v in self.weights.items() if k.startswith(prefix)}
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (TensorFlow's run on), for a
+    `CheckpointError`'s text."""
+    text = str(getattr(error, "message", None) or error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]

@@ -1,0 +1,146 @@
+"""TensorFlow checkpoint files (`<prefix>.index`, `<prefix>.data-*`).
+
+The checkpoints a run directory's `checkpoint` state file lists, the prefix a
+path names, and damaged checkpoints: which file is damaged, and which earlier
+checkpoint is intact to resume from or load instead.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import tensorflow as tf
+
+from official_bert import io
+from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
+
+
+def open_reader(prefix):
+    """The reader of the checkpoint at `prefix`. Not `tf.train.load_checkpoint`:
+    it takes a path that `tf.io.gfile.isdir` calls a directory for one, and
+    TensorFlow's `ram://` calls every prefix of a stored name one."""
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
+# === The checkpoints of a run directory ===
+
+
+def run_checkpoints(directory) -> list:
+    """The checkpoint prefixes the `checkpoint` state file of `directory`
+    lists, oldest first ([] without one)."""
+    state_file = io.join(directory, "checkpoint")
+    if not io.exists(state_file):
+        return []
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+        if state is None:  # TensorFlow logs a parse error and returns None
+            raise ValueError("not a CheckpointState text proto, or no model_checkpoint_path")
+    except (tf.errors.OpError, ValueError) as e:  # text_format.ParseError is a ValueError
+        # (Treating it as "no checkpoint" would start the run over and overwrite
+        # the checkpoints it has.)
+        indexes = sorted(io.glob(io.join(glob.escape(str(directory)), "*.index")),
+                         key=lambda p: (len(p), p))
+        newest = os.path.basename(indexes[-1])[:-len(".index")] if indexes else None
+        raise CheckpointError(
+            state_file, f"is not a readable checkpoint state file ({first_line(e)})",
+            fix=(f"write it again as the one line  model_checkpoint_path: \"{newest}\"  to "
+                 f"resume from {newest}" if newest else "delete it to start the run over")
+        ) from None
+    paths = list(state.all_model_checkpoint_paths)
+    if state.model_checkpoint_path and (not paths or paths[-1] != state.model_checkpoint_path):
+        paths.append(state.model_checkpoint_path)
+    return [p if os.path.isabs(p) or "://" in p else io.join(directory, p) for p in paths]
+
+
+def latest_checkpoint(directory) -> str | None:
+    """The newest checkpoint of a run directory whose files are there.
+
+    `tf.train.latest_checkpoint` gives up (None) when the newest one's files
+    are gone; this takes the one before, so that deleting a damaged checkpoint
+    (as `damaged_checkpoint_error` says) resumes from the previous one.
+    """
+    for prefix in reversed(run_checkpoints(directory)):
+        if io.exists(prefix + ".index"):
+            return prefix
+    return None
+
+
+def checkpoint_files(prefix) -> list:
+    """The files of the TensorFlow checkpoint `prefix` (.index, .data-*)."""
+    return [prefix + ".index"] + io.glob(glob.escape(prefix) + ".data-*")
+
+
+def checkpoint_prefix(path):
+    """Resolves a TF checkpoint directory or prefix to a prefix, or None."""
+    if io.isdir(path):
+        latest = latest_checkpoint(path)
+        if latest:
+            return latest
+        indexes = io.glob(io.join(path, "*.index"))
+        if len(indexes) == 1:
+            return indexes[0][: -len(".index")]
+        if len(indexes) > 1:
+            raise CheckpointError(
+                path, f"holds several checkpoints "
+                f"({', '.join(os.path.basename(i) for i in indexes)})",
+                fix="pass the prefix of the one to load")
+        return None
+    if io.exists(path + ".index"):
+        return path
+    if path.endswith(".index") and io.exists(path):
+        return path[: -len(".index")]
+    return None
+
+
+# === Damaged checkpoints ===
+
+
+def checkpoint_damage(prefix) -> tuple | None:
+    """(file, what is wrong) when the checkpoint `prefix` cannot be read back
+    whole (its index, then every tensor: a truncated or corrupt file), else None."""
+    index = prefix + ".index"
+    if not io.exists(index):
+        return index, "is missing"
+    try:
+        reader = open_reader(prefix)
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        return index, f"is damaged: truncated or corrupt ({first_line(e)})"
+    data_files = io.glob(glob.escape(prefix) + ".data-*")
+    try:
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        where = data_files[0] if len(data_files) == 1 else prefix + ".data-*"
+        return where, f"is damaged: truncated or corrupt ({first_line(e)})"
+    return None
+
+
+def damaged_checkpoint_error(prefix, error: BaseException | None = None,
+                             resuming: bool = False):
+    """A `CheckpointError` naming the damaged file of checkpoint `prefix` and
+    whether an earlier checkpoint beside it is intact: when `resuming` a run
+    in its directory, how to resume from that one; else (an
+    --init_checkpoint) how to use it instead. None when the checkpoint reads
+    back whole (then `error` was something else)."""
+    damage = checkpoint_damage(prefix)
+    if damage is None:
+        return None
+    path, problem = damage
+    directory = os.path.dirname(prefix)
+    listed = [p for p in run_checkpoints(directory) if p != prefix]
+    files = ", ".join(os.path.basename(f) for f in checkpoint_files(prefix))
+    earlier = next((p for p in reversed(listed)
+                    if io.exists(p + ".index") and checkpoint_damage(p) is None), None)
+    if resuming and earlier:
+        fix = (f"the previous checkpoint {os.path.basename(earlier)} in {directory} is intact: "
+               f"delete {files} there and run the same command to resume from it")
+    elif resuming:
+        fix = (f"no earlier checkpoint in {directory} is intact: delete {files} to start the "
+               "run over, or restore the files from a copy")
+    elif earlier:
+        fix = (f"copy or download the checkpoint again, or pass the intact earlier one: "
+               f"--init_checkpoint={earlier}")
+    else:
+        fix = "copy or download the checkpoint again"
+    return CheckpointError(path, problem, fix=fix)

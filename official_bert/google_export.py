@@ -1,0 +1,65 @@
+"""Any checkpoint as google-research/bert's TF1 files: the job of `bert export-google`.
+
+From any checkpoint the project reads, `export` writes a new directory of
+`bert_model.ckpt.*` (the encoder and the heads it has, under google's names),
+`bert_config.json` and `vocab.txt` (`checkpoints.export_google` is the
+writer; the command's docstring says what google's scripts take from it).
+It prints what it wrote, and how much an exact GELU written as google's tanh
+one moves the outputs, as the command's output.
+"""
+
+from __future__ import annotations
+
+from absl import logging
+
+from official_bert import checkpoints, io, model_files
+from official_bert.errors import UserError
+
+
+def export(config) -> str:
+    """Writes the directory of an `ExportGoogleConfig`; returns the checkpoint
+    prefix (`.../bert_model.ckpt`)."""
+    _check_flags(config)
+    files = model_files.prepare_job(config, inputs={},
+                                    outputs={"--output_dir": config.output_dir})
+
+    encoder, checkpoint = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
+    heads = {name: value for name, value in checkpoint.weights.items()
+             if name in checkpoints.GOOGLE_HEAD_NAMES}
+    if encoder.config.hidden_act == "gelu" and config.exact_gelu_as == "tanh":
+        difference = checkpoints.gelu_tanh_difference(encoder)
+        message = (f"the model's exact GELU is written as google's \"gelu\" (the tanh "
+                   f"approximation): under google's code its sequence_output moves by up to "
+                   f"{difference:.2e} on a random 2 x 32 batch")
+        logging.warning(message)
+        print(f"warning: {message}", flush=True)
+    try:
+        prefix = checkpoints.export_google(encoder, config.output_dir, files.vocab_file, heads,
+                                           config.exact_gelu_as)
+    except checkpoints.ExactGeluError as e:
+        raise UserError(f"{config.init_checkpoint}: {e.problem}; {e.fix}") from None
+    except FileExistsError:
+        raise UserError(f"--output_dir={config.output_dir} appeared while exporting: the "
+                        "export never overwrites; choose a new directory") from None
+    logging.info("Wrote %s (%s checkpoint; heads: %s)", prefix, checkpoint.kind,
+                 ", ".join(sorted({n.rsplit("/", 1)[0] for n in heads})) or "none")
+    print(f"checkpoint\t{prefix}", flush=True)
+    if files.do_lower_case is not None:
+        print(f"do_lower_case\t{files.do_lower_case}  (google's scripts take it as a flag; "
+              "their checkpoint's directory name says uncased or cased)", flush=True)
+    return prefix
+
+
+def _check_flags(config) -> None:
+    """`UserError` for a missing or bad flag, or an --output_dir that holds files."""
+    if not config.init_checkpoint:
+        raise UserError("--init_checkpoint is required: the weights to export")
+    if not config.output_dir:
+        raise UserError("--output_dir is required: the new directory to write")
+    if config.exact_gelu_as not in checkpoints.EXACT_GELU_CHOICES:
+        raise UserError(f"--exact_gelu_as={config.exact_gelu_as!r}: use "
+                        f"{', '.join(checkpoints.EXACT_GELU_CHOICES)}")
+    if io.exists(config.output_dir) and (not io.isdir(config.output_dir)
+                                         or io.listdir(config.output_dir)):
+        raise UserError(f"--output_dir={config.output_dir} exists and is not an empty "
+                        "directory: the export never overwrites; choose a new directory")

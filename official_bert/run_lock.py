@@ -1,0 +1,103 @@
+"""The run lock: a run's exclusive use of its `--output_dir`.
+
+`tasks` takes it for a training run, `bert download` for its directory; a
+second process into the same directory fails at once with
+`errors.RunDirectoryError` naming the holder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+
+from official_bert import io
+from official_bert.errors import RunDirectoryError
+
+# Inside the run directory; hidden, so no data pattern matches it.
+LOCK_FILE = ".official_bert.lock"
+
+
+class RunLock:
+    """Exclusive use of a run directory for the life of this process.
+
+    Local directories: an `fcntl.flock` on `<dir>/.official_bert.lock`, which
+    the kernel releases when the process ends however it ends (a SIGKILL
+    included), so a killed run never leaves a stale lock behind. Other file
+    systems (no flock): the lock file's pid and host; a lock of a process that
+    is gone from this host is taken over, one from another host must be removed
+    by hand. The lock file says who holds it (pid, host, command), and a second
+    run into the directory fails at once with `RunDirectoryError` naming them.
+
+    Example:
+    >>> import tempfile
+    >>> with RunLock(tempfile.mkdtemp()):
+    ...     pass
+    """
+
+    def __init__(self, directory: str):
+        self.directory = os.fspath(directory)
+        self.path = io.join(self.directory, LOCK_FILE)
+        self._fd = None
+
+    def _owner(self) -> dict:
+        return {"pid": os.getpid(), "host": socket.gethostname(),
+                "command": " ".join(sys.argv)[:500]}
+
+    def _describe(self, text: str) -> str:
+        try:
+            owner = json.loads(text)
+            return (f"process {owner.get('pid')} on {owner.get('host')} "
+                    f"({owner.get('command', '').strip() or 'unknown command'})")
+        except ValueError:
+            return "another process"
+
+    def acquire(self) -> "RunLock":
+        io.makedirs(self.directory)
+        if io.is_local(self.directory):
+            fd = os.open(io.local_path(self.path), os.O_RDWR | os.O_CREAT, io.new_file_mode())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+                os.close(fd)
+                raise RunDirectoryError(
+                    f"--output_dir {self.directory} is in use by {self._describe(holder)}; "
+                    "wait for it to finish, or choose another --output_dir") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(self._owner()).encode(), 0)
+            self._fd = fd
+            io.remove_stale_temporaries(self.directory)
+            return self
+        if io.gfile().exists(self.path):
+            with io.gfile().GFile(self.path, "r") as f:
+                holder = f.read()
+            try:
+                owner = json.loads(holder)
+            except ValueError:
+                owner = {}
+            same_host = owner.get("host") == socket.gethostname()
+            if not (same_host and not io.process_alive(int(owner.get("pid", 0)))):
+                raise RunDirectoryError(
+                    f"--output_dir {self.directory} is in use by {self._describe(holder)}; "
+                    f"if that run is gone, delete {self.path}")
+        with io.gfile().GFile(self.path, "w") as f:
+            f.write(json.dumps(self._owner()))
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)  # no owner any more; the directory's bytes as before
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+        elif not io.is_local(self.directory):
+            io.remove(self.path)
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()

@@ -1,0 +1,517 @@
+"""The settings of the model and task commands: one dataclass field each.
+
+Every setting is defined here once, with `official_bert.settings.setting`:
+its name (google-research/bert's flag name where it has the concept), type,
+default and help. The library takes these dataclasses; the commands generate
+their flags from them (`official_bert.cli_flags`), so a flag and its field
+cannot disagree (`tests/test_settings.py`).
+
+    RunConfig              what every task run shares, in four parts:
+      ModelFilesConfig       where the model comes from (--init_checkpoint, ...)
+      TrainingSettings       modes, batch sizes, schedule, checkpoints, evaluation
+      DistributionSettings   strategy, devices, --dtype, XLA
+      ExportSettings         the TF Serving export
+    SquadRunConfig, SwagRunConfig, PretrainRunConfig: RunConfig with the
+      command's own defaults (run_squad.py's --max_seq_length=384, ...)
+    ClassificationConfig, SquadConfig, NerConfig, MultipleChoiceConfig,
+      PretrainingConfig: each task's own settings
+    FeatureExtractionConfig, EmbedConfig, ExportEncoderConfig,
+      ExportGoogleConfig: the commands that load a model without a run
+    GoogleTpuFlags, UnusedTpuFlags: google-research/bert's TPU flags, accepted
+
+This module imports nothing of TensorFlow's: defining the flags, and `--help`,
+stay fast. Checks that need the file system (`tasks.base.check_model_source`)
+live with the run flow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from official_bert.errors import UserError
+from official_bert.settings import setting, setting_of, with_defaults
+
+DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+SERVING_DTYPES = ("float32", "bfloat16")
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def dtype_policy(dtype: str) -> str | None:
+    """The Keras mixed-precision policy of --dtype (None for float32); a
+    `UserError` for a dtype that is none of `DTYPE_POLICIES`."""
+    if dtype not in DTYPE_POLICIES:
+        raise UserError(f"--dtype={dtype!r} is unknown; use one of {', '.join(DTYPE_POLICIES)}")
+    return DTYPE_POLICIES[dtype]
+
+
+def check_serving_dtype(serving_dtype: str, export_dir: str | None) -> None:
+    """`UserError` for a --serving_dtype that is unknown or given without the
+    --export_dir it applies to (every command with both flags asks this)."""
+    if serving_dtype not in SERVING_DTYPES:
+        raise UserError(f"--serving_dtype={serving_dtype}: use one of "
+                        f"{', '.join(SERVING_DTYPES)}")
+    if serving_dtype != "float32" and not export_dir:
+        raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
+                        "precision)")
+
+
+def padding_bucket(max_seq_length: int) -> int:
+    """The length multiple dynamic padding rounds up to: a quarter of
+    `max_seq_length` (a multiple of 8, at least 16), so a run compiles at most
+    four batch shapes (each one an XLA compilation under --jit_compile)."""
+    return max(16, -(-max_seq_length // 32) * 8)
+
+
+# === What every run shares: RunConfig and its parts ===
+
+
+@dataclasses.dataclass
+class ModelFilesConfig:
+    """Where a model comes from: the flags of every command that loads one.
+    `tasks.base.resolve_model_files` reads them; the task and command configs
+    extend this class. `max_seq_length` is None where a command packs nothing."""
+
+    init_checkpoint: str | None = setting(
+        None, "Pre-trained weights: a Hugging Face directory (model.safetensors), a Google TF1 "
+        "bert_model.ckpt prefix, or an official_bert run/checkpoint directory. "
+        "bert_config.json/config.json and vocab.txt are found beside it; a head of this task "
+        "in it is restored too.")
+    bert_config_file: str | None = setting(
+        None, "bert_config.json (default: the one beside --init_checkpoint).")
+    vocab_file: str | None = setting(None, "vocab.txt (default: the one beside --init_checkpoint).")
+    do_lower_case: bool | None = setting(
+        None, "Lower-case and strip accents (default: what the checkpoint says, else True).")
+    max_seq_length: int | None = setting(
+        128, "Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+
+
+@dataclasses.dataclass
+class TrainingSettings:
+    """The run directory, the modes, and google-research/bert's training
+    settings, plus the optimizer, gradient accumulation, checkpoint retention
+    and evaluation while training. Fine-tuning counts epochs
+    (`num_train_epochs`, `warmup_proportion`); pre-training counts steps
+    (`num_train_steps`, `num_warmup_steps`); a run given steps uses them."""
+
+    output_dir: str | None = setting(
+        None, "The run directory: checkpoints, summaries, results, predictions. A rerun with "
+        "the same directory resumes; two runs never share one.")
+    do_train: bool = setting(False, "Train.")
+    do_eval: bool = setting(False, "Evaluate on the dev data.")
+    do_predict: bool = setting(False, "Predict the test data.")
+    train_batch_size: int = setting(32, "Global batch size for training (all replicas).")
+    eval_batch_size: int = setting(8, "Batch size for evaluation.")
+    predict_batch_size: int = setting(8, "Batch size for prediction.")
+    learning_rate: float = setting(5e-5, "Peak learning rate.")
+    num_train_epochs: float = setting(3.0, "Epochs over the training data.")
+    warmup_proportion: float = setting(
+        0.1, "Fraction of the training steps of linear learning-rate warm-up.")
+    max_train_examples: int | None = setting(None, "Train on the first N examples only.")
+    num_train_steps: int | None = setting(None, "Optimizer updates in the whole run.")
+    num_warmup_steps: int | None = setting(None, "Updates of linear learning-rate warm-up.")
+    optimizer: str = setting(
+        "adamw", "adamw: BERT's AdamW. lamb: BERT's LAMB (layer-wise trust ratio) for very "
+        "large batches.", choices=("adamw", "lamb"))
+    gradient_accumulation_steps: int = setting(
+        1, "Micro-batches summed per update: the batch per replica in memory is "
+        "train_batch_size / replicas / gradient_accumulation_steps.")
+    save_checkpoints_steps: int = setting(1000, "Steps between checkpoints.")
+    keep_checkpoint_max: int = setting(5, "Checkpoints kept.")
+    iterations_per_loop: int = setting(1000, "Updates per host call (capped at --log_steps).")
+    log_steps: int = setting(50, "Steps between progress lines and summaries.")
+    seed: int = setting(42, "Random seed: head initialization, dropout, shuffling (and masks).")
+    dynamic_padding: bool = setting(
+        True, "Cut each batch to its longest sequence, rounded up to a quarter of "
+        "--max_seq_length (at most 4 shapes to compile): the same model and metrics, less "
+        "compute on short texts. Ignored on TPU.")
+    eval_every_steps: int = setting(
+        0, "Evaluate every this many training steps and at the last one (0: only after "
+        "training); each evaluation goes to eval_history.jsonl and TensorBoard.")
+    keep_best_metric: str | None = setting(
+        None, "With --eval_every_steps: keep the model with the best value of this metric of "
+        "eval_results.txt (e.g. eval_accuracy, eval_f1, entity_f1; lower is better for a name "
+        "with 'loss') in output_dir/best/, and evaluate, predict and export with it.")
+    early_stopping_patience: int | None = setting(
+        None, "With --keep_best_metric: stop training after this many evaluations without a "
+        "better value.")
+
+
+@dataclasses.dataclass
+class DistributionSettings:
+    """Where and how the run computes: tf.distribute strategy, devices,
+    precision, XLA."""
+
+    distribution_strategy: str = setting(
+        "one_device", "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).",
+        choices=STRATEGIES)
+    num_gpus: int = setting(0, "GPUs to use (0 = CPU). More than TensorFlow sees is refused, "
+                            "never silently run on the CPU.")
+    tpu: str | None = setting(None, "TPU name or address for --distribution_strategy=tpu.")
+    tpu_zone: str | None = setting(
+        None, "The TPU's GCE zone (TPUClusterResolver; default: the VM's own).")
+    gcp_project: str | None = setting(
+        None, "The TPU's cloud project (TPUClusterResolver; default: the VM's own).")
+    num_cpu_devices: int = setting(
+        0, "Split the CPU into this many logical devices (to try "
+        "--distribution_strategy=mirrored without GPUs).")
+    dtype: str = setting(
+        "float32", "Compute dtype: bfloat16/float16 are mixed precision (variables stay "
+        "float32; float16 adds loss scaling in training).", choices=tuple(DTYPE_POLICIES))
+    jit_compile: bool = setting(False, "Compile the training step with XLA.")
+
+
+@dataclasses.dataclass
+class ExportSettings:
+    """The TF Serving export of a run."""
+
+    export_dir: str | None = setting(
+        None, "Write a SavedModel for TF Serving to export_dir/<version>/ (after training; "
+        "without --do_train, of the checkpoint in --output_dir).")
+    export_version: int | None = setting(
+        None, "The version directory's number (default: seconds since the epoch). An existing "
+        "version is never overwritten.")
+    serving_dtype: str = setting(
+        "float32", "The --export_dir model's precision: bfloat16 stores its weights and runs "
+        "its matmuls in bfloat16 (CPUs with AVX512-BF16 or AMX: 1.7x faster at batch 1 than a "
+        "mixed_bfloat16 export, benchmarks/README.md).", choices=SERVING_DTYPES)
+
+
+@dataclasses.dataclass
+class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFilesConfig):
+    """The settings every task shares (from `cli_flags.run_config`, or built
+    in Python): the model files, training, distribution, export (the parts'
+    fields, in that order). `validate` names the flag of a bad value."""
+
+    def validate(self) -> None:
+        """`UserError` naming the first bad flag. (Whether there is a model to
+        start from needs the run directory: `tasks.base.check_model_source`.)"""
+        if not self.output_dir:
+            raise UserError("--output_dir is required")
+        positive = ["max_seq_length", "train_batch_size", "eval_batch_size",
+                    "predict_batch_size", "gradient_accumulation_steps",
+                    "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop",
+                    "log_steps"]
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.eval_every_steps < 0:
+            raise UserError(f"--eval_every_steps cannot be negative, got {self.eval_every_steps}")
+        if (self.keep_best_metric or self.early_stopping_patience) and not self.eval_every_steps:
+            raise UserError("--keep_best_metric and --early_stopping_patience need "
+                            "--eval_every_steps (how often to evaluate while training)")
+        if self.early_stopping_patience is not None and not self.keep_best_metric:
+            raise UserError("--early_stopping_patience needs --keep_best_metric (the metric "
+                            "whose improvement it waits for)")
+        check_serving_dtype(self.serving_dtype, self.export_dir)
+        for name in ("max_train_examples", "num_train_steps", "export_version",
+                     "early_stopping_patience"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(f"--{name} must be positive, got {value}")
+        if self.do_train and self.num_train_steps is None and not self.num_train_epochs > 0:
+            raise UserError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion <= 1:
+            raise UserError(f"--warmup_proportion must be in [0, 1], got "
+                            f"{self.warmup_proportion}")
+        if self.learning_rate <= 0:
+            raise UserError(f"--learning_rate must be positive, got {self.learning_rate}")
+        dtype_policy(self.dtype)
+        if self.num_gpus < 0 or self.num_cpu_devices < 0:
+            raise UserError("--num_gpus and --num_cpu_devices cannot be negative")
+
+    @property
+    def dtype_policy(self) -> str | None:
+        """The Keras mixed-precision policy of --dtype (None for float32)."""
+        return dtype_policy(self.dtype)
+
+    def padding_multiple(self) -> int | None:
+        """The length multiple batches are cut to (`input_pipeline.numpy_dataset`),
+        None when --dynamic_padding is off or on TPU (static shapes)."""
+        if not self.dynamic_padding or self.distribution_strategy == "tpu":
+            return None
+        return padding_bucket(self.max_seq_length)
+
+
+# The commands whose defaults are not RunConfig's (google's run_squad.py packs 384
+# tokens; SWAG's four sequences per example halve the batch; pre-training counts steps).
+# Each task's library default is its command's (`SpanLabelingTask()` packs 384 too).
+SquadRunConfig = with_defaults(RunConfig, "SquadRunConfig", max_seq_length=384)
+SwagRunConfig = with_defaults(RunConfig, "SwagRunConfig", train_batch_size=16)
+PretrainRunConfig = with_defaults(RunConfig, "PretrainRunConfig", num_train_steps=100000,
+                                  num_warmup_steps=10000, log_steps=100, seed=12345)
+
+
+@dataclasses.dataclass
+class GoogleTpuFlags:
+    """google-research/bert's TPU flags, so its commands run unchanged:
+    `cli_flags.run_config` turns them into RunConfig's --distribution_strategy
+    and --tpu (and logs each one that has no effect)."""
+
+    use_tpu: bool = setting(
+        False, "google-research/bert's flag: --use_tpu is --distribution_strategy=tpu.")
+    tpu_name: str | None = setting(None, "google-research/bert's name for --tpu.")
+    master: str | None = setting(
+        None, "google-research/bert's TensorFlow master URL: the TPU address when --tpu is not "
+        "given.")
+    num_tpu_cores: int = setting(
+        8, "google-research/bert's flag, accepted and unused: the TPU strategy uses every core "
+        "of the TPU it connects to.")
+
+
+# === Each task's own settings ===
+
+
+@dataclasses.dataclass
+class ClassificationConfig:
+    """What the classification task reads (run_classifier.py's own flags).
+
+    --long_document=windows reads the whole text in windows of max_seq_length
+    - 2 tokens every `doc_stride` (at most a window, as in run_squad.py), each
+    classified, the logits pooled (`heads.pool_window_logits`) into the
+    document's, in training (the loss is on the pooled logits, all of a
+    document's windows in its batch), evaluation, prediction and the export.
+    """
+
+    task_name: str | None = setting(
+        None, "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, xnli (Chinese, as "
+        "google's; xnli-<lang> for another XNLI language), or custom.")
+    data_dir: str | None = setting(
+        None, "Directory of the task's train/dev/test files (GLUE layout).")
+    train_file: str | None = setting(
+        None, "Training file (default: the task's file in --data_dir).")
+    eval_file: str | None = setting(None, "Dev file (default: the task's file in --data_dir).")
+    predict_file: str | None = setting(
+        None, "Test file (default: the task's file in --data_dir).")
+    text_a_column: str | None = setting(None, "custom: header name (or JSON key) of the text.")
+    text_b_column: str | None = setting(None, "custom: the second text of a pair task.")
+    label_column: str = setting("label", "custom: the label (or score) column.")
+    labels: list | None = setting(
+        None, "custom: every label, in class order (default: sorted from the training data).")
+    regression: bool = setting(False, "custom: the label is a float score (one output, MSE).")
+    max_eval_examples: int | None = setting(None, "Evaluate on the first N dev examples only.")
+    max_predict_examples: int | None = setting(None, "Predict the first N test examples only.")
+    cache_features: bool = setting(
+        True, "Keep converted features as TFRecords in output_dir/features and re-use them "
+        "while the data, vocabulary and settings are unchanged.")
+    long_document: str = setting(
+        "truncate", "truncate: read the first --max_seq_length tokens (BERT's way). windows: "
+        "read the whole text in windows of --max_seq_length - 2 tokens every --doc_stride, "
+        "classify each and pool their logits (--window_pooling) in training, evaluation, "
+        "prediction and the export. Single-text tasks.", choices=("truncate", "windows"))
+    doc_stride: int = setting(
+        128, "--long_document=windows: tokens between the starts of a document's windows "
+        "(run_squad.py's flag; one longer than a window is a window).")
+    window_pooling: str = setting(
+        "mean", "--long_document=windows: a document's logits are the mean, or per class the "
+        "max, of its windows' logits.", choices=("mean", "max"))
+    max_windows: int = setting(
+        16, "--long_document=windows: windows per document at most (a longer document's tail "
+        "is not read; a warning counts them). All of a document's windows are in its training "
+        "batch.")
+
+    @property
+    def windows(self) -> dict | None:
+        """The window settings with --long_document=windows, else None."""
+        if self.long_document != "windows":
+            return None
+        return {"doc_stride": self.doc_stride, "window_pooling": self.window_pooling,
+                "max_windows": self.max_windows}
+
+
+@dataclasses.dataclass
+class SquadConfig:
+    """run_squad.py's own flags (google's names and defaults)."""
+
+    train_file: str | None = setting(None, "SQuAD json for training, e.g. train-v1.1.json.")
+    predict_file: str | None = setting(
+        None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
+    doc_stride: int = setting(128, "Stride between context windows, in tokens.")
+    max_query_length: int = setting(64, "Question tokens kept.")
+    n_best_size: int = setting(20, "Candidates per question in nbest_predictions.json.")
+    max_answer_length: int = setting(30, "Longest answer, in WordPiece tokens.")
+    verbose_logging: bool = setting(False, "Log get_final_text alignment failures.")
+    version_2_with_negative: bool = setting(False, "SQuAD 2.0: questions may have no answer.")
+    null_score_diff_threshold: float = setting(
+        0.0, "v2.0: predict no answer when null score - best non-null score > this.")
+    tune_threshold: bool = setting(
+        False, "v2.0: apply the best_f1_thresh found on --predict_file (needs answers).")
+    max_predict_examples: int | None = setting(None, "Predict only the first N questions.")
+
+
+@dataclasses.dataclass
+class NerConfig:
+    """run_ner.py's own flags."""
+
+    train_file: str | None = setting(None, "CoNLL file to train on.")
+    eval_file: str | None = setting(None, "CoNLL file with gold tags to evaluate on.")
+    predict_file: str | None = setting(None, "CoNLL file to tag (gold column optional).")
+    window_stride: int | None = setting(
+        None, "Sub-tokens between the starts of a long sentence's windows (default: half a "
+        "window).")
+    tag_scheme: str = setting(
+        "auto", "The files' tag scheme (auto: I- opening an entity means IOB1).",
+        choices=("auto", "bio", "iob1"))
+    labels: list | None = setting(
+        None, "The tag list (default: from the training file, or the run's label_list.txt).",
+        flag=False)
+    feature_based: bool = setting(
+        False, "Freeze the encoder; train a task model on its features.")
+    layers: str = setting("-1,-2,-3,-4", "Encoder layers for --feature_based (-1 = last).")
+    combine: str = setting("concat", "How the --layers are combined (last: the deepest of them "
+                           "alone).", choices=("concat", "sum", "last"))
+    task_model: str = setting("bilstm", "Task model for --feature_based.",
+                              choices=("bilstm", "dense"))
+    lstm_units: int = setting(768, "Units per direction (or dense width) of the task model.")
+    task_model_layers: int = setting(2, "Layers of the task model.")
+    task_dropout: float = setting(0.1, "Dropout in the feature-based task model.")
+    feature_batch_size: int = setting(32, "Windows per encoder pass when caching features.")
+
+
+@dataclasses.dataclass
+class MultipleChoiceConfig:
+    """run_swag.py's own flags: the SWAG CSV files."""
+
+    train_file: str | None = setting(None, "SWAG CSV to train on.")
+    eval_file: str | None = setting(None, "SWAG CSV (with labels) to evaluate on.")
+    predict_file: str | None = setting(None, "SWAG CSV to predict (label column optional).")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """run_pretraining.py's own flags. With --input_format=text, instances are
+    made on the fly by the generator's code (`input_pipeline.text_records`);
+    with --length_bucket_width, batches of one length bucket are cut to it
+    (`input_pipeline.pretraining_dataset`)."""
+
+    input_file: str | None = setting(None, "Input TFRecord files: comma-separated globs.")
+    eval_input_file: str | None = setting(
+        None, "Held-out TFRecords for --do_eval (default: --input_file).")
+    max_predictions_per_seq: int = setting(
+        20, "Masked-LM predictions per instance; must be what the files were made with (with "
+        "--dynamic_masking, the most positions masked).")
+    max_eval_steps: int = setting(100, "Most evaluation batches.")
+    dynamic_masking: bool = setting(
+        False, "Mask at read time, fresh every epoch (also re-masks static files). Unmasked "
+        "files are always masked at read time.")
+    masked_lm_prob: float = setting(0.15, "Fraction of tokens masked by dynamic masking.")
+    length_bucket_width: int = setting(
+        0, "Length bucketing of training batches: each batch holds instances whose length "
+        "rounded up to a multiple of this is the same, and is cut to it (less padding, "
+        "max_seq_length / width shapes to compile; e.g. 16 or 32). 0: every batch is padded to "
+        "--max_seq_length (--dynamic_padding does not apply to pre-training). Not on TPU.")
+    input_format: str = setting(
+        "tfrecord", "tfrecord: create_pretraining_data's files. text: --input_file is the "
+        "sentence-per-line corpus itself (a blank line between documents); instances are made "
+        "on the fly with the generator's code (needs --vocab_file).",
+        choices=("tfrecord", "text"))
+    do_whole_word_mask: bool = setting(
+        False, "Mask whole words: with --input_format=text, or dynamic masking of files made "
+        "with --do_whole_word_mask.")
+    max_ngram_size: int = setting(
+        1, "Mask spans of up to this many contiguous words (--do_whole_word_mask) or word "
+        "pieces, length n drawn with probability proportional to 1/n (official/nlp's flag): "
+        "with --input_format=text or --dynamic_masking.")
+    short_seq_prob: float = setting(
+        0.1, "--input_format=text: probability of a shorter target length (as "
+        "create_pretraining_data's flag).")
+
+
+# === The commands that load a model without a run ===
+
+
+@dataclasses.dataclass
+class FeatureExtractionConfig(ModelFilesConfig):
+    """extract_features.py's flags (google's names); the vectors are written
+    as float32 whatever --dtype computes in."""
+
+    input_file: str | None = setting(
+        None, "Text file, one example a line ('a ||| b' for pairs).")
+    output_file: str | None = setting(None, "JSON-lines file to write.")
+    layers: str = setting("-1,-2,-3,-4",
+                          "Comma-separated layer indexes (-1 = last Transformer block).")
+    batch_size: int = setting(32, "Examples per forward pass.")
+    pooling: str = setting(
+        "none", "none: a vector per token; cls: the [CLS] vector; mean: the mean over tokens.",
+        choices=("none", "cls", "mean"))
+    dtype: str = setting_of(DistributionSettings, "dtype")
+
+
+@dataclasses.dataclass
+class UnusedTpuFlags:
+    """google-research/bert's TPU flags of extract_features.py: accepted so its
+    commands run unchanged, and unused (the encoder runs on this machine's
+    device; embeddings are looked up either way). The command logs each one
+    given, once."""
+
+    use_tpu: bool = setting(False, "google-research/bert's flag; unused here.")
+    master: str | None = setting(None, "google-research/bert's flag; unused here.")
+    num_tpu_cores: int = setting(8, "google-research/bert's flag; unused here.")
+    use_one_hot_embeddings: bool = setting(False, "google-research/bert's flag; unused here.")
+
+
+@dataclasses.dataclass
+class EmbedConfig(ModelFilesConfig):
+    """`bert embed`'s flags. Texts are cut at max_seq_length WordPieces ([CLS]
+    and [SEP] included); the vectors are float32 whatever --dtype computes in;
+    --serving_dtype=bfloat16 stores the SavedModel's weights in bfloat16
+    (`serving.base.with_weights_in`)."""
+
+    input_file: str | None = setting(None, "Text file, one text a line (the whole line).")
+    output_file: str | None = setting(
+        None, "Where the vectors go: a new .npy (float32 [lines, hidden]) or .jsonl file; "
+        "never overwritten.")
+    export_dir: str | None = setting(
+        None, "Also write a SavedModel for TF Serving to export_dir/<version>/: raw text in "
+        "(serving_default), the embedding out.")
+    export_version: int | None = setting_of(ExportSettings, "export_version")
+    max_batch_size: int = setting(256, "The --export_dir model refuses requests with more texts.")
+    serving_dtype: str = setting_of(ExportSettings, "serving_dtype")
+    max_seq_length: int = setting_of(ModelFilesConfig, "max_seq_length", 256)
+    batch_size: int = setting(64, "Texts per forward pass.")
+    pooling: str = setting(
+        "mean", "mean: the average of the last layer over the tokens (sentence-transformers'); "
+        "cls: the [CLS] token's vector.", choices=("mean", "cls"))
+    normalize: bool = setting(True, "L2-normalize each vector (dot product = cosine).")
+    dtype: str = setting_of(DistributionSettings, "dtype")
+
+
+@dataclasses.dataclass
+class ExportEncoderConfig(ModelFilesConfig):
+    """`bert export-encoder`'s flags. max_seq_length is the preprocessor's
+    default packed length (and the TF Serving export's, and the TFLite files'
+    fixed length); --serving_dtype=bfloat16 stores the --export_dir model's
+    weights in bfloat16 (`serving.base.with_weights_in`)."""
+
+    output_dir: str | None = setting(
+        None, "Where to write preprocessor/ and encoder/ (TF Hub's pair) and the edge files; "
+        "neither SavedModel may exist there yet.")
+    export_dir: str | None = setting(
+        None, "Also write the encoder for TF Serving to export_dir/<version>/ (raw-text "
+        "serving_default and serve_ids).")
+    export_version: int | None = setting_of(ExportSettings, "export_version")
+    max_batch_size: int = setting(
+        256, "The --export_dir model refuses requests with more examples.")
+    edge_formats: list = setting(
+        [], "Also convert the ids signature: tflite, onnx (needs pip install -e '.[edge]'). "
+        "TFLite takes a fixed length of --max_seq_length.")
+    quantize: bool = setting(
+        False, "With --edge_formats: also write encoder_dynamic_range.tflite (int8 weights) and "
+        "encoder_int8.onnx (ONNX Runtime dynamic quantization).")
+    serving_dtype: str = setting_of(ExportSettings, "serving_dtype")
+
+
+@dataclasses.dataclass
+class ExportGoogleConfig(ModelFilesConfig):
+    """`bert export-google`'s flags (module docstring of
+    `official_bert.commands.export_google`)."""
+
+    max_seq_length: int | None = setting(
+        None, "None: the weights are written whole, nothing is packed.", flag=False)
+    output_dir: str | None = setting(
+        None, "The new directory for bert_model.ckpt.*, bert_config.json and vocab.txt (must "
+        "not exist, or be empty).")
+    exact_gelu_as: str = setting(
+        "refuse", "A model with the exact (erf) GELU, which google's modeling.py lacks: refuse; "
+        "tanh (write google's \"gelu\", the tanh approximation, and print how much outputs "
+        "move); gelu_exact (exact when this project reads it, refused by google's code).",
+        choices=("refuse", "tanh", "gelu_exact"))

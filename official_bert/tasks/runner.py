@@ -1,0 +1,235 @@
+"""THE run flow: what every task does the same way.
+
+    run_task(task)
+      1. check the flags (`RunConfig.validate`, `Task.check_flags`)
+      2. resolve checkpoint / config / vocabulary and check they fit each other
+         (`model_files`)
+      3. read and validate every input file (`Task.read_inputs`)
+      4. refuse an output that is one of the inputs
+      5. lock --output_dir; refuse it if it holds a run trained with another
+         config, vocabulary or task record; only then write them
+         (`run_directory.RunDirectory`: the record)
+      6. seed, dtype policy, distribution strategy, `Trainer` (which resumes
+         from the latest checkpoint in --output_dir, or initializes the encoder
+         and any matching head from --init_checkpoint)
+      7. train (with --eval_every_steps: evaluations while training, the best
+         model kept, early stopping: `evaluation.BestCheckpoint`; SIGTERM saves
+         and exits 75) → evaluate (eval_results.txt) → predict → export
+
+A task family (`tasks/classification.py`, `squad.py`, ...) subclasses
+`base.Task` and fills in only what is its own: how it reads its files, its
+model and loss (the `Trainer`'s protocol), its datasets, its metrics, its
+prediction files and its export. A new task is one such module and a thin
+`run_*.py` (docs/guide.md shows one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+
+import keras
+from absl import logging
+
+from official_bert import io, model_files
+from official_bert.errors import Preempted, UserError
+from official_bert.run_directory import VOCAB
+from official_bert.serving.base import with_weights_in
+from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
+from official_bert.training import distribution, optimization, precision
+from official_bert.training.trainer import Trainer, TrainingConfig
+
+
+def run_task(task) -> dict:
+    """Carries out `task` (a `base.Task`; see the module docstring). Returns
+    the eval results (empty without --do_eval)."""
+    config = task.run_config
+    _check_flags(task)                                                            # 1
+    # Before any TensorFlow op (reading the inputs below runs some): logical devices,
+    # and the collective ops of MultiWorkerMirroredStrategy, cannot be set up once
+    # TensorFlow's runtime has started.
+    strategy = make_strategy(config)
+    task.model_files = files = model_files.resolve_model_files(                   # 2
+        config, task.required_tokens, task.vocab_required, task.fallback_vocab_file(),
+        config.output_dir)
+    task.bert_config = files.config
+    task.read_inputs()                                                            # 3
+    _refuse_outputs_over_inputs(task)                                             # 4
+
+    # The chief owns the run directory (its lock and files); the other workers of a
+    # multi-worker run write their checkpoints to scratch directories (Trainer).
+    chief = distribution.is_chief(strategy)
+    run_directory = task.run_directory
+    with run_directory.lock() if chief else contextlib.nullcontext(), _sigterm_stops():
+        record = run_directory.record(files.config.to_json_string(), files.vocab_file,  # 5
+                                      task.record_files())
+        run_directory.check_record(record, {VOCAB: f"--vocab_file {files.vocab_file}"})
+        if chief:
+            run_directory.write_record(record)
+        return _train_evaluate_predict_export(task, strategy)                     # 6, 7
+
+
+def _train_evaluate_predict_export(task, strategy) -> dict:
+    config = task.run_config
+    _check_batch_size(config, strategy.num_replicas_in_sync)
+    keras.utils.set_random_seed(config.seed)
+    precision.use_policy(config.dtype_policy)
+    task.prepare()
+    trainer = _start_trainer(task, strategy)
+    best = BestCheckpoint(task, trainer) if config.eval_every_steps else None
+    if config.do_train:
+        _train(task, trainer, best)
+    # The step whose weights the model now holds: the best one when it was kept.
+    model_step = best.restore() if best is not None else None
+    if model_step is None:
+        model_step = int(trainer.global_step.numpy())
+
+    results = final_evaluation(task, trainer, best) if config.do_eval else {}
+    if config.do_predict:
+        task.predict(trainer)
+    if config.export_dir:
+        path = task.export(with_weights_in(trainer.model, config.serving_dtype),
+                           config.export_dir, config.export_version)
+        logging.info("Exported step %d to %s", model_step, path)
+    return results
+
+
+# === The steps ===
+
+
+def _check_flags(task) -> None:
+    """Step 1: the shared flags, what the run is asked to do, the task's flags."""
+    config = task.run_config
+    config.validate()
+    model_files.check_model_source(config)
+    modes = [m for m in ("train", "eval", "predict") if getattr(config, f"do_{m}")]
+    if not modes and not config.export_dir:
+        raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
+    task.check_flags()
+    if config.eval_every_steps and not getattr(config, task.evaluation_flag()):
+        raise UserError(f"--eval_every_steps needs --{task.evaluation_flag()} (the data to "
+                        "evaluate on)")
+    if config.eval_every_steps and not config.do_train:
+        raise UserError("--eval_every_steps evaluates while training: add --do_train")
+
+
+def _refuse_outputs_over_inputs(task) -> None:
+    """Step 4: no output (the run directory, its files, the export) may be one
+    of the inputs (the task's and the model files)."""
+    config = task.run_config
+    outputs = {"--output_dir": config.output_dir, "--export_dir": config.export_dir,
+               **task.run_directory.overwritten_files([*task.record_files(),
+                                                       *task.result_files()])}
+    model_files.refuse_outputs_over_inputs(config, task.model_files, task.input_paths(),
+                                           outputs, own_run_dir=config.output_dir)
+    if config.export_dir and io.same_path(config.export_dir, config.output_dir):
+        raise UserError("--export_dir must not be --output_dir: give the SavedModels a "
+                        "directory of their own")
+
+
+def _check_batch_size(config, replicas: int) -> None:
+    if not config.do_train:
+        return
+    if config.train_batch_size % (replicas * config.gradient_accumulation_steps):
+        raise UserError(f"--train_batch_size={config.train_batch_size} is not divisible by the "
+                        f"{replicas} replica(s) x --gradient_accumulation_steps="
+                        f"{config.gradient_accumulation_steps}")
+    logging.info("%d replica(s), batch %d (%d per replica x %d accumulation steps)",
+                 replicas, config.train_batch_size,
+                 config.train_batch_size // replicas // config.gradient_accumulation_steps,
+                 config.gradient_accumulation_steps)
+
+
+def _start_trainer(task, strategy):
+    """Step 6: the `Trainer` (resumed, or initialized from --init_checkpoint);
+    refuses to evaluate, predict or export a head that is still random."""
+    config = task.run_config
+    num_train_steps = num_warmup_steps = 0
+    if config.do_train:
+        num_train_steps = task.train_steps()
+        num_warmup_steps = task.warmup_steps(num_train_steps)
+        logging.info("train: %sbatch %d, %d steps (%d warm-up)",
+                     "" if config.num_train_steps else f"{task.num_train_examples()} examples, ",
+                     config.train_batch_size, num_train_steps, num_warmup_steps)
+    trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train)
+    precision.log_precision(trainer.model, config.dtype)
+    if not config.do_train and trainer.resumed_from is None and not task.has_head():
+        source = (f"--init_checkpoint {config.init_checkpoint} " + (
+            task.head_report.what_the_checkpoint_holds() if task.head_report is not None else
+            f"holds no trained {type(task).__name__} head for this task")
+            if config.init_checkpoint else "There is no --init_checkpoint")
+        raise UserError(
+            f"{source}, and --output_dir holds no checkpoint: evaluating or exporting "
+            "now would use a random head. Add --do_train, or point --init_checkpoint / "
+            "--output_dir at a fine-tuned run")
+    return trainer
+
+
+def _train(task, trainer, best: BestCheckpoint | None) -> None:
+    """Step 7's training (evaluating on the way with --eval_every_steps)."""
+    config = task.run_config
+    start = time.time()
+    if best is not None and best.state["stopped_at"] is not None:
+        logging.info("This run stopped early at step %d (no better %s in %d evaluations): "
+                     "nothing more to train", best.state["stopped_at"], best.metric,
+                     config.early_stopping_patience)
+    else:
+        trainer.train(task.train_dataset(), config.train_batch_size,
+                      evaluate_every=config.eval_every_steps,
+                      on_evaluate=best.evaluate if best else None)
+    logging.info("Training took %.1f s", time.time() - start)
+
+
+# === The strategy, the trainer, preemption ===
+
+
+def make_strategy(config):
+    """The `tf.distribute` strategy of a `RunConfig`'s distribution flags."""
+    return distribution.get_strategy(config.distribution_strategy, config.num_gpus, config.tpu,
+                                     num_cpu_devices=config.num_cpu_devices,
+                                     tpu_zone=config.tpu_zone, gcp_project=config.gcp_project)
+
+
+def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, train: bool):
+    """The `Trainer` of a run, with BERT's optimizer recipe (when `train`)."""
+    config = task.run_config
+    training_config = TrainingConfig(
+        output_dir=config.output_dir, num_train_steps=max(num_train_steps, 1),
+        save_checkpoints_steps=config.save_checkpoints_steps,
+        keep_checkpoint_max=config.keep_checkpoint_max, log_steps=config.log_steps,
+        steps_per_loop=min(config.iterations_per_loop, config.log_steps),
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        jit_compile=task.jit_compile(),
+        tokens_per_example=config.max_seq_length)
+    optimizer_fn = None
+    if train:
+        optimizer_fn = lambda: optimization.create_optimizer(optimization.OptimizerConfig(  # noqa: E731
+            learning_rate=config.learning_rate, num_train_steps=num_train_steps,
+            num_warmup_steps=num_warmup_steps, optimizer=config.optimizer))
+    checkpoint = task.model_files.checkpoint if task.model_files else None
+    init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
+    return Trainer(task, strategy, training_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
+                   loss_scale=config.dtype == "float16")
+
+
+@contextlib.contextmanager
+def _sigterm_stops():
+    """SIGTERM (preemption) outside training stops the run at once with
+    `Preempted` (exit 75): evaluation, prediction and export are redone by the
+    same command, and every file is written atomically, so nothing is lost.
+    Training handles it itself, at a step boundary (`Trainer.train`)."""
+    def stop(signum, frame):
+        del signum, frame
+        Preempted.received = True
+        raise Preempted()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

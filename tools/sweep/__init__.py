@@ -1,0 +1,14 @@
+"""The bad-input sweep (`tools/bad_input_sweep.py`): its cases as data, and how it runs them.
+
+    case.py      Case (one bad input: name, argv, setup, what the error line must name,
+                 which outputs must not be left), Ctx (a case's copy of the world) and
+                 `at()`, a path in that copy as argv writes it
+    argv.py      each command's argv on the world, with keywords for what a case changes
+    setups.py    what a case does to its copy before the run, and the follow-ups
+                 (rerun after the fault: it must succeed or resume)
+    cases/       one module per command: COMMAND and CASES, a list of Case
+    run.py       the world, running one case, the tables
+
+The tiny world and the runner are the tests' fault kit (`tests/support/fault_kit.py`,
+imported as `tests.support`: bad_input_sweep.py puts the repository on sys.path).
+"""

@@ -1,0 +1,103 @@
+"""run_classifier.py (bert classify): GLUE's TSV files, the model files, flags."""
+
+from tests.support import fault_kit as kit
+
+from ..argv import classify
+from ..case import Case, at
+from ..setups import (binary, config, hf_checkpoint, mkdir, remove, text, truncate,
+                      vocab_without)
+
+COMMAND = "classify"
+
+OUT = ["out/eval_results.txt", "out/checkpoint"]
+EVAL = ("--do_train", "--do_eval")
+PREDICT = ("--do_train", "--do_predict")
+SST_TRAIN = "".join(f"{s}\t{y}\n" for s, y in kit.SST_TRAIN)
+FLAGS = ("--train_batch_size=0", "--num_train_epochs=0", "--num_train_epochs=-1", "--num_gpus=2",
+         "--max_seq_length=1", "--max_seq_length=0", "--max_seq_length=100000",
+         "--learning_rate=-1", "--warmup_proportion=2", "--task_name=sst-3",
+         "--distribution_strategy=nope", "--export_version=0")
+WINDOWS = ("--long_document=windows", "--doc_stride=4", "--max_windows=4")
+
+CASES = [
+    Case("good input", classify(), control=True),
+    Case("--data_dir does not exist", classify(data="nope"), names=["nope"], outputs=OUT),
+    Case("--data_dir is a file", classify(data="corpus.txt"), names=["corpus.txt"], outputs=OUT),
+    Case("train.tsv is a directory", classify(),
+         setup=(remove("glue/train.tsv"), mkdir("glue/train.tsv")), names=["train.tsv"],
+         outputs=OUT),
+    Case("binary dev.tsv (--do_eval)", classify(modes=EVAL), setup=binary("glue/dev.tsv"),
+         names=["dev.tsv"], outputs=OUT),
+    Case("test.tsv not UTF-8 (--do_predict)", classify(modes=PREDICT),
+         setup=text("glue/test.tsv", b"index\tsentence\n0\tgood\n1\tb\xe9d\n"),
+         names=["test.tsv line 3"], outputs=OUT),
+    Case("a BOM and CRLF line ends", classify(),
+         setup=text("glue/train.tsv", ("\ufeffsentence\tlabel\r\n" + SST_TRAIN.replace(
+             "\n", "\r\n")).encode("utf-8")), control=True),
+    Case("a config with keys BERT does not use", classify(),
+         setup=config(architectures=["BertModel"], model_type="bert"), control=True),
+    Case("stray positional argument", classify("extra"), names=["extra"], outputs=OUT),
+    Case("train.tsv missing", classify(), setup=remove("glue/train.tsv"), names=["train.tsv"],
+         outputs=OUT),
+    Case("train.tsv not UTF-8 (line 4)", classify(), setup=text("glue/train.tsv", (
+        "sentence\tlabel\nthe movie\t1\nbad\t0\ncaf\xe9\t1\n").encode("latin-1")),
+         names=["train.tsv line 4"], outputs=OUT),
+    Case("binary train.tsv", classify(), setup=binary("glue/train.tsv"), names=["train.tsv"],
+         outputs=OUT),
+    Case("empty train.tsv", classify(), setup=text("glue/train.tsv", ""), names=["train.tsv"],
+         outputs=OUT),
+    Case("train.tsv with a CSV header", classify(),
+         setup=text("glue/train.tsv", "sentence,label\ngood,1\n"), names=["train.tsv"],
+         outputs=OUT),
+    Case("a row without its label column", classify(),
+         setup=text("glue/train.tsv", "sentence\tlabel\ngood\t1\nbad\n"),
+         names=["train.tsv line 3"], outputs=OUT),
+    Case("unknown label", classify(),
+         setup=text("glue/train.tsv", "sentence\tlabel\ngood\t1\nbad\tnegative\n"),
+         names=["train.tsv line 3"], outputs=OUT),
+    Case("dev.tsv unknown label (--do_eval)", classify(modes=EVAL),
+         setup=text("glue/dev.tsv", "sentence\tlabel\ngood\t1\nbad\t2\n"),
+         names=["dev.tsv line 3"], outputs=OUT),
+    Case("test.tsv missing (--do_predict)", classify(modes=PREDICT),
+         setup=remove("glue/test.tsv"), names=["test.tsv"], outputs=OUT),
+    Case("one 1 MB line", classify(), setup=text("glue/train.tsv", (
+        "sentence\tlabel\n" + "good " * 200_000 + "\t1\nbad\t0\n" + SST_TRAIN)), control=True),
+    Case("vocab larger than the config's vocab_size", classify(), setup=text(
+        "ckpt/vocab.txt", "\n".join(kit.VOCAB + [f"extra{i}" for i in range(5)]) + "\n"),
+         names=["vocab.txt"], outputs=OUT),
+    Case("vocab without [CLS]/[SEP]", classify(), setup=vocab_without("[CLS]", "[SEP]"),
+         names=["vocab.txt"], outputs=OUT),
+    Case("binary vocab", classify(), setup=binary("ckpt/vocab.txt"), names=["vocab.txt"],
+         outputs=OUT),
+    Case("config without num_hidden_layers", classify(), setup=config(num_hidden_layers=None),
+         names=["bert_config.json"], outputs=OUT),
+    Case("--init_checkpoint: truncated .index", classify(), setup=truncate("ckpt/ckpt-1.index"),
+         names=["ckpt-1.index"], outputs=OUT),
+    Case("--init_checkpoint: truncated .data", classify(),
+         setup=truncate("ckpt/ckpt-1.data-00000-of-00001"), names=["ckpt-1.data"], outputs=OUT),
+    Case("--init_checkpoint: .data deleted", classify(),
+         setup=remove("ckpt/ckpt-1.data-00000-of-00001"), names=["ckpt"], outputs=OUT),
+    Case("--init_checkpoint: truncated model.safetensors", classify(ckpt="hf"),
+         setup=(hf_checkpoint, truncate("hf/model.safetensors")), names=["model.safetensors"],
+         outputs=OUT),
+    Case("--init_checkpoint: empty directory", classify(ckpt="empty"), setup=mkdir("empty"),
+         names=["empty"], outputs=OUT),
+    *[Case(flag, classify(flag), names=[flag.split("=")[0]], outputs=OUT) for flag in FLAGS],
+    Case("nothing to do (no --do_*)", classify(modes=()), names=["--do_train"], outputs=OUT),
+    Case("--export_dir is --output_dir", classify(f"--export_dir={at('out')}"),
+         names=["--export_dir"], outputs=OUT),
+    Case("--output_dir is --data_dir", classify(out="glue"), names=["glue"]),
+    Case("evaluate a run directory without a trained head", classify(modes=("--do_eval",)),
+         names=["--do_train"], outputs=OUT),
+    Case("--long_document=windows (control)", classify(*WINDOWS), control=True),
+    Case("--long_document=sliding", classify("--long_document=sliding"),
+         names=["long_document"], outputs=OUT),
+    *[Case(f"--long_document=windows {flag}", classify(*WINDOWS, flag),
+           names=[flag.split("=")[0]], outputs=OUT)
+      for flag in ("--doc_stride=0", "--max_windows=0")],
+    Case("--serving_dtype=float16",
+         classify("--serving_dtype=float16", f"--export_dir={at('gen', 'export')}"),
+         names=["serving_dtype"], outputs=OUT),
+    Case("--serving_dtype=bfloat16 without --export_dir", classify("--serving_dtype=bfloat16"),
+         names=["--serving_dtype"], outputs=OUT),
+]

@@ -1,0 +1,31 @@
+"""bert embed: sentence vectors of a text file."""
+
+from ..argv import embed
+from ..case import Case, at
+from ..setups import GEN, text
+
+COMMAND = "embed"
+
+OUT = ["gen/vectors.npy"]
+
+CASES = [
+    Case("good input", embed(), setup=GEN, control=True),
+    Case("input missing", embed(input_file=at("nope.txt")), setup=GEN, names=["nope.txt"],
+         outputs=OUT),
+    Case("input not UTF-8 (line 2)", embed(input_file=at("bad.txt")),
+         setup=(text("bad.txt", b"fine\n\xff\n"), GEN), names=["bad.txt line 2"], outputs=OUT),
+    Case("empty input", embed(input_file=at("e.txt")), setup=(text("e.txt", ""), GEN),
+         names=["e.txt"], outputs=OUT),
+    Case("output exists", embed(output_file=at("taken.npy")),
+         setup=text("taken.npy", "someone's"), names=["taken.npy"]),
+    Case("--output_file=vectors.csv", embed(output_file=at("gen", "vectors.csv")), setup=GEN,
+         names=["--output_file"], outputs=["gen/vectors.csv"]),
+    Case("output is the input", embed(input_file=at("own.jsonl"), output_file=at("own.jsonl")),
+         setup=text("own.jsonl", "a text in a file named .jsonl\n"), names=["own.jsonl"]),
+    Case("--pooling=max", embed("--pooling=max"), setup=GEN, names=["--pooling", "pooling"],
+         outputs=OUT),
+    Case("--batch_size=0", embed("--batch_size=0"), setup=GEN, names=["--batch_size"],
+         outputs=OUT),
+    Case("--max_seq_length past the model's positions", embed("--max_seq_length=4096"),
+         setup=GEN, names=["--max_seq_length"], outputs=OUT),
+]

@@ -1,0 +1,26 @@
+"""run_ner.py: CoNLL files and flags."""
+
+from ..argv import ner
+from ..case import Case, at
+from ..setups import binary, text
+
+COMMAND = "ner"
+
+OUT = ["out/checkpoint"]
+
+CASES = [
+    Case("good input", ner(), control=True),
+    Case("file missing", ner(train=at("nope.txt")), names=["nope.txt"], outputs=OUT),
+    Case("a row with another column count", ner(),
+         setup=text("conll/train.txt", "the\tO\ncat\tB-ANI\textra\n"),
+         names=["train.txt line 2"], outputs=OUT),
+    Case("a tag that is not BIO", ner(), setup=text("conll/train.txt", "the\tO\ncat\tX-ANI\n"),
+         names=["train.txt line 2"], outputs=OUT),
+    Case("not UTF-8 (line 2)", ner(), setup=text("conll/train.txt", b"the\tO\nc\xfft\tB-ANI\n"),
+         names=["train.txt line 2"], outputs=OUT),
+    Case("empty file", ner(), setup=text("conll/train.txt", "\n\n"), names=["train.txt"],
+         outputs=OUT),
+    Case("binary file", ner(), setup=binary("conll/train.txt"), names=["train.txt"],
+         outputs=OUT),
+    Case("--window_stride=0", ner("--window_stride=0"), names=["--window_stride"], outputs=OUT),
+]

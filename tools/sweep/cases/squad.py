@@ -1,0 +1,56 @@
+"""run_squad.py: SQuAD JSON files and flags."""
+
+import json
+
+from tests.support import fault_kit as kit
+
+from ..argv import squad
+from ..case import Case, at
+from ..setups import binary, text
+
+COMMAND = "squad"
+
+OUT = ["out/predictions.json", "out/checkpoint"]
+FLAGS = ("--num_train_epochs=0", "--doc_stride=0", "--max_query_length=40", "--n_best_size=0",
+         "--max_answer_length=0")
+
+
+def _one_question(**question) -> str:
+    """A SQuAD file of one paragraph ("a b") and one question `x`: q, with `question`'s keys."""
+    return json.dumps({"data": [{"paragraphs": [{"context": "a b", "qas": [
+        {"id": "x", "question": "q", **question}]}]}]})
+
+
+CASES = [
+    Case("good input", squad(), control=True),
+    Case("train file missing", squad(train=at("nope.json")), names=["nope.json"], outputs=OUT),
+    Case("not JSON", squad(), setup=text("squad/train.json", '{"data": ['), names=["train.json"],
+         outputs=OUT),
+    Case("not UTF-8", squad(), setup=text(
+        "squad/train.json", json.dumps(kit.squad_json()).encode()[:-2] + b"\xff]}"),
+         names=["train.json"], outputs=OUT),
+    Case("binary file", squad(), setup=binary("squad/train.json"), names=["train.json"],
+         outputs=OUT),
+    Case("wrong structure (answers not a list)", squad(),
+         setup=text("squad/train.json", _one_question(answers="a")), names=["train.json"],
+         outputs=OUT),
+    Case("duplicate question ids (predict)", squad(train=False, predict=at("squad", "dup.json")),
+         setup=text("squad/dup.json", json.dumps(kit.squad_json(
+             [("same", "where is the cat", "mat"), ("same", "who sat", "the dog")]))),
+         names=["dup.json"], outputs=OUT),
+    Case("every answer_start outside its context", squad(), setup=text(
+        "squad/train.json", _one_question(answers=[{"text": "b", "answer_start": 40}])),
+         names=["train.json"], outputs=OUT),
+    Case("binary predict file", squad(train=False, predict=at("squad", "bin.json")),
+         setup=binary("squad/bin.json"), names=["bin.json"], outputs=OUT),
+    Case("is_impossible without --version_2_with_negative", squad(), setup=text(
+        "squad/train.json", _one_question(answers=[], is_impossible=True)),
+         names=["train.json"], outputs=OUT),
+    Case("a 100,000-character context",
+         squad("--max_seq_length=64", "--doc_stride=120", "--train_batch_size=32"),
+         setup=text("squad/train.json", json.dumps(kit.squad_json(
+             context=("the cat sat on the mat . " * 4200) + "the dog sat on the cat ."))),
+         control=True),
+    *[Case(flag, squad(flag), names=[flag.split("=")[0], "--max_seq_length"], outputs=OUT)
+      for flag in FLAGS],
+]

@@ -1,0 +1,262 @@
+"""What a case does to its copy of the world before the run (each step a function of
+the copy, `Ctx`; a case's `setup` runs its steps in order), and the follow-ups that
+rerun a command after its fault."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import sys
+import zipfile
+
+from tests.support import fault_kit as kit
+
+from . import argv
+from .case import Ctx
+
+BINARY = bytes(range(256)) * 40
+
+
+# === Steps: one change to the copy ===
+
+
+def text(path, content):
+    """Writes `content` (str as UTF-8, or bytes) to the world's `path`."""
+    return lambda c: kit.write(c.p(path), content)
+
+
+def binary(path):
+    return text(path, BINARY)
+
+
+def truncate(path, keep=0.5):
+    return lambda c: kit.truncate(c.p(path), keep)
+
+
+def corrupt(path, offset=0.5, count=8):
+    return lambda c: kit.corrupt(c.p(path), offset, count)
+
+
+def mkdir(path):
+    return lambda c: os.makedirs(c.p(path), exist_ok=True)
+
+
+def remove(path):
+    return lambda c: os.remove(c.p(path))
+
+
+def copytree(source, destination):
+    return lambda c: shutil.copytree(c.p(source), c.p(destination))
+
+
+GEN = mkdir("gen")  # the outputs' directory, for the commands that do not make it
+
+
+def config(**changes):
+    """bert_config.json (beside the vocabulary and in ckpt/) with `changes`; None drops a key."""
+    def setup(c):
+        values = dict(kit.TINY_CONFIG)
+        for key, value in changes.items():
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        for where in ("bert_config.json", "ckpt/bert_config.json"):
+            kit.write(c.p(where), json.dumps(values))
+    return setup
+
+
+def config_file(path, **changes):
+    """`path`: the tiny config with `changes` (another model's config)."""
+    return text(path, json.dumps(dict(kit.TINY_CONFIG, **changes)))
+
+
+def vocab_without(*tokens):
+    """vocab.txt (beside the config and in ckpt/) without `tokens`."""
+    def setup(c):
+        words = [t for t in kit.VOCAB if t not in tokens]
+        for where in ("vocab.txt", "ckpt/vocab.txt"):
+            kit.write(c.p(where), "\n".join(words) + "\n")
+    return setup
+
+
+def not_utf8_corpus(path):
+    """The world's corpus with one byte that is not UTF-8 (in its first line)."""
+    return text(path, kit.corpus_text().encode().replace(b"w1 ", b"w1 \xff ", 1))
+
+
+def records(path, compress=False):
+    """`path`: a copy of the world's pre-training records (GZIP-compressed if `compress`)."""
+    def setup(c: Ctx):
+        data = pathlib.Path(c.p("pretrain.tfrecord")).read_bytes()
+        kit.write(c.p(path), gzip.compress(data) if compress else data)
+    return setup
+
+
+# === Setups that run a command first ===
+
+
+def killed_generation(c: Ctx):
+    """create_pretraining_data with 3 outputs, SIGKILLed after its first rename."""
+    os.makedirs(c.p("gen"), exist_ok=True)
+    script = (
+        "import os, signal, sys\n"
+        "from official_bert import io\n"
+        "original, count = io.rename, [0]\n"
+        "def rename(source, destination, overwrite=False):\n"
+        "    original(source, destination, overwrite)\n"
+        "    if '.tfrecord' in str(destination) and not str(destination).endswith('.json'):\n"
+        "        count[0] += 1\n"
+        "        if count[0] == 1:\n"
+        "            os.kill(os.getpid(), signal.SIGKILL)\n"
+        "io.rename = rename\n"
+        "from official_bert.commands import create_pretraining_data as cpd\n"
+        "cpd.entry(sys.argv)\n")
+    outputs = ",".join(c.p("gen", f"k-{i}.tfrecord") for i in range(3))
+    result = kit.run([sys.executable, "-c", script, *c.resolve(argv.cpd(output=outputs))[1:]])
+    assert result.returncode == -9, result.stderr[-2000:]
+
+
+def set_of_three(c: Ctx):
+    """gen/k-{0,1,2}.tfrecord: one set of pre-training files (create_pretraining_data)."""
+    os.makedirs(c.p("gen"), exist_ok=True)
+    outputs = ",".join(c.p("gen", f"k-{i}.tfrecord") for i in range(3))
+    result = kit.run(kit.command(*c.resolve(argv.cpd(output=outputs))))
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def without_last_record(path):
+    """`path`, a TFRecord, cut at the start of its last record: a valid, shorter file."""
+    def setup(c: Ctx):
+        import tensorflow as tf
+
+        records = list(tf.data.TFRecordDataset(c.p(path)).as_numpy_iterator())
+        kit.truncate(c.p(path), sum(16 + len(r) for r in records[:-1]))
+    return setup
+
+
+def trained_run(c: Ctx):
+    """A pre-training run to step 4 (checkpoints 2 and 4) in `run`."""
+    result = kit.run(kit.command(*c.resolve(argv.pretrain(steps=4))))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def hf_checkpoint(c: Ctx):
+    """hf/: the checkpoint as Hugging Face files (model.safetensors) and its vocabulary."""
+    kit.make_huggingface(c.p("hf"), c.p("ckpt"))
+    shutil.copy(c.p("ckpt", "vocab.txt"), c.p("hf", "vocab.txt"))
+
+
+def saved_model(c: Ctx) -> pathlib.Path:
+    """The newest version of the world's export (the fine-tuned classifier)."""
+    versions = sorted(p for p in pathlib.Path(c.p("export")).iterdir() if p.name.isdigit())
+    return versions[-1]
+
+
+def truncate_in_export(*parts):
+    """A file of the newest version of the world's export, cut in half."""
+    return lambda c: kit.truncate(saved_model(c).joinpath(*parts))
+
+
+def remove_from_export(*parts):
+    """A directory of the newest version of the world's export, deleted."""
+    return lambda c: shutil.rmtree(saved_model(c).joinpath(*parts))
+
+
+# === glue-submission and download ===
+
+
+def glue_runs(text=None, rows=4):
+    """runs/sst2: a run_classifier.py run's config and its SST-2.tsv (`text`, or `rows`
+    rows of predictions); gluedata/SST-2: GLUE's layout with the 4-row test.tsv."""
+    def setup(c: Ctx):
+        kit.write(c.p("runs", "sst2", "classifier_config.json"),
+                  json.dumps({"task_name": "sst-2"}))
+        content = text
+        if content is None:
+            content = "index\tprediction\n" + "".join(f"{i}\t{i % 2}\n" for i in range(rows))
+        kit.write(c.p("runs", "sst2", "SST-2.tsv"), content)
+        shutil.copytree(c.p("glue"), c.p("gluedata", "SST-2"))
+    return setup
+
+
+WNLI = {"train.tsv": "index\tsentence1\tsentence2\tlabel\n0\ta\tb\t1\n",
+        "dev.tsv": "index\tsentence1\tsentence2\tlabel\n0\ta\tb\t0\n",
+        "test.tsv": "index\tsentence1\tsentence2\n0\ta\tb\n"}
+
+
+def wnli_zip(drop=None, unsafe=False):
+    """src/WNLI.zip: GLUE's WNLI (without the member `drop`; with one outside if `unsafe`)."""
+    def setup(c: Ctx):
+        with zipfile.ZipFile(c.p("src", "WNLI.zip"), "w") as z:
+            for name, content in WNLI.items():
+                if name != drop:
+                    z.writestr(f"WNLI/{name}", content)
+            if unsafe:
+                z.writestr("WNLI/../../x.txt", "outside")
+    return setup
+
+
+def pin(name: str, file: str):
+    """--manifest pins `name` to src/`file` as it is now (size and sha256)."""
+    def setup(c: Ctx):
+        data = pathlib.Path(c.p("src", file)).read_bytes()
+        edit_manifest({name: {"size": len(data),
+                              "sha256": hashlib.sha256(data).hexdigest()}})(c)
+    return setup
+
+
+def edit_manifest(entries: dict):
+    """manifest.json with `entries` added to (or replacing) its files."""
+    def setup(c: Ctx):
+        path = pathlib.Path(c.p("manifest.json"))
+        manifest = json.loads(path.read_text()) if path.exists() else {"files": {}}
+        manifest["files"].update(entries)
+        path.write_text(json.dumps(manifest, indent=1))
+    return setup
+
+
+def local_files(c: Ctx):
+    """src/: tiny stand-ins of WNUT-17's three files and GLUE's WNLI.zip, and
+    manifest.json pinning them (`bert download --source_dir=src --manifest=...`)."""
+    kit.write(c.p("src", "wnut17train.conll"), kit.conll_text(100))
+    kit.write(c.p("src", "emerging.dev.conll"), kit.conll_text(8))
+    kit.write(c.p("src", "emerging.test.annotated"), kit.conll_text(8))
+    wnli_zip()(c)
+    for name in ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll",
+                 "wnut17/emerging.test.annotated", "glue/WNLI.zip"):
+        pin(name, name.split("/")[1])(c)
+
+
+# === Follow-ups: the same command again, without the fault ===
+
+
+def _last_line(result) -> str:
+    return result.stderr.strip().splitlines()[-1][:200]
+
+
+def rerun_succeeds(c: Ctx, case) -> tuple:
+    result = kit.run(kit.command(*c.resolve(case.argv)), timeout=case.timeout)
+    return result.returncode == 0, "rerun without the fault: " + (
+        "succeeded" if result.returncode == 0 else _last_line(result))
+
+
+def rerun_resumes(c: Ctx, case) -> tuple:
+    result = kit.run(kit.command(*c.resolve(case.argv)), timeout=case.timeout)
+    ok = result.returncode == 0 and "Resumed from" in result.stderr
+    return ok, "rerun without the fault: " + ("resumed" if ok else _last_line(result))
+
+
+def resumes_after_delete(c: Ctx, case) -> tuple:
+    """Follows the error's advice (delete the damaged checkpoint), then reruns."""
+    run = pathlib.Path(c.p("run"))
+    for path in run.glob("ckpt-4.*"):
+        path.unlink()
+    result = kit.run(kit.command(*c.resolve(case.argv)), timeout=case.timeout)
+    ok = result.returncode == 0 and "Resumed from" in result.stderr and "ckpt-2" in result.stderr
+    return ok, "deleted ckpt-4 as told, reran: " + (
+        "resumed from ckpt-2" if ok else _last_line(result))

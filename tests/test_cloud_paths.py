@@ -216,10 +216,11 @@ def case_export_encoder():
 
 def case_prepare_corpus():
     from data_prep import prepare_corpus
+    from official_bert.commands import prepare_corpus as prepare_corpus_command
 
     fresh()
     put_tree(ARGS["documents"], "ram://corpus/docs")
-    command(prepare_corpus.entry, "--input=ram://corpus/docs",
+    command(prepare_corpus_command.entry, "--input=ram://corpus/docs",
             "--output_file=ram://corpus/corpus.txt")
     local = ARGS["local"] + "/corpus.txt"
     prepare_corpus.prepare_corpus([ARGS["documents"]], local, prepare_corpus.CorpusOptions())
@@ -231,11 +232,12 @@ def case_prepare_corpus():
 
 def case_build_vocab():
     from data_prep import build_vocab
+    from official_bert.commands import build_vocab as build_vocab_command
 
     fresh()
     put(ARGS["corpus"], "ram://vocab/corpus.txt")
     flags = ["--vocab_size=120", "--num_unused=5", "--lower_thresh=1"]
-    command(build_vocab.entry, "--input_file=ram://vocab/corpus.*",
+    command(build_vocab_command.entry, "--input_file=ram://vocab/corpus.*",
             "--output_file=ram://vocab/out/vocab.txt", *flags)
     local = ARGS["local"] + "/vocab.txt"
     build_vocab.build_vocab([ARGS["corpus"]], local, vocab_size=120, num_unused=5,

@@ -836,8 +836,8 @@ def encoder_export(tmp_path_factory):
 
     from official_bert import checkpoints
     from official_bert.commands import export_encoder
-    from official_bert.serving import encoder as encoder_serving
     from official_bert.modeling import heads
+    from official_bert.serving import encoder as encoder_serving
     from official_bert.serving import hub
     from official_bert.text import tokenization
 
@@ -977,8 +977,8 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
 
 def test_serving_dtype_is_checked_before_anything_is_written(tmp_path):
     from official_bert.commands import export_encoder
-    from official_bert.serving import encoder as encoder_serving
     from official_bert.errors import UserError
+    from official_bert.serving import encoder as encoder_serving
 
     config = export_encoder.ExportEncoderConfig(
         init_checkpoint=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"),
@@ -1001,8 +1001,8 @@ def test_bfloat16_serving_export_stores_bfloat16_weights(encoder_export, tmp_pat
     import tensorflow_text  # noqa: F401
 
     from official_bert.commands import export_encoder
-    from official_bert.serving import encoder as encoder_serving
     from official_bert.errors import UserError
+    from official_bert.serving import encoder as encoder_serving
 
     root = encoder_export["root"]
     config = export_encoder.ExportEncoderConfig(
@@ -1038,8 +1038,8 @@ def test_edge_formats_agree_with_tensorflow(encoder_export):
         pytest.skip("the edge extra is not installed (pip install -e '.[edge]': tf2onnx, "
                     "onnxruntime, ai-edge-litert)")
     from official_bert.commands import export_encoder
-    from official_bert.serving import encoder as encoder_serving
     from official_bert.serving import edge
+    from official_bert.serving import encoder as encoder_serving
 
     root = encoder_export["root"]
     written = encoder_serving.export_checkpoint(export_encoder.ExportEncoderConfig(

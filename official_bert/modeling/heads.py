@@ -498,7 +498,6 @@ NEXT_SENTENCE_HEAD = ("cls/seq_relationship/output_weights",
                       "cls/seq_relationship/output_bias")
 
 
-@keras.saving.register_keras_serializable(package="official_bert")
 def _google_shape(name, variable) -> tuple:
     """A pre-training head variable's shape in Google's layout (its
     seq_relationship kernel is stored transposed)."""
@@ -506,6 +505,7 @@ def _google_shape(name, variable) -> tuple:
     return shape[::-1] if name == "cls/seq_relationship/output_weights" else shape
 
 
+@keras.saving.register_keras_serializable(package="official_bert")
 class BertPretrainer(SerializableHead):
     """BERT's pre-training model: masked-LM and next-sentence heads on an encoder.
 

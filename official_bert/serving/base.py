@@ -28,7 +28,11 @@ Everything else lives here, once:
   `max_batch_size` examples (default `MAX_BATCH_SIZE` = 256: refused, not
   split; send larger sets in several requests, or export with a larger
   limit); the three id tensors differ in shape, or are longer than the
-  model's `max_position_embeddings`.
+  model's `max_position_embeddings`; an id is outside its embedding table
+  (`input_word_ids` not in [0, vocab_size), `input_type_ids` not in
+  [0, type_vocab_size)) or `input_mask` is not 0 or 1 — without the check
+  the model would answer anyway: a negative id wraps around on CPU, and a
+  GPU reads zeros for an id past the table.
 * **Layout.** `save(export_dir, version)` writes `export_dir/<version>/`:
   staged in a hidden directory inside `export_dir` and renamed when complete;
   an existing version is never overwritten. On a local file system the
@@ -43,9 +47,14 @@ Everything else lives here, once:
   default), finding it whole; it never loads half a version. (A move that
   outlasts the retries, five minutes by default, leaves that version failed
   in that server: raise `--max_num_load_retries` for very large models on
-  slow stores.) The version
-  is the given one, or the seconds since the epoch (raised above every
-  version already there, so the new export is the one served). A version
+  slow stores.) The version is the given one (refused before any work when
+  it exists: `check_export_version_free`), or, chosen as the export is
+  published, the seconds since the epoch raised above every version already
+  there, so the new export is the one served; two exports racing for one
+  version (the same second) both publish, the loser under the next free
+  version (`publish_new_version`). A staging directory of an export that was
+  killed (`.export-<host>.tmp-<pid>-<hex>`, its process gone) is removed by
+  the next export into the directory (`remove_killed_exports`). A version
   holds
 
       saved_model.pb, variables/
@@ -74,9 +83,11 @@ with only the ids signature for such binaries.
 from __future__ import annotations
 
 import contextlib
+import errno
 import inspect
 import os
 import re
+import socket
 import tempfile
 import time
 
@@ -84,6 +95,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
+from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
 from official_bert import checkpoints, io
@@ -101,7 +113,9 @@ IDS_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 def version_dir(export_dir: str, version: int | None = None) -> str:
     """`export_dir/<version>`: the given version (refused if it exists), or
-    the seconds since the epoch, raised above every version already there."""
+    the seconds since the epoch, raised above every version already there.
+    (A name, not a reservation: `publish_new_version` publishes under it, or
+    under the next free one when another export took it meanwhile.)"""
     io.makedirs(export_dir)
     versions = [int(n) for n in io.listdir(export_dir) if re.fullmatch(r"\d+", n)]
     if version is None:
@@ -109,9 +123,100 @@ def version_dir(export_dir: str, version: int | None = None) -> str:
     elif int(version) <= 0:
         raise UserError(f"--export_version must be positive, got {version}")
     elif int(version) in versions:
-        raise UserError(f"{io.join(export_dir, str(version))} exists: an export never "
-                        "overwrites a version; pass another --export_version")
+        raise _version_taken(export_dir, version)
     return io.join(export_dir, str(int(version)))
+
+
+def _version_taken(export_dir: str, version: int) -> UserError:
+    return UserError(f"{io.join(export_dir, str(int(version)))} exists: an export never "
+                     "overwrites a version; pass another --export_version (or none: the "
+                     "next free one)")
+
+
+def check_export_version_free(export_dir: str | None, version: int | None = None) -> None:
+    """`UserError` now, before any work, for an export that could not be
+    published: `--export_version` not positive, `--export_dir` a file, or
+    the explicit version already in it. (The default version is never taken:
+    it is chosen when the export is published. An explicit one that another
+    export publishes after this check is refused then, in the same words.)
+    Nothing is created."""
+    if version is not None and int(version) <= 0:
+        raise UserError(f"--export_version must be positive, got {version}")
+    if not export_dir:
+        return
+    export_dir = str(export_dir)
+    if io.exists(export_dir) and not io.isdir(export_dir):
+        raise UserError(f"--export_dir {export_dir} is a file: TF Serving's directory holds "
+                        "numbered version directories; choose another path")
+    if version is not None and io.exists(io.join(export_dir, str(int(version)))):
+        raise _version_taken(export_dir, version)
+
+
+def publish_new_version(staging: str, export_dir: str, version: int | None = None) -> str:
+    """Publishes a complete staged export as `export_dir/<version>/`; returns
+    that directory.
+
+    The version is chosen now, as it is published (`version_dir`: the seconds
+    since the epoch, above every version there), so the newest export is the
+    highest version even when an older one was slower to write. Locally the
+    publication is one `rename(2)`, which fails when the name exists: two
+    exports that chose the same version (the same second) cannot both get it,
+    and the one that did not takes the next free version. An explicit
+    `version` that is taken is refused (`UserError`), never overwritten.
+    """
+    for _ in range(1000):
+        final = version_dir(export_dir, version)
+        try:
+            publish_version(staging, final)
+        except FileExistsError:
+            if version is not None:
+                raise _version_taken(export_dir, version) from None
+            continue  # another export published this version since it was chosen
+        return final
+    raise UserError(f"{export_dir}: no free version after 1000 tries (other exports keep "
+                    "taking them); pass --export_version")
+
+
+# The staging directories of `ExportModule.save` and `export_ids_only`:
+# `.export-<host>.tmp-<pid>-<hex>` (`io.temporary_name`), or `.export.tmp-<pid>-<hex>`
+# as earlier versions named them. The host tells whose they are where several
+# machines (or containers, each with its own process ids) share the export
+# directory: only this host's can be known to be dead.
+_STAGING = re.compile(r"^\.export(?:-(?P<host>[A-Za-z0-9._-]+))?\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
+
+
+def staging_dir(export_dir: str) -> str:
+    """A new staging directory for an export into `export_dir`
+    (`.export-<host>.tmp-<pid>-<hex>`), after removing the leftovers of
+    killed exports (`remove_killed_exports`)."""
+    remove_killed_exports(export_dir)
+    return io.make_temporary_dir(export_dir, f"export-{_host()}")
+
+
+def remove_killed_exports(export_dir: str) -> list[str]:
+    """Removes the staging directories that exports killed before publishing
+    left in a local `export_dir`: only those named by this module, made on
+    this host (or named as before hosts were), whose process is gone.
+    Returns the removed paths."""
+    if not io.is_local(export_dir) or not os.path.isdir(io.local_path(export_dir)):
+        return []
+    removed = []
+    for name in sorted(os.listdir(io.local_path(export_dir))):
+        match = _STAGING.match(name)
+        if not match or match.group("host") not in (None, _host()):
+            continue
+        if io.process_alive(int(match.group("pid"))):
+            continue
+        path = os.path.join(io.local_path(export_dir), name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            io.remove_tree(path)
+            removed.append(path)
+            logging.info("Removed %s, left by an export that was killed before it finished", path)
+    return removed
 
 
 def latest_version_dir(path: str) -> str | None:
@@ -311,6 +416,12 @@ class ExportModule(tf.Module):
                                                  self.pad_id, name="packer")
         config = getattr(getattr(model, "encoder", model), "config", None)
         self.max_positions = int(getattr(config, "max_position_embeddings", self.seq_length))
+        # The id ranges serve_ids checks (`_id_value_checks`): an id outside them is
+        # an out-of-range gather, which wraps negative ids around on CPU and reads
+        # zeros on a GPU.
+        self.vocab_size = int(getattr(config, "vocab_size", None) or len(self._vocab))
+        type_vocab_size = getattr(config, "type_vocab_size", None)
+        self.type_vocab_size = int(type_vocab_size) if type_vocab_size else None
         self._text_inputs = tuple((str(k), int(v)) for k, v in
                                   (text_inputs or self.TEXT_INPUTS).items())
 
@@ -439,9 +550,38 @@ class ExportModule(tf.Module):
                 length <= self.max_positions,
                 f"input_word_ids is longer than the model's {self.max_positions} positions; "
                 "length:", length))
+            checks += self._id_value_checks(inputs)
         with tf.control_dependencies(checks):
             inputs = {name: tf.identity(value) for name, value in inputs.items()}
         return self.serve_token_ids(inputs)
+
+    def _id_value_checks(self, inputs) -> list:
+        """The values of serve_ids' inputs: word ids in [0, vocab_size), type ids
+        in [0, type_vocab_size), the mask 0 or 1. (The model gathers rows of its
+        embedding tables by them; an id outside a table is not an error there:
+        on CPU a negative id wraps around, on a GPU any outside id reads zeros.)
+        Each message names the input, its range, and the smallest and largest
+        value of the request; a TF Serving client gets it as the error text (no
+        apostrophes: the Assert op escapes them)."""
+        ranges = [("input_word_ids", self.vocab_size,
+                   f"in [0, {self.vocab_size}) (vocab_size: ids of the vocabulary, line i of "
+                   "assets/vocab.txt is id i)"),
+                  ("input_mask", 2, "0 or 1 (1 for a token, 0 for padding)"),
+                  ("input_type_ids", self.type_vocab_size,
+                   f"in [0, {self.type_vocab_size}) (type_vocab_size: segment ids, 0 for the "
+                   "first text, 1 for the second)")]
+        checks = []
+        for name, size, what in ranges:
+            if size is None:
+                continue
+            # An empty request passes: the minimum of nothing is int32's largest
+            # value, the maximum its smallest.
+            low, high = tf.reduce_min(inputs[name]), tf.reduce_max(inputs[name])
+            checks.append(_assert(
+                tf.logical_and(low >= 0, high < size),
+                f"{name} must be {what}; the smallest and largest {name} of the request:",
+                low, high))
+        return checks
 
     def _metadata(self):
         entries = {"task": self.TASK, "seq_length": self.seq_length,
@@ -461,18 +601,17 @@ class ExportModule(tf.Module):
         """Writes `export_dir/<version>/` atomically (see the module docstring);
         returns the version directory."""
         export_dir = str(export_dir)
+        check_export_version_free(export_dir, version)
         track_captured_variables(self, [self.keras_model])
-        final = version_dir(export_dir, version)
-        staging = io.make_temporary_dir(export_dir, "export")
+        staging = staging_dir(export_dir)
         try:
             with _asset_files({"vocab.txt": "".join(t + "\n" for t in self._vocab)}) as paths:
                 self.vocab_file = tf.saved_model.Asset(paths["vocab.txt"])
                 tf.saved_model.save(self, staging, signatures=self.signatures())
             write_warmup_requests(staging, self.warmup_requests())
-            publish_version(staging, final)
+            return publish_new_version(staging, export_dir, version)
         finally:
             io.remove_tree(staging)
-        return final
 
     def warmup_requests(self) -> list:
         """[(signature name, inputs dict of numpy arrays)] for the warm-up file."""
@@ -583,36 +722,52 @@ def export_ids_only(saved_model: str, export_dir: str, version: int | None = Non
     vocab = io.join(source, "assets", "vocab.txt")
     if io.exists(vocab):  # for the clients, which tokenize themselves
         root.vocab_file = tf.saved_model.Asset(vocab)
-    final = version_dir(str(export_dir), version)
-    staging = io.make_temporary_dir(str(export_dir), "export")
+    check_export_version_free(str(export_dir), version)
+    staging = staging_dir(str(export_dir))
     try:
         tf.saved_model.save(root, staging,
                             signatures={"serving_default": function, "serve_ids": function})
         if warmup:
             write_warmup_requests(staging, warmup)
-        publish_version(staging, final)
+        return publish_new_version(staging, str(export_dir), version)
     finally:
         io.remove_tree(staging)
-    return final
 
 
 def publish_version(staging: str, final: str) -> None:
-    """Renames a complete staged version directory to its version's name.
+    """Renames a complete staged version directory to its version's name;
+    `FileExistsError` when that name exists (the staging is then as it was).
 
-    Locally one rename, atomic. On a file system with a scheme (`gs://`,
-    `s3://`, `hdfs://`), where `io.rename` moves a directory file by file,
-    `saved_model.pb` is held back and moved last, alone: until the version is
-    complete it has no `saved_model.pb`, so a polling server fails to load it
-    and retries rather than loading part of it (module docstring).
+    Locally one rename, atomic, and exclusive: `rename(2)` onto a directory
+    that is not empty fails, so of two exports racing for one name exactly
+    one gets it. On a file system with a scheme (`gs://`, `s3://`, `hdfs://`),
+    where `io.rename` moves a directory file by file, `saved_model.pb` is held
+    back and moved last, alone: until the version is complete it has no
+    `saved_model.pb`, so a polling server fails to load it and retries rather
+    than loading part of it (module docstring). (There, existence is checked
+    before the move: an object store has no exclusive rename.)
     """
     if io.is_local(staging):
-        io.rename(staging, final)
+        try:
+            io.rename(staging, final)
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):  # taken since io.rename looked
+                raise FileExistsError(final) from None
+            raise
         return
+    if io.exists(final):
+        raise FileExistsError(final)
     graph = io.join(staging, "saved_model.pb")
     held = io.temporary_name(staging.rstrip("/") + ".saved_model.pb")  # hidden, in export_dir
     io.rename(graph, held)
     try:
-        io.rename(staging, final)
+        try:
+            io.rename(staging, final)
+        except FileExistsError:
+            io.rename(held, graph)  # the staging whole again, for another name
+            raise
         io.rename(held, io.join(final, "saved_model.pb"))
     finally:
         io.remove(held)

@@ -20,7 +20,7 @@ cannot disagree (`tests/test_settings.py`).
     GoogleTpuFlags, UnusedTpuFlags: google-research/bert's TPU flags, accepted
 
 This module imports nothing of TensorFlow's: defining the flags, and `--help`,
-stay fast. Checks that need the file system (`tasks.base.check_model_source`)
+stay fast. Checks that need the file system (`model_files.check_model_source`)
 live with the run flow.
 """
 
@@ -68,7 +68,7 @@ def padding_bucket(max_seq_length: int) -> int:
 @dataclasses.dataclass
 class ModelFilesConfig:
     """Where a model comes from: the flags of every command that loads one.
-    `tasks.base.resolve_model_files` reads them; the task and command configs
+    `model_files.resolve_model_files` reads them; the task and command configs
     extend this class. `max_seq_length` is None where a command packs nothing."""
 
     init_checkpoint: str | None = setting(
@@ -144,8 +144,10 @@ class DistributionSettings:
     distribution_strategy: str = setting(
         "one_device", "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).",
         choices=STRATEGIES)
-    num_gpus: int = setting(0, "GPUs to use (0 = CPU). More than TensorFlow sees is refused, "
-                            "never silently run on the CPU.")
+    num_gpus: int | None = setting(
+        None, "GPUs to use (0: the CPU; more than one: MirroredStrategy over them). Default: "
+        "every GPU TensorFlow sees (none: the CPU), said in the log. More than TensorFlow sees "
+        "is refused, never silently run on the CPU.")
     tpu: str | None = setting(None, "TPU name or address for --distribution_strategy=tpu.")
     tpu_zone: str | None = setting(
         None, "The TPU's GCE zone (TPUClusterResolver; default: the VM's own).")
@@ -184,7 +186,7 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
 
     def validate(self) -> None:
         """`UserError` naming the first bad flag. (Whether there is a model to
-        start from needs the run directory: `tasks.base.check_model_source`.)"""
+        start from needs the run directory: `model_files.check_model_source`.)"""
         if not self.output_dir:
             raise UserError("--output_dir is required")
         positive = ["max_seq_length", "train_batch_size", "eval_batch_size",
@@ -216,7 +218,7 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
         if self.learning_rate <= 0:
             raise UserError(f"--learning_rate must be positive, got {self.learning_rate}")
         dtype_policy(self.dtype)
-        if self.num_gpus < 0 or self.num_cpu_devices < 0:
+        if (self.num_gpus or 0) < 0 or self.num_cpu_devices < 0:
             raise UserError("--num_gpus and --num_cpu_devices cannot be negative")
 
     @property

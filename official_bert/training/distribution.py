@@ -32,15 +32,22 @@ def split_cpu(num_devices: int) -> None:
         ) from None
 
 
-def check_gpus(num_gpus: int) -> None:
+def visible_gpus() -> list[str]:
+    """The names of the GPUs TensorFlow sees ("/gpu:0", ...), from the physical
+    devices, so asking does not start TensorFlow's runtime (after which the CPU
+    could not be split, nor collective ops configured for multi-worker runs)."""
+    return [f"/gpu:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
+
+
+def check_gpus(num_gpus: int | None) -> None:
     """`UserError` when `--num_gpus` asks for more GPUs than TensorFlow sees.
 
     Never a silent fall back to the CPU (a run meant for 8 GPUs would crawl
     on one CPU for days): `--num_gpus=0` is how to ask for the CPU.
     """
-    if num_gpus <= 0:
+    if num_gpus is None or num_gpus <= 0:
         return
-    found = len(tf.config.list_physical_devices("GPU"))
+    found = len(visible_gpus())
     if found < num_gpus:
         raise UserError(
             f"--num_gpus={num_gpus}, but TensorFlow sees {found} GPU(s) on this machine"
@@ -49,9 +56,35 @@ def check_gpus(num_gpus: int) -> None:
             "the GPU driver and CUDA installation")
 
 
+def _devices(name: str, num_gpus: int | None, num_cpu_devices: int) -> tuple[str, list[str]]:
+    """(strategy name, GPU names) of "one_device" or "mirrored": the first
+    `num_gpus` GPUs, or when it is None every GPU TensorFlow sees (none when
+    --num_cpu_devices asks for the CPU). More than one GPU makes "one_device"
+    "mirrored". Logs the devices and why, in one line."""
+    if num_gpus is not None:
+        gpus = visible_gpus()[:num_gpus] if num_gpus > 0 else []
+        why = f"--num_gpus={num_gpus}"
+    elif num_cpu_devices:
+        gpus, why = [], f"--num_cpu_devices={num_cpu_devices} asks for the CPU"
+    else:
+        gpus = visible_gpus()
+        why = "TensorFlow sees no GPU" if not gpus else (
+            f"TensorFlow sees {len(gpus)} GPU(s) and --num_gpus is not given; "
+            f"{'--num_gpus=1 uses one, ' if len(gpus) > 1 else ''}--num_gpus=0 the CPU")
+    if len(gpus) > 1:
+        name = "mirrored"
+    if name == "mirrored":
+        where = ("MirroredStrategy over " + ", ".join(gpus) if gpus
+                 else "MirroredStrategy over the logical CPU devices")
+    else:
+        where = f"OneDeviceStrategy on {gpus[0] if gpus else '/cpu:0'}"
+    logging.info("Devices: %s (%s)", where, why)
+    return name, gpus
+
+
 def get_strategy(
     name: str = "one_device",
-    num_gpus: int = 0,
+    num_gpus: int | None = None,
     tpu: str | None = None,
     num_cpu_devices: int = 0,
     tpu_zone: str | None = None,
@@ -61,8 +94,12 @@ def get_strategy(
 
     Args:
         name: one of "one_device", "mirrored", "multi_worker_mirrored", "tpu".
-        num_gpus: GPUs to use (0 = CPU). `mirrored` with 0 GPUs mirrors over
-            the logical CPU devices.
+        num_gpus: GPUs to use (0 = CPU). None: what TensorFlow sees (no GPU:
+            the CPU; one: that GPU; several: all of them), unless
+            `num_cpu_devices` asks for the CPU. More than one GPU is
+            `mirrored` over them, also for "one_device"; the devices are
+            logged. `mirrored` with 0 GPUs mirrors over the logical CPU
+            devices.
         tpu: TPU address or name for "tpu" ("" or "local" for a TPU VM).
         num_cpu_devices: split the CPU into this many logical devices first
             (to test `mirrored` on a CPU-only machine).
@@ -77,13 +114,13 @@ def get_strategy(
     if num_cpu_devices:
         split_cpu(num_cpu_devices)
     check_gpus(num_gpus)
+    if name in ("one_device", "mirrored"):
+        name, gpus = _devices(name, num_gpus, num_cpu_devices)
     if name == "one_device":
-        device = "/gpu:0" if num_gpus > 0 else "/cpu:0"
-        return tf.distribute.OneDeviceStrategy(device)
+        return tf.distribute.OneDeviceStrategy(gpus[0] if gpus else "/cpu:0")
     if name == "mirrored":
-        if num_gpus > 0:
-            devices = [f"/gpu:{i}" for i in range(num_gpus)]
-            return tf.distribute.MirroredStrategy(devices)
+        if gpus:
+            return tf.distribute.MirroredStrategy(gpus)
         devices = [d.name for d in tf.config.list_logical_devices("CPU")]
         # NCCL needs GPUs; on CPU reduce through one device.
         return tf.distribute.MirroredStrategy(

@@ -141,18 +141,17 @@ def export_all(root):
     logits = {k: v.numpy() for k, v in model(window_ids, training=False).items()}
     results = {int(u): (s, e) for u, s, e in zip(arrays["unique_ids"], logits["start_logits"],
                                                   logits["end_logits"])}
-    v1 = squad_postprocessing.postprocess_predictions(examples, features, results,
-                                       n_best_size=SQUAD["n_best_size"],
-                                       max_answer_length=SQUAD["max_answer_length"])
+    v1 = squad_postprocessing.postprocess_predictions(
+        examples, features, results, n_best_size=SQUAD["n_best_size"],
+        max_answer_length=SQUAD["max_answer_length"])
     diffs = sorted(p.score_diff for p in squad_postprocessing.postprocess_predictions(
         examples, features, results, n_best_size=SQUAD["n_best_size"],
         max_answer_length=SQUAD["max_answer_length"], version_2_with_negative=True).values())
     threshold = float((diffs[0] + diffs[1]) / 2)  # the lowest answers, the others do not
-    v2 = squad_postprocessing.postprocess_predictions(examples, features, results,
-                                       n_best_size=SQUAD["n_best_size"],
-                                       max_answer_length=SQUAD["max_answer_length"],
-                                       version_2_with_negative=True,
-                                       null_score_diff_threshold=threshold)
+    v2 = squad_postprocessing.postprocess_predictions(
+        examples, features, results, n_best_size=SQUAD["n_best_size"],
+        max_answer_length=SQUAD["max_answer_length"], version_2_with_negative=True,
+        null_score_diff_threshold=threshold)
     answered = [i for i, c in enumerate(CONTEXTS) if c]  # Python skips an empty context
     for version_2, predictions in ((False, v1), (True, v2)):
         name = "squad_v2" if version_2 else "squad_v1"

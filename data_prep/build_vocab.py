@@ -64,7 +64,7 @@ def count_words(files: Sequence[str], do_lower_case: bool,
     n = 0
     for path in files:
         with io.open_file(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(io.text_lines(f), 1):  # a BOM is dropped
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:

@@ -95,7 +95,7 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
             words.clear(), columns.clear(), numbers.clear()
 
     with io.open_file(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
+        for number, raw in enumerate(io.text_lines(f), start=1):  # a BOM is dropped
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:

@@ -298,7 +298,7 @@ def _rows(path: str, fmt: str):
 
 def _decoded_rows(path: str, fmt: str):
     if fmt == "jsonl":
-        with io.open_file(path, encoding="utf-8-sig") as f:
+        with io.open_file(path) as f:  # a BOM is dropped (io.strip_bom)
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -311,9 +311,9 @@ def _decoded_rows(path: str, fmt: str):
                                           "an object", line=number)
                 yield number, row
         return
-    # "utf-8-sig": MRPC's files start with a byte-order mark.
+    # MRPC's files start with a byte-order mark: `io.open_file` drops it (io.strip_bom).
     csv.field_size_limit(2 ** 31 - 1)  # a long document is a long field, not an error
-    with io.open_file(path, encoding="utf-8-sig", newline="") as f:
+    with io.open_file(path, newline="") as f:
         if fmt == "tsv":
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         else:
@@ -550,19 +550,21 @@ def read_text_lines(lines, pair: bool, name: str) -> List[Tuple[str, Optional[st
     return examples
 
 
-def iter_text_lines(lines, pair: bool, name: str):
+def iter_text_lines(lines, pair: bool, name: str, first_line: int = 1):
     """`read_text_lines` one example at a time, as the lines come (a pipe is
-    answered line by line); nothing is raised for an input without text."""
-    for number, line in enumerate(lines, 1):
+    answered line by line); nothing is raised for an input without text.
+    `first_line`: the number of the first of `lines` (a caller that passes its
+    lines one at a time); line 1 loses a byte-order mark (`io.strip_bom`)."""
+    if first_line == 1:
+        lines = io.text_lines(lines)
+    for number, line in enumerate(lines, first_line):
         if isinstance(line, bytes):
             try:
-                line = line.decode("utf-8-sig" if number == 1 else "utf-8")
+                line = line.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise BadFileError(name, f"is not UTF-8 ({e.reason} at byte {e.start} of the "
                                    "line)", line=number, fix="convert the text to UTF-8"
                                    ) from None
-        if number == 1:
-            line = line.lstrip("\ufeff")  # a byte-order mark
         line = line.rstrip("\r\n")
         if not line.strip():
             continue

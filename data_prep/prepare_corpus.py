@@ -98,21 +98,24 @@ def expand_inputs(patterns: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def decode_text(raw: bytes, path: str, fallback_encoding: str | None) -> tuple[str, str]:
-    """Bytes → (text, encoding used). UTF-8 first, then `fallback_encoding`."""
+    """Bytes → (text, encoding used). UTF-8 first, then `fallback_encoding`; a
+    byte-order mark at the start is dropped first, whichever decodes (`io.strip_bom`)."""
+    text = io.strip_bom(raw)
     try:
-        return raw.decode("utf-8-sig"), "utf-8"
+        return text.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as e:
         if not fallback_encoding:
-            line = raw.count(b"\n", 0, e.start) + 1
+            start = e.start + len(raw) - len(text)  # in the file, the BOM counted
+            line = raw.count(b"\n", 0, start) + 1
             raise BadFileError(
-                path, f"is not UTF-8 ({e.reason} at byte {e.start})", line=line,
+                path, f"is not UTF-8 ({e.reason} at byte {start})", line=line,
                 fix="set --fallback_encoding (e.g. cp1252) to decode such files"
             ) from None
     try:
-        return raw.decode(fallback_encoding), fallback_encoding
+        return text.decode(fallback_encoding), fallback_encoding
     except UnicodeDecodeError:
         # cp1252 leaves 5 bytes undefined; latin-1 decodes any byte.
-        return raw.decode("latin-1"), "latin-1"
+        return text.decode("latin-1"), "latin-1"
 
 
 # --------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def count_documents(files: Sequence[str], limit: int) -> int:
     for path in files:
         has_content = False
         with io.open_file(path, "rb") as f:
-            for raw in f:
+            for raw in io.text_lines(f):  # a BOM is dropped
                 if _is_blank(raw):
                     if has_content:
                         count += 1
@@ -114,7 +114,7 @@ def read_documents(files: Sequence[str], worker: int, num_workers: int,
         raw_lines: list[bytes] = []
         first_lineno = n_bytes = 0
         with io.open_file(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(io.text_lines(f), 1):  # a BOM is dropped
                 if _is_blank(raw):
                     if raw_lines:
                         found = finish(path, first_lineno, raw_lines, n_bytes)

@@ -55,7 +55,7 @@ def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
 
 def _read_swag(path: str, require_label: bool) -> List[SwagExample]:
     csv.field_size_limit(2 ** 31 - 1)  # a long text is a long field, not an error
-    with io.open_file(path, encoding="utf-8-sig", newline="") as f:
+    with io.open_file(path, newline="") as f:  # a BOM is dropped (io.strip_bom)
         reader = csv.reader(f)
         try:
             header = next(reader)

@@ -18,7 +18,11 @@ Every file the project writes goes through here, so that:
   is a copy and a delete, so there a reader can see a file appear late, never a
   partial one. `ram://` lives in one process only (`is_process_local`);
 * a user's file that is not UTF-8 is reported with the line of its first bad
-  byte (`read_text`, `not_utf8`).
+  byte (`read_text`, `not_utf8`);
+* a UTF-8 byte-order mark at the very start of a text file is an encoding mark,
+  not content: every text reader drops it (`strip_bom`: `read_text`,
+  `open_file` in a text read mode, `text_lines` for readers that decode line by
+  line); one anywhere else is a character of its line and stays.
 
 Two modules build on this one: `file_sets` (the files of one output published
 together with a manifest, and the flag patterns that name data files:
@@ -186,9 +190,13 @@ def size(path: str) -> int:
 
 def open_file(path: str, mode: str = "r", encoding: str = "utf-8", newline: str | None = None):
     """`open` for local paths; for the others a `tf.io.gfile.GFile` behind Python's
-    own buffering and text decoding, so that `encoding` (e.g. "utf-8-sig") and
-    `newline` mean what they mean to `open` (GFile's own line reading drops the
-    "\\r" of "\\r\\n"). Modes "r", "rb", "w", "wb", "a", "ab"."""
+    own buffering and text decoding, so that `encoding` and `newline` mean what
+    they mean to `open` (GFile's own line reading drops the "\\r" of "\\r\\n").
+    Modes "r", "rb", "w", "wb", "a", "ab". Read as UTF-8 text, a byte-order mark
+    at the start of the file is dropped (`strip_bom`'s rule, decoded as Python's
+    "utf-8-sig"); binary modes give the bytes as they are."""
+    if mode.startswith("r") and "b" not in mode and _is_utf8(encoding):
+        encoding = "utf-8-sig"  # the BOM rule (`strip_bom`) for text read as it is decoded
     text = {} if "b" in mode else {"encoding": encoding, "newline": newline}
     if is_local(path):
         return open(local_path(path), mode, **text)
@@ -241,13 +249,51 @@ class _GFileStream(_pyio.RawIOBase):
 
 # === Reading ===
 
+# A UTF-8 byte-order mark, as bytes and as the character it decodes to.
+BOM = codecs.BOM_UTF8
+BOM_CHAR = "\ufeff"
+
+
+def strip_bom(data):
+    """`data` (the start of a text file: bytes or str) without a UTF-8
+    byte-order mark at its very start.
+
+    The one rule of every reader of a user's text file (vocabularies, CoNLL,
+    GLUE and SWAG tables, SQuAD JSON, corpora, label lists, the text to predict
+    or embed): a BOM at the start of the file is how an editor marked the
+    encoding, not content, as Python's "utf-8-sig" reads it. Only one is
+    dropped, and only there: a BOM anywhere else is a character of its line.
+    `read_text`, `open_file` (text read modes) and `text_lines` apply it.
+    """
+    mark = BOM if isinstance(data, (bytes, bytearray)) else BOM_CHAR
+    return data[len(mark):] if data[:len(mark)] == mark else data
+
+
+def text_lines(lines):
+    """The lines of a text file as a reader iterates them (bytes or str), the
+    first one through `strip_bom`: for readers that decode line by line (to
+    name the line that is not UTF-8). Items that are not lines (a reader's own
+    markers) pass through, and the first line is the first bytes or str."""
+    lines = iter(lines)
+    for line in lines:
+        if isinstance(line, (bytes, bytearray, str)):
+            yield strip_bom(line)
+            break
+        yield line
+    yield from lines
+
+
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name in ("utf-8", "utf-8-sig")
+
 
 def read_text(path: str) -> str:
-    """The whole file as UTF-8 text; `BadFileError` naming the line of a bad byte."""
+    """The whole file as UTF-8 text, without a byte-order mark at its start
+    (`strip_bom`); `BadFileError` naming the line of a bad byte."""
     with open_file(path, "rb") as f:
         data = f.read()
     try:
-        return data.decode("utf-8")
+        return strip_bom(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise not_utf8_error(path, e.reason, where=f"at byte {e.start}", line=line) from None
@@ -301,7 +347,8 @@ def _first_bad_utf8(path: str) -> tuple[str, str, int] | None:
 
 def read_json(path: str, error: type[BadFileError] = BadFileError, *, what: str = "a JSON file",
               missing_fix: str = "check the file name", directory_fix: str | None = None):
-    """The parsed JSON value of `path` (a UTF-8 file, a byte-order mark allowed).
+    """The parsed JSON value of `path` (a UTF-8 file; a byte-order mark at its
+    start is dropped, `strip_bom`).
 
     Every way the file can be wrong is an `error` (a `BadFileError` type)
     naming it: missing, a directory, not UTF-8 (with the line), not JSON
@@ -312,7 +359,7 @@ def read_json(path: str, error: type[BadFileError] = BadFileError, *, what: str 
     if isdir(path):
         raise error(path, f"is a directory, not {what}", fix=directory_fix)
     try:
-        with open_file(path, encoding="utf-8-sig") as f:
+        with open_file(path) as f:
             return json.load(f)
     except json.JSONDecodeError as e:
         raise error(path, f"is not valid JSON ({e.msg} at column {e.colno})",

@@ -35,7 +35,7 @@ DRIVER = r"""
 import json, os, signal, sys, time, types
 
 sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
-mode, export_dir, barrier, now, seed = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+mode, export_dir, barrier, now, seed = sys.argv[2:7]
 
 import numpy as np
 import tensorflow as tf
@@ -65,8 +65,9 @@ encoder = random_encoder(int(seed))
 ids = {"input_word_ids": np.asarray([[2, 7, 9, 3]], np.int32),
        "input_mask": np.ones([1, 4], np.int32), "input_type_ids": np.zeros([1, 4], np.int32)}
 path = encoder_serving.export_encoder(encoder, VOCAB, True, SEQ, export_dir)
+pooled = encoder(ids, training=False)["pooled_output"].numpy().tolist()
 print("JSON", json.dumps({"path": path, "ids": {k: v.tolist() for k, v in ids.items()},
-                          "pooled": encoder(ids, training=False)["pooled_output"].numpy().tolist()}))
+                          "pooled": pooled}))
 """
 
 

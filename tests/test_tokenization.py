@@ -126,10 +126,10 @@ def test_bytes_input_and_ids(uncased):
 
 
 def test_load_vocab_ids_are_line_numbers(tmp_path):
-    path = write_vocab(tmp_path / "v.txt", ["[UNK]", "x ", "y", "x"], newline="\r\n")
-    assert tokenization.load_vocab_list(path) == ["[UNK]", "x", "y", "x"]
-    # A repeated token keeps its last line, as in Google's code.
-    assert dict(tokenization.load_vocab(path)) == {"[UNK]": 0, "x": 3, "y": 2}
+    path = write_vocab(tmp_path / "v.txt", ["[UNK]", "x ", "y", "z"], newline="\r\n")
+    assert tokenization.load_vocab_list(path) == ["[UNK]", "x", "y", "z"]
+    assert dict(tokenization.load_vocab(path)) == {"[UNK]": 0, "x": 1, "y": 2, "z": 3}
+    # A token listed twice is refused (tests/test_bom_and_vocab.py).
 
 
 def test_missing_vocab_is_a_clear_error(tmp_path):

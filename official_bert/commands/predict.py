@@ -222,18 +222,9 @@ def _numbered(lines):
 
 
 def _one_line(glue, line: bytes, number: int, pair: bool, name: str):
-    """The example of input line `number` (none for a blank line); errors name the line."""
-    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-        line = line[3:]  # a byte-order mark
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadFileError(name, f"is not UTF-8 ({e.reason} at byte {e.start} of the line)",
-                           line=number, fix="convert the text to UTF-8") from None
-    try:
-        return list(glue.iter_text_lines([text], pair, name))
-    except BadFileError as e:  # numbered 1 by iter_text_lines: give the real line
-        raise BadFileError(name, e.problem, line=number, fix=e.fix) from None
+    """The example of input line `number` (none for a blank line); errors name the
+    line. Line 1 loses a byte-order mark there (`io.strip_bom`)."""
+    return list(glue.iter_text_lines([line], pair, name, first_line=number))
 
 
 def entry(argv=None):

@@ -432,35 +432,43 @@ class SquadServingModule(ExportModule):
     def _byte_span(self, doc, g_start, g_end):
         """The context bytes from the first character of WordPiece `g_start` to
         the last of `g_end`; whole words where google's get_final_text gives up
-        (a word changed length when tokenized, or the span has an [UNK])."""
-        safe_piece_word = tf.concat([doc.piece_word, [0]], 0)
-        w_start = tf.gather(safe_piece_word, g_start)
-        w_end = tf.gather(safe_piece_word, g_end)
-        bad_word = tf.cumsum(tf.cast(tf.logical_not(doc.word_aligned), tf.int64))
-        bad_word = tf.concat([[0], bad_word], 0)
-        unk = tf.cumsum(tf.cast(tf.equal(doc.word_ids.flat_values, self.unk_id), tf.int64))
-        unk = tf.concat([[0], unk], 0)
-        whole = ((tf.gather(bad_word, w_end + 1) - tf.gather(bad_word, w_start)) > 0) | (
-            (tf.gather(unk, g_end + 1) - tf.gather(unk, g_start)) > 0)
-        flat_words_safe = tf.concat([doc.flat_words, [""]], 0)
-        flat_begin = tf.concat([doc.word_begin.flat_values, [0]], 0)
-        flat_end = tf.concat([doc.word_end.flat_values, [0]], 0)
-        pb = tf.concat([doc.piece_begin, [0]], 0)
-        pe = tf.concat([doc.piece_end, [0]], 0)
+        (a word changed length when tokenized, or the span has an [UNK]).
+
+        Every lookup into the batch's flat word and piece tables goes through
+        `at`: an example without a legal span (found=False, its answer then
+        replaced by "") points at piece 0, which a batch whose contexts are all
+        empty or white space (no word), or hold no WordPiece (only characters
+        the tokenizer drops), does not have. `at` reads a neutral value past a
+        table's end instead of failing (CPU) or reading zeros (GPU)."""
+
+        def at(table, index, past_end):
+            size = tf.shape(table, out_type=tf.int64)[0]
+            padded = tf.concat([table, tf.fill([1], tf.constant(past_end, table.dtype))], 0)
+            return tf.gather(padded, tf.minimum(index, size))
+
+        w_start = at(doc.piece_word, g_start, 0)
+        w_end = at(doc.piece_word, g_end, 0)
+        # Changed words and [UNK] pieces before each word / piece (one more at the end).
+        bad_word = tf.concat([[0], tf.cumsum(tf.cast(tf.logical_not(doc.word_aligned),
+                                                     tf.int64))], 0)
+        unk = tf.concat([[0], tf.cumsum(tf.cast(tf.equal(doc.word_ids.flat_values,
+                                                         self.unk_id), tf.int64))], 0)
+        whole = ((at(bad_word, w_end + 1, 0) - at(bad_word, w_start, 0)) > 0) | (
+            (at(unk, g_end + 1, 0) - at(unk, g_start, 0)) > 0)
+        begin = doc.word_begin.flat_values
 
         def byte_in_word(word, chars):
             return tf.cast(tf.strings.length(
                 tf.strings.substr(word, tf.zeros_like(chars), chars, unit="UTF8_CHAR")), tf.int64)
 
-        start_byte = tf.gather(flat_begin, w_start) + tf.where(
+        start_byte = at(begin, w_start, 0) + tf.where(
             whole, tf.zeros_like(w_start),
-            byte_in_word(tf.gather(flat_words_safe, w_start), tf.gather(pb, g_start)))
+            byte_in_word(at(doc.flat_words, w_start, ""), at(doc.piece_begin, g_start, 0)))
         end_byte = tf.where(
-            whole, tf.gather(flat_end, w_end),
-            tf.gather(flat_begin, w_end)
-            + byte_in_word(tf.gather(flat_words_safe, w_end), tf.gather(pe, g_end)))
+            whole, at(doc.word_end.flat_values, w_end, 0),
+            at(begin, w_end, 0)
+            + byte_in_word(at(doc.flat_words, w_end, ""), at(doc.piece_end, g_end, 0)))
         return start_byte, end_byte
-
 
 def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length=384,
                        doc_stride=128, max_query_length=64, n_best_size=20,

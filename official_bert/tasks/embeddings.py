@@ -89,9 +89,10 @@ def run(config: EmbedConfig) -> dict:
 
 def _lines(input_file):
     """(line number, text) of each line, streaming; `BadFileError` naming the
-    first line that is not UTF-8. Lines end at "\\n" (a "\\r" before it is dropped)."""
+    first line that is not UTF-8. Lines end at "\\n" (a "\\r" before it is dropped); a
+    byte-order mark at the start of the file is dropped (`io.text_lines`)."""
     with io.open_file(input_file, "rb") as f:
-        for number, raw in enumerate(f, 1):
+        for number, raw in enumerate(io.text_lines(f), 1):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:

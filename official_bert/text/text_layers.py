@@ -228,7 +228,7 @@ class BertTokenizerLayer(keras.layers.Layer):
         self.max_input_chars_per_word = int(max_input_chars_per_word)
         self.unknown_token = unknown_token
         self.suffix_indicator = suffix_indicator
-        # Same mapping as load_vocab: the last line of a repeated token wins.
+        # Same mapping as load_vocab (a token listed twice is refused there).
         self.token_to_id = dict(tokenization.vocab_from_list(self._vocab))
         if unknown_token not in self.token_to_id:
             raise tokenization.VocabError(

@@ -167,12 +167,16 @@ def load_vocab_list(vocab_file) -> List[str]:
     """Reads a vocabulary file into its list of tokens, in line order.
 
     Surrounding whitespace is stripped from each line (as in Google's code);
-    the id of a token is its line number, counted from 0. Paths with a scheme
+    the id of a token is its line number, counted from 0. A byte-order mark at
+    the start of the file is not part of the first token (`io.read_text`). A
+    blank line is the empty token, keeping its id (no word is ever looked up as
+    it). Every path that reads a vocabulary comes here: the model's files, the
+    in-graph tokenizer's asset, the data tools. Paths with a scheme
     (`gs://...`, `ram://...`) are read through `tf.io.gfile` (`official_bert.io`).
 
     Raises:
         VocabFileNotFoundError: the file does not exist.
-        VocabError: the file holds no token.
+        VocabError: the file holds no token, or a token twice (`check_unique`).
         official_bert.errors.BadFileError: the file is not UTF-8 (its line named).
     """
     vocab_file = os.fspath(vocab_file)
@@ -188,24 +192,51 @@ def load_vocab_list(vocab_file) -> List[str]:
     if not lines:
         raise VocabError(vocab_file, "holds no token (it is empty)",
                          fix="use the vocab.txt the checkpoint was trained with")
-    return [line.strip() for line in lines]
+    tokens = [line.strip() for line in lines]
+    check_unique(tokens, vocab_file)
+    return tokens
 
 
 def load_vocab(vocab_file) -> "collections.OrderedDict[str, int]":
     """Loads a vocabulary file (one token per line) into an OrderedDict.
 
-    Maps each token to its line number (see `load_vocab_list`); a token on
-    several lines keeps the last one, as in Google's code.
+    Maps each token to its line number (see `load_vocab_list`).
     """
     return vocab_from_list(load_vocab_list(vocab_file))
 
 
 def vocab_from_list(tokens: Iterable[str]) -> "collections.OrderedDict[str, int]":
-    """Maps tokens to their positions (the last one for a repeated token)."""
-    vocab = collections.OrderedDict()
+    """Maps tokens to their positions; `VocabError` for a token listed twice
+    (`check_unique`)."""
+    tokens = list(tokens)
+    check_unique(tokens)
+    return collections.OrderedDict((token, index) for index, token in enumerate(tokens))
+
+
+def check_unique(tokens: Sequence[str], vocab_file=None) -> None:
+    """`VocabError` when a token appears twice: the vocabulary would give it two
+    ids, and a lookup silently takes one (Google's code: the later line).
+
+    Names the token and both places: the lines of `vocab_file` when the tokens
+    were read from it, else the ids. Empty tokens (blank lines) may repeat: no
+    word is ever looked up as the empty token, so their ids stay as they are.
+    Google's and Hugging Face's vocabularies list every token once (the
+    `[unusedN]` slots are all distinct).
+    """
+    first: dict = {}
     for index, token in enumerate(tokens):
-        vocab[token] = index
-    return vocab
+        if not token:
+            continue
+        seen = first.setdefault(token, index)
+        if seen == index:
+            continue
+        fix = ("delete one of them: a vocabulary lists each token once (use the vocab.txt the "
+               "checkpoint was trained with)")
+        if vocab_file is None:
+            raise VocabError(f"The vocabulary has the token {token!r} twice, at ids {seen} and "
+                             f"{index}; {fix}")
+        raise VocabError(os.fspath(vocab_file), f"has the token {token!r} twice, on lines "
+                         f"{seen + 1} and {index + 1}", fix=fix)
 
 
 def _missing_vocab_fix() -> str:

@@ -33,7 +33,9 @@ class Case:
     names: one of these must be in the error line (the file, the flag).
     outputs: paths in the world that must not exist after the error.
     after: a follow-up after a clean error, (ctx, case) -> (ok, why): a rerun
-        without the fault must succeed or resume (else the outcome is "data lost").
+        without the fault must succeed or resume (else the outcome is "data lost");
+        after a control that ran through, a check of its result (else "silent
+        wrong result"), e.g. `setups.same_as_without_bom`.
     command: the table's name of the command (set from the case's module).
     """
 

@@ -71,11 +71,11 @@ def run_case(world_root: pathlib.Path, scratch: pathlib.Path, index: int, case: 
     inputs_changed, partial = _damage(case, root, outputs, before, kit.snapshot(root), result)
     outcome, why = kit.classify(result, case.expect_error, names=case.names,
                                 inputs_changed=inputs_changed, partial_outputs=partial)
-    if case.after and outcome == kit.CLEAN:
+    if case.after and outcome in (kit.CLEAN, kit.OK):
         ok, note = case.after(ctx, case)
-        why = f"{why} — {note}"
-        if not ok:
-            outcome = kit.LOST
+        why = f"{why} — {note}" if why else note
+        if not ok:  # a bad input's rerun lost data; a control's result was wrong
+            outcome = kit.LOST if outcome == kit.CLEAN else kit.SILENT
     return dict(case=case, outcome=outcome, why=kit.strip_paths(why, root),
                 seconds=time.time() - start)
 

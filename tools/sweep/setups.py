@@ -260,3 +260,66 @@ def resumes_after_delete(c: Ctx, case) -> tuple:
     ok = result.returncode == 0 and "Resumed from" in result.stderr and "ckpt-2" in result.stderr
     return ok, "deleted ckpt-4 as told, reran: " + (
         "resumed from ckpt-2" if ok else _last_line(result))
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def with_bom(path, content):
+    """Writes `content` (str as UTF-8, or bytes) to the world's `path`, a UTF-8
+    byte-order mark first."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return text(path, BOM + data)
+
+
+def add_bom(path):
+    """The world's `path` as it is, a UTF-8 byte-order mark first."""
+    return lambda c: kit.write(c.p(path), BOM + pathlib.Path(c.p(path)).read_bytes())
+
+
+def same_as_without_bom(*inputs, outputs=(), fresh=(), stdout=False):
+    """A control's follow-up: what the command made of `inputs` (world paths that
+    start with a byte-order mark) is what it makes of them without it.
+
+    `outputs`: world paths compared byte for byte with those of a rerun on the
+    inputs without their BOM (none of them may start with a BOM); `fresh`: world
+    paths cleared before that rerun (a directory emptied: the run directory; a
+    file removed: an output that must not exist); `stdout`: the command is run
+    with the BOM and without it, and its standard outputs are compared."""
+    def follow(c: Ctx, case) -> tuple:
+        def run_it():
+            return kit.run(kit.command(*c.resolve(case.argv)), stdin=case.stdin,
+                           timeout=case.timeout)
+
+        first = run_it() if stdout else None
+        made = {o: pathlib.Path(c.p(o)).read_bytes() for o in outputs
+                if os.path.exists(c.p(o))}
+        missing = sorted(set(outputs) - set(made))
+        if missing:
+            return False, f"the run with a BOM left no {', '.join(missing)}"
+        for path in inputs:
+            data = pathlib.Path(c.p(path)).read_bytes()
+            if not data.startswith(BOM):
+                return False, f"{path} does not start with a BOM (a broken case)"
+            kit.write(c.p(path), data[len(BOM):])
+        for path in fresh:  # a directory is emptied, a file removed
+            target = pathlib.Path(c.p(path))
+            if target.is_dir():
+                shutil.rmtree(target)
+                target.mkdir()
+            else:
+                target.unlink(missing_ok=True)
+        second = run_it()
+        if second.returncode != 0:
+            return False, "the run without the BOM failed: " + _last_line(second)
+        differ = [o for o in outputs if pathlib.Path(c.p(o)).read_bytes() != made[o]]
+        if stdout and first.stdout != second.stdout:
+            differ.append("the standard output")
+        if differ:
+            return False, f"with a BOM, {', '.join(differ)} differ from the BOM-less run's"
+        kept = [o for o in outputs if made[o].startswith(BOM)]
+        if kept:
+            return False, f"the BOM was copied into {', '.join(kept)}"
+        what = ", ".join([*outputs, *(["standard output"] if stdout else [])])
+        return True, f"{what}: the same as without the BOM"
+    return follow

@@ -3,7 +3,7 @@ corpus."""
 
 from ..argv import vocab
 from ..case import Case, at
-from ..setups import GEN, binary, text
+from ..setups import GEN, add_bom, binary, same_as_without_bom, text
 
 COMMAND = "build-vocab"
 
@@ -28,4 +28,8 @@ CASES = [
     Case("output directory missing", vocab(output=at("no", "v.txt")),
          names=["no/v.txt", "/no"]),
     Case("output is a directory", vocab(output=at("glue")), names=["glue"]),
+    # Issue 36: a byte-order mark is not content.
+    Case("corpus with a BOM: the BOM-less vocabulary", vocab(),
+         setup=(add_bom("corpus.txt"), GEN), control=True,
+         after=same_as_without_bom("corpus.txt", outputs=OUT, fresh=["gen"])),
 ]

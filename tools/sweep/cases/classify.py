@@ -4,8 +4,8 @@ from tests.support import fault_kit as kit
 
 from ..argv import classify
 from ..case import Case, at
-from ..setups import (binary, config, hf_checkpoint, mkdir, remove, text, truncate,
-                      vocab_without)
+from ..setups import (add_bom, binary, config, hf_checkpoint, mkdir, remove,
+                      same_as_without_bom, text, truncate, vocab_without)
 
 COMMAND = "classify"
 
@@ -100,4 +100,20 @@ CASES = [
          names=["serving_dtype"], outputs=OUT),
     Case("--serving_dtype=bfloat16 without --export_dir", classify("--serving_dtype=bfloat16"),
          names=["--serving_dtype"], outputs=OUT),
+    # Issue 36: a vocabulary lists each token once; a byte-order mark is not content.
+    Case("vocab with a token listed twice", classify(),
+         setup=text("ckpt/vocab.txt", "\n".join(kit.VOCAB[:-1] + ["movie"]) + "\n"),
+         names=["vocab.txt has the token 'movie' twice"], outputs=OUT),
+    Case("--vocab_file with a token listed twice", classify(f"--vocab_file={at('dup.txt')}"),
+         setup=text("dup.txt", "\n".join(kit.VOCAB[:-1] + ["[PAD]"]) + "\n"),
+         names=[f"dup.txt has the token '[PAD]' twice, on lines 1 and {len(kit.VOCAB)}"],
+         outputs=OUT),
+    Case("vocab with a BOM: the BOM-less results", classify(modes=EVAL),
+         setup=add_bom("ckpt/vocab.txt"), control=True,
+         after=same_as_without_bom("ckpt/vocab.txt", outputs=["out/eval_results.txt"],
+                                   fresh=["out"])),
+    Case("train.tsv and dev.tsv with a BOM: the BOM-less results", classify(modes=EVAL),
+         setup=(add_bom("glue/train.tsv"), add_bom("glue/dev.tsv")), control=True,
+         after=same_as_without_bom("glue/train.tsv", "glue/dev.tsv",
+                                   outputs=["out/eval_results.txt"], fresh=["out"])),
 ]

@@ -1,10 +1,13 @@
 """create_pretraining_data.py (official_bert.commands.create_pretraining_data): a corpus to
 TFRecords, and the sets of files it writes as pre-training reads them."""
 
-from ..argv import cpd, pretrain
+from tests.support import fault_kit as kit
+
+from ..argv import cpd, pretrain, vocab
 from ..case import Case, at
-from ..setups import (GEN, binary, killed_generation, not_utf8_corpus, remove, rerun_succeeds,
-                      set_of_three, text, vocab_without, without_last_record)
+from ..setups import (GEN, add_bom, binary, killed_generation, not_utf8_corpus, remove,
+                      rerun_succeeds, same_as_without_bom, set_of_three, text, vocab_without,
+                      without_last_record)
 
 COMMAND = "create-pretraining-data"
 
@@ -14,6 +17,21 @@ FLAGS = ("--max_seq_length=4", "--masked_lm_prob=0", "--masked_lm_prob=1.5", "--
          "--max_predictions_per_seq=0", "--short_seq_prob=2")
 NGRAMS = ("--max_ngram_size=0", "--max_ngram_size=-2", "--max_ngram_size=1000000")
 NEXT_SENTENCE_FLAGS = ("--short_seq_prob=0.5", "--random_next_pool_size=100")
+
+
+
+def built_vocab(path, repeat=None):
+    """A setup: `bert build-vocab` on the corpus writes the world's `path`; `repeat`: a
+    token of it appended once more (a user's edit of the output given back)."""
+    def setup(c):
+        result = kit.run(kit.command(*c.resolve(vocab(output=at(path)))))
+        if result.returncode:
+            raise RuntimeError("build-vocab failed: " + result.stderr[-300:])
+        if repeat is not None:
+            with open(c.p(path), "a", encoding="utf-8") as f:
+                f.write(repeat + "\n")
+    return setup
+
 
 CASES = [
     Case("good input", cpd(), setup=GEN, control=True),
@@ -77,4 +95,14 @@ CASES = [
            cpd("--packing=full_sentences", flag), setup=GEN, names=[flag.split("=")[0]],
            outputs=OUT)
       for flag in NEXT_SENTENCE_FLAGS],
+    # Issue 36: a vocabulary lists each token once; a byte-order mark is not content.
+    Case("--vocab_file: build-vocab's output given back", cpd(vocab=at("gen", "built.txt")),
+         setup=(GEN, built_vocab("gen/built.txt")), control=True),
+    Case("--vocab_file: build-vocab's output with a token added twice",
+         cpd(vocab=at("gen", "built.txt")), setup=(GEN, built_vocab("gen/built.txt", "[MASK]")),
+         names=["built.txt has the token '[MASK]' twice"], outputs=OUT),
+    Case("vocab and corpus with a BOM: the BOM-less records", cpd(),
+         setup=(GEN, add_bom("vocab.txt"), add_bom("corpus.txt")), control=True,
+         after=same_as_without_bom("vocab.txt", "corpus.txt", outputs=["gen/out.tfrecord"],
+                                   fresh=["gen"])),
 ]

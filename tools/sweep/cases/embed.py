@@ -2,7 +2,7 @@
 
 from ..argv import embed
 from ..case import Case, at
-from ..setups import GEN, text
+from ..setups import GEN, same_as_without_bom, text, with_bom
 
 COMMAND = "embed"
 
@@ -28,4 +28,8 @@ CASES = [
          outputs=OUT),
     Case("--max_seq_length past the model's positions", embed("--max_seq_length=4096"),
          setup=GEN, names=["--max_seq_length"], outputs=OUT),
+    # Issue 36: a byte-order mark is not content.
+    Case("input with a BOM: the BOM-less vectors", embed(input_file=at("bom.txt")),
+         setup=(with_bom("bom.txt", "a good movie\nthe film is awful\n"), GEN), control=True,
+         after=same_as_without_bom("bom.txt", outputs=OUT, fresh=["gen"])),
 ]

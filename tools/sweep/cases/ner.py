@@ -1,8 +1,10 @@
 """run_ner.py: CoNLL files and flags."""
 
+from tests.support import fault_kit as kit
+
 from ..argv import ner
 from ..case import Case, at
-from ..setups import binary, text
+from ..setups import add_bom, binary, same_as_without_bom, text, with_bom
 
 COMMAND = "ner"
 
@@ -23,4 +25,12 @@ CASES = [
     Case("binary file", ner(), setup=binary("conll/train.txt"), names=["train.txt"],
          outputs=OUT),
     Case("--window_stride=0", ner("--window_stride=0"), names=["--window_stride"], outputs=OUT),
+    # Issue 36: a byte-order mark is not content (it was copied into the predictions).
+    Case("CoNLL files with a BOM: the BOM-less predictions",
+         ner("--do_predict", f"--predict_file={at('conll', 'test.txt')}"),
+         setup=(add_bom("conll/train.txt"),
+                with_bom("conll/test.txt", "-DOCSTART- -X- O O\n\n" + kit.conll_text(2))),
+         control=True,
+         after=same_as_without_bom("conll/train.txt", "conll/test.txt",
+                                   outputs=["out/test_predictions.conll"], fresh=["out"])),
 ]

@@ -2,7 +2,8 @@
 
 from ..argv import predict
 from ..case import Case, at
-from ..setups import binary, mkdir, remove_from_export, text, truncate_in_export
+from ..setups import (binary, mkdir, remove_from_export, same_as_without_bom, text,
+                      truncate_in_export, with_bom)
 
 COMMAND = "predict"
 
@@ -38,4 +39,8 @@ CASES = [
     Case("--batch_size=0", predict("--batch_size=0"), names=["--batch_size"]),
     Case("one 1 MB line", predict(input_file=at("long.txt")),
          setup=text("long.txt", "good " * 200_000 + "\n"), control=True),
+    # Issue 36: a byte-order mark is not content (line 1 only: one inside the file stays).
+    Case("input with a BOM: the BOM-less answers", predict(input_file=at("bom.txt")),
+         setup=with_bom("bom.txt", "a good movie\nthe film is awful\n"), control=True,
+         after=same_as_without_bom("bom.txt", stdout=True)),
 ]

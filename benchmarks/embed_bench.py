@@ -37,6 +37,7 @@ import tempfile
 import time
 
 from absl import app, flags
+from official_bert.tasks.configs import RunConfig
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -111,12 +112,12 @@ def _run_one(name, path, workdir):
     pooling, writing) timed apart, as the commands run them."""
     common.set_threads(FLAGS.threads)
     from official_bert import checkpoints, io, model_files
-    from official_bert.tasks import base, embeddings, features
+    from official_bert.tasks import embeddings, features
 
     output = os.path.join(workdir, name)
     start = time.time()
     encoder, checkpoint = checkpoints.load_encoder(_model_dir())
-    files = model_files.resolve_model_files(base.RunConfig(
+    files = model_files.resolve_model_files(RunConfig(
         output_dir=workdir, init_checkpoint=_model_dir(), max_seq_length=FLAGS.max_seq_length))
     tokenizer = files.tokenizer()
     loaded = time.time()

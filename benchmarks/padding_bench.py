@@ -43,6 +43,7 @@ import tempfile
 import time
 
 from absl import app, flags
+from official_bert.tasks.configs import RunConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -105,7 +106,7 @@ class Pipeline:
         import keras
         import numpy as np
 
-        from official_bert.tasks import base, pretraining
+        from official_bert.tasks import pretraining
         from official_bert.text import tokenization
         from official_bert.training import distribution, input_pipeline
         from official_bert.training import trainer as training
@@ -128,7 +129,7 @@ class Pipeline:
             self.counts.append((mask.size, int(mask.sum()), int(mask.sum()) - special))
 
         keras.utils.set_random_seed(0)
-        task = pretraining.PretrainingTask(run_config=base.RunConfig(),
+        task = pretraining.PretrainingTask(run_config=RunConfig(),
                                            bert_config=_bert_config(len(ids)))
         task.next_sentence = next_sentence
         self.trainer = training.Trainer(

@@ -31,6 +31,7 @@ import sys
 import tempfile
 
 from absl import app, flags
+from official_bert.tasks.configs import RunConfig
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from benchmarks import common  # noqa: E402
@@ -100,13 +101,13 @@ def time_ours(config, features, jit_compile):
     import keras
     import tensorflow as tf
 
-    from official_bert.tasks import base, pretraining
+    from official_bert.tasks import pretraining
     from official_bert.training import distribution
     from official_bert.training import trainer as training
 
     policy = None if FLAGS.dtype == "float32" else common.policy_name(FLAGS.dtype)
     keras.utils.set_random_seed(0)
-    task = (pretraining.PretrainingTask(run_config=base.RunConfig(dtype=FLAGS.dtype),
+    task = (pretraining.PretrainingTask(run_config=RunConfig(dtype=FLAGS.dtype),
                                         bert_config=config)
             if FLAGS.task == "pretraining" else ClassifierTask(config, policy))
     run_config = training.TrainingConfig(

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from official_bert.errors import UserError
 from official_bert.tasks import base, evaluation
+from official_bert.tasks.configs import RunConfig
 from test_run_classifier import (DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, run,
                                  write_sst2)
 
@@ -48,7 +49,7 @@ class _Trainer:
 
 def _best(tmp_path, values, patience=None, metric="eval_accuracy"):
     model = _Model()
-    config = base.RunConfig(output_dir=str(tmp_path), eval_every_steps=10,
+    config = RunConfig(output_dir=str(tmp_path), eval_every_steps=10,
                             keep_best_metric=metric, early_stopping_patience=patience)
     trainer = _Trainer(model)
     return evaluation.BestCheckpoint(_ScriptedTask(config, values, model), trainer), trainer
@@ -88,10 +89,10 @@ def test_loss_metrics_are_better_lower_and_state_survives_a_restart(tmp_path):
 
 def test_flags_need_each_other():
     with pytest.raises(UserError, match="need --eval_every_steps"):
-        base.RunConfig(output_dir="/x", init_checkpoint="/c",
+        RunConfig(output_dir="/x", init_checkpoint="/c",
                        keep_best_metric="eval_accuracy").validate()
     with pytest.raises(UserError, match="needs --keep_best_metric"):
-        base.RunConfig(output_dir="/x", init_checkpoint="/c", eval_every_steps=5,
+        RunConfig(output_dir="/x", init_checkpoint="/c", eval_every_steps=5,
                        early_stopping_patience=2).validate()
 
 

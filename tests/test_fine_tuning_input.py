@@ -5,8 +5,9 @@ in every row of a batch."""
 import numpy as np
 import pytest
 
-from official_bert.tasks import base, configs
+from official_bert.tasks import configs
 from official_bert.training import input_pipeline
+from official_bert.tasks.configs import RunConfig
 
 
 class _Context:
@@ -71,7 +72,7 @@ def test_each_training_epoch_sees_every_example_once():
 
 @pytest.mark.parametrize("strategy,expected", [("one_device", 32), ("tpu", None)])
 def test_dynamic_padding_is_off_on_tpu(strategy, expected):
-    settings = base.RunConfig(output_dir="/tmp/x", max_seq_length=128,
+    settings = RunConfig(output_dir="/tmp/x", max_seq_length=128,
                               distribution_strategy=strategy)
     assert settings.padding_multiple() == expected
     settings.dynamic_padding = False

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from support import trajectory_case as case
+from official_bert.tasks.configs import RunConfig
 
 # tools/parity/hf_trajectory.py, transformers 5.18.0, torch 2.14.1, CPU float32.
 TRANSFORMERS_NER_LOSSES = [1.893173, 1.960726, 1.853652, 1.641667, 1.427147, 1.346729,
@@ -24,9 +25,8 @@ TRANSFORMERS_SPAN_LOSSES = [3.553563, 3.408042, 3.268905, 3.008990, 2.673464, 2.
 
 
 def _run_config(minilm_dir, output_dir, jit_compile):
-    from official_bert.tasks import base
 
-    return base.RunConfig(output_dir=str(output_dir), init_checkpoint=str(minilm_dir),
+    return RunConfig(output_dir=str(output_dir), init_checkpoint=str(minilm_dir),
                           learning_rate=case.LEARNING_RATE, jit_compile=jit_compile,
                           log_steps=1)
 

@@ -23,6 +23,7 @@ import pytest
 
 from official_bert import file_sets, io, run_lock
 from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
+from official_bert.tasks.configs import RunConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -187,7 +188,7 @@ def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(
 
     from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
     from official_bert.modeling.configs import BertConfig
-    from official_bert.tasks import base, pretraining
+    from official_bert.tasks import pretraining
     from test_pretraining_input import synthetic_corpus, synthetic_vocab
 
     made, copied = tmp_path / "made", tmp_path / "copied"
@@ -219,7 +220,7 @@ def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(
         caplog.clear()
         task = pretraining.PretrainingTask(pretraining.PretrainingConfig(
             input_file=f"{copied}/pretrain-*.tfrecord", max_predictions_per_seq=5),
-            base.RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32, do_train=True,
+            RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32, do_train=True,
                            num_train_steps=10, num_warmup_steps=1),
             bert_config=BertConfig(vocab_size=760, hidden_size=16, num_hidden_layers=1,
                                    num_attention_heads=2, intermediate_size=32))

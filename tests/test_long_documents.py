@@ -21,6 +21,7 @@ from official_bert.errors import UserError
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
 from official_bert.text.text_layers import PACKED_KEYS
 from official_bert.text.tokenization import FullTokenizer
+from official_bert.tasks.configs import RunConfig
 
 FILLER = [f"w{i}" for i in range(20)]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta"] + FILLER
@@ -191,12 +192,12 @@ def test_windows_reach_text_beyond_token_512_in_python_and_in_the_export(vocab_f
     (dict(long_document="windows", doc_stride=8, task_name="mrpc"), "mrpc is a pair task"),
 ])
 def test_flag_errors(flags, message):
-    from official_bert.tasks import base, classification
+    from official_bert.tasks import classification
 
     values = dict(task_name="custom", text_a_column="text")
     values.update(flags)
     task = classification.ClassificationTask(classification.ClassificationConfig(**values),
-                                             base.RunConfig(output_dir="x", max_seq_length=16))
+                                             RunConfig(output_dir="x", max_seq_length=16))
     with pytest.raises(UserError, match=re.escape(message)):
         task.check_flags()
 
@@ -206,7 +207,7 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
     (nor with other ones), nor a truncating run with them."""
     import json
 
-    from official_bert.tasks import base, classification
+    from official_bert.tasks import classification
 
     saved = {"labels": ["alpha", "beta"], "long_document": "windows", "doc_stride": 14,
              "window_pooling": "max", "max_windows": 16}
@@ -223,7 +224,7 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
         task = classification.ClassificationTask(
             classification.ClassificationConfig(task_name="custom", text_a_column="text",
                                                 labels=["alpha", "beta"], **flags),
-            base.RunConfig(output_dir=str(tmp_path), max_seq_length=16))
+            RunConfig(output_dir=str(tmp_path), max_seq_length=16))
         task.check_flags()
         with pytest.raises(UserError, match=re.escape(message)):
             task._settle_labels()
@@ -231,7 +232,7 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
         classification.ClassificationConfig(task_name="custom", text_a_column="text",
                                             labels=["alpha", "beta"], long_document="windows",
                                             doc_stride=14, window_pooling="max"),
-        base.RunConfig(output_dir=str(tmp_path), max_seq_length=16))
+        RunConfig(output_dir=str(tmp_path), max_seq_length=16))
     (tmp_path / "classifier_config.json").write_text(json.dumps(saved))
     task.check_flags()
     task._settle_labels()  # the same flags: accepted
@@ -254,14 +255,14 @@ def keyword_documents(n, seed):
 
 def train(data, out, long_document, pooling="max", export_dir=None, max_seq_length=16,
           doc_stride=14, **run_settings):
-    from official_bert.tasks import base, classification, runner
+    from official_bert.tasks import classification, runner
 
     config = classification.ClassificationConfig(
         task_name="custom", data_dir=str(data), text_a_column="text",
         long_document=long_document, doc_stride=doc_stride, window_pooling=pooling)
     settings = dict(train_batch_size=16, learning_rate=5e-3, num_train_epochs=10, log_steps=40)
     settings.update(run_settings)
-    run = base.RunConfig(
+    run = RunConfig(
         output_dir=str(out), do_train=True, do_eval=True, do_predict=True,
         bert_config_file=str(data / "bert_config.json"), vocab_file=str(data / "vocab.txt"),
         max_seq_length=max_seq_length, export_dir=export_dir and str(export_dir), **settings)

@@ -18,11 +18,12 @@ import tensorflow as tf
 from support import tiny_config
 from official_bert import checkpoints
 from official_bert.modeling import heads
-from official_bert.tasks import base, pretraining
+from official_bert.tasks import pretraining
 from official_bert.training import distribution
 from official_bert.training import optimization
 from official_bert.training import trainer as training
 from official_bert.modeling.encoder import BertEncoder
+from official_bert.tasks.configs import RunConfig
 
 V, H, B, S, P = 64, 16, 2, 12, 3
 
@@ -275,7 +276,7 @@ def test_mixed_precision_outputs_float32(policy):
 def _train(tmp_path, config, features, steps, learning_rate, policy=None, log_steps=10):
     trainer = training.Trainer(
         pretraining.PretrainingTask(
-            run_config=base.RunConfig(dtype=policy.split("_")[1] if policy else "float32"),
+            run_config=RunConfig(dtype=policy.split("_")[1] if policy else "float32"),
             bert_config=config),
         distribution.get_strategy("one_device"),
         training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,

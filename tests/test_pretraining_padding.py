@@ -31,6 +31,7 @@ from data_prep.create_pretraining_data import PretrainingDataConfig, create_pret
 from official_bert.errors import UserError
 from official_bert.training import input_pipeline
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
+from official_bert.tasks.configs import RunConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CLS, SEP, MASK = 101, 102, 103
@@ -286,7 +287,7 @@ def test_full_sentences_are_the_corpus_stream_in_order(data, tmp_path, dynamic):
 
 def test_the_task_turns_next_sentence_off_for_packed_data_and_refuses_a_mix(data, tmp_path):
     from official_bert.modeling.configs import BertConfig
-    from official_bert.tasks import base, pretraining
+    from official_bert.tasks import pretraining
 
     path, _, _ = packed(data, tmp_path, "packed", dupe_factor=1)
     pairs = str(tmp_path / "pairs.tfrecord")
@@ -295,7 +296,7 @@ def test_the_task_turns_next_sentence_off_for_packed_data_and_refuses_a_mix(data
         progress_seconds=0, log=None)
 
     def task(input_file, eval_input_file=None, width=0, **run):
-        run = base.RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32,
+        run = RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32,
                              do_train=True, num_train_steps=10, num_warmup_steps=1, **run)
         t = pretraining.PretrainingTask(pretraining.PretrainingConfig(
             input_file=input_file, eval_input_file=eval_input_file, max_predictions_per_seq=5,

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from support import tiny_config
+from official_bert.tasks.configs import RunConfig
 from test_run_classifier import (DEV, DEV_LABELS, REPO, TRAIN, TRAIN_LABELS, VOCAB, make_checkpoint,
                                  write_sst2)
 
@@ -222,11 +223,11 @@ def test_every_writer_refuses_an_output_that_is_its_input(world, name):
 def test_dtype_sets_the_compute_dtype_of_every_task(dtype, expected):
     import keras
 
-    from official_bert.tasks import base, classification, multiple_choice, ner, pretraining
+    from official_bert.tasks import classification, multiple_choice, ner, pretraining
     from official_bert.tasks import squad
 
     config = tiny_config(vocab_size=len(VOCAB))
-    run_config = base.RunConfig(dtype=dtype)
+    run_config = RunConfig(dtype=dtype)
     tasks = [
         classification.ClassificationTask(run_config=run_config, num_classes=2, bert_config=config),
         squad.SpanLabelingTask(run_config=run_config, bert_config=config),

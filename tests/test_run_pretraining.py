@@ -27,6 +27,7 @@ import pytest
 
 from support import SHARED, WITHOUT_THE_PROJECT
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
+from official_bert.tasks.configs import ExportEncoderConfig, RunConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = str(REPO / "run_pretraining.py")
@@ -156,7 +157,7 @@ def test_output_dir_initializes_a_fine_tuning_encoder(baseline):
     import tensorflow as tf
 
     from official_bert import checkpoints, model_files
-    from official_bert.tasks import base, pretraining
+    from official_bert.tasks import pretraining
 
     out = baseline["out"]
     encoder, ckpt = checkpoints.load_encoder(str(out))
@@ -173,7 +174,7 @@ def test_output_dir_initializes_a_fine_tuning_encoder(baseline):
     assert not np.array_equal(fresh["bert/embeddings/word_embeddings"],
                               trained["bert/embeddings/word_embeddings"])
     # What the fine-tuning scripts call with --init_checkpoint=<this directory>.
-    files = model_files.resolve_model_files(base.RunConfig(init_checkpoint=str(out),
+    files = model_files.resolve_model_files(RunConfig(init_checkpoint=str(out),
                                                            max_seq_length=32))
     assert files.config.vocab_size == 760 and files.do_lower_case is True
 
@@ -523,7 +524,6 @@ def test_export_of_the_run_fills_masks_without_the_project(baseline, data):
     import tensorflow as tf
 
     from official_bert import checkpoints
-    from official_bert.commands import export_encoder
     from official_bert.serving import encoder as encoder_serving
     from official_bert.tasks import pretraining
     from official_bert.text import tokenization
@@ -532,7 +532,7 @@ def test_export_of_the_run_fills_masks_without_the_project(baseline, data):
     result = run(*common(data, out, f"--export_dir={export}", "--export_version=5"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert os.listdir(export) == ["5"]
-    hub = encoder_serving.export_checkpoint(export_encoder.ExportEncoderConfig(
+    hub = encoder_serving.export_checkpoint(ExportEncoderConfig(
         init_checkpoint=str(out), output_dir=str(data / "hub"), max_seq_length=32))
 
     vocab = tokenization.load_vocab_list(str(data / "vocab.txt"))

@@ -41,6 +41,7 @@ from support.serving_exports import (CONTEXTS, ENCODER_TEXT, LABELS, NER_MAX_BAT
 from support.serving_exports import pack as _pack
 from support.serving_exports import random_encoder as _encoder
 from support.serving_exports import scale_head as _scale
+from official_bert.tasks.configs import ExportEncoderConfig
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 ENV.pop("PYTHONPATH", None)
@@ -835,7 +836,6 @@ def encoder_export(tmp_path_factory):
     import tensorflow as tf
 
     from official_bert import checkpoints
-    from official_bert.commands import export_encoder
     from official_bert.modeling import heads
     from official_bert.serving import encoder as encoder_serving
     from official_bert.serving import hub
@@ -846,7 +846,7 @@ def encoder_export(tmp_path_factory):
     vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
     encoder = _encoder(7)
     checkpoints.save_checkpoint(encoder, str(root / "ckpt"), vocab_file=str(vocab))
-    written = encoder_serving.export_checkpoint(export_encoder.ExportEncoderConfig(
+    written = encoder_serving.export_checkpoint(ExportEncoderConfig(
         init_checkpoint=str(root / "ckpt"), output_dir=str(root / "out"),
         export_dir=str(root / "serving"), export_version=3, max_seq_length=SEQ))
     pretrainer = heads.BertPretrainer(encoder)
@@ -976,11 +976,10 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
 
 
 def test_serving_dtype_is_checked_before_anything_is_written(tmp_path):
-    from official_bert.commands import export_encoder
     from official_bert.errors import UserError
     from official_bert.serving import encoder as encoder_serving
 
-    config = export_encoder.ExportEncoderConfig(
+    config = ExportEncoderConfig(
         init_checkpoint=str(tmp_path / "absent"), output_dir=str(tmp_path / "out"),
         serving_dtype="bfloat16")
     with pytest.raises(UserError, match="--serving_dtype needs --export_dir"):
@@ -1000,12 +999,11 @@ def test_bfloat16_serving_export_stores_bfloat16_weights(encoder_export, tmp_pat
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
-    from official_bert.commands import export_encoder
     from official_bert.errors import UserError
     from official_bert.serving import encoder as encoder_serving
 
     root = encoder_export["root"]
-    config = export_encoder.ExportEncoderConfig(
+    config = ExportEncoderConfig(
         init_checkpoint=str(root / "ckpt"), output_dir=str(tmp_path / "out"),
         export_dir=str(tmp_path / "serving"), export_version=1, max_seq_length=SEQ,
         serving_dtype="bfloat16")
@@ -1037,12 +1035,11 @@ def test_edge_formats_agree_with_tensorflow(encoder_export):
     if not _edge_extra():
         pytest.skip("the edge extra is not installed (pip install -e '.[edge]': tf2onnx, "
                     "onnxruntime, ai-edge-litert)")
-    from official_bert.commands import export_encoder
     from official_bert.serving import edge
     from official_bert.serving import encoder as encoder_serving
 
     root = encoder_export["root"]
-    written = encoder_serving.export_checkpoint(export_encoder.ExportEncoderConfig(
+    written = encoder_serving.export_checkpoint(ExportEncoderConfig(
         init_checkpoint=str(root / "ckpt"), output_dir=str(root / "edge"),
         max_seq_length=SEQ, edge_formats=["tflite", "onnx"], quantize=True))
     assert sorted(os.listdir(root / "edge")) == [

@@ -29,6 +29,7 @@ from test_create_pretraining_data import (  # noqa: F401 - fixtures
     corpus, gen, google_feature_spec, mask_stats, read_records, vocab)
 from test_pretraining_input import collect
 from test_run_pretraining import CONFIG, read_results, results, run
+from official_bert.tasks.configs import RunConfig
 
 
 def records(dataset):
@@ -98,11 +99,11 @@ def test_text_corpus_checks(tmp_path, vocab):
     ({}, dict(input_format="csv"), "--input_format=csv is unknown"),
 ])
 def test_text_mode_flags_refused_before_reading(tmp_path, run_flags, config_flags, message):
-    from official_bert.tasks import base, pretraining
+    from official_bert.tasks import pretraining
 
     config = pretraining.PretrainingConfig(input_file=str(tmp_path / "corpus.txt"),
                                            **dict(dict(input_format="text"), **config_flags))
-    task = pretraining.PretrainingTask(config, base.RunConfig(do_train=True, num_train_steps=10,
+    task = pretraining.PretrainingTask(config, RunConfig(do_train=True, num_train_steps=10,
                                                                 **run_flags))
     with pytest.raises(UserError, match=message):
         task.check_flags()

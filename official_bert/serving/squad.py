@@ -31,7 +31,9 @@ two signatures:
 
 `serving_default` (question string [batch], context string [batch]), per question:
     answer        string   the answer text, the context's own characters ("" when
-                           there is no legal span, or for v2.0 no answer)
+                           there is no legal span, or for v2.0 no answer; a context
+                           without a word, empty or white space, has no span: its
+                           questions are skipped by `data_prep/squad.py`)
     start_char    int64    the answer is context[start_char:end_char], in Unicode
     end_char      int64    code points; -1 when there is no legal span
     score         float32  start + end logit of the best span

@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import time
+from official_bert.tasks.configs import RunConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if REPO not in sys.path:
@@ -105,10 +106,9 @@ def official_bert_squad_task(args, **run_fields):
     its `RunConfig`), as `tasks.runner.run_task` leaves it before training: model files
     resolved, training questions read. For the official_bert side."""
     from official_bert import model_files
-    from official_bert.tasks import base
     from official_bert.tasks.squad import SpanLabelingTask, SquadConfig
 
-    run = base.RunConfig(do_train=True, init_checkpoint=args.model_dir,
+    run = RunConfig(do_train=True, init_checkpoint=args.model_dir,
                          max_seq_length=args.max_seq_length,
                          train_batch_size=args.train_batch_size,
                          max_train_examples=args.max_train_examples, seed=args.seed,

@@ -21,6 +21,14 @@ def _one_question(**question) -> str:
         {"id": "x", "question": "q", **question}]}]}]})
 
 
+def _paragraphs(*contexts) -> str:
+    """A SQuAD file of one article: a paragraph per context, one question each."""
+    return json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [
+        {"context": context, "qas": [{"id": f"q{i}", "question": "who sat on the mat",
+                                      "answers": []}]}
+        for i, context in enumerate(contexts)]}]})
+
+
 CASES = [
     Case("good input", squad(), control=True),
     Case("train file missing", squad(train=at("nope.json")), names=["nope.json"], outputs=OUT),
@@ -53,4 +61,12 @@ CASES = [
          control=True),
     *[Case(flag, squad(flag), names=[flag.split("=")[0], "--max_seq_length"], outputs=OUT)
       for flag in FLAGS],
+    # Issue 36: contexts without a word (the raw-text export answers them with no answer).
+    Case("every context blank (--do_predict)", squad(predict=at("squad", "blank.json")),
+         setup=text("squad/blank.json", _paragraphs("", " \t\r\n")), names=["blank.json"],
+         outputs=OUT),
+    Case("blank contexts beside a real one (--do_predict)",
+         squad(predict=at("squad", "mixed.json")),
+         setup=text("squad/mixed.json", _paragraphs("", "the cat sat on the mat .", "  ")),
+         control=True),
 ]

@@ -1,7 +1,7 @@
 """`bert`: one command for every job, `bert <command> [flags]`.
 
-Each command is a module with `entry(argv)` (`official_bert/commands/*.py`,
-`data_prep/*.py`), the same one the top-level scripts (`run_*.py`, ...) run, with
+Each command is a module with `entry(argv)` (`official_bert/commands/*.py`),
+the same one the top-level scripts (`run_*.py`, ...) run, with
 the same flags; `bert <command> --help` shows them grouped, with an example.
 
     bert download glue/SST-2 --output_dir=~/bert_data

@@ -25,6 +25,7 @@ Example (a task command):
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from absl import flags, logging
 
@@ -79,21 +80,29 @@ def define_flags(config_class, *, group: str | None = None, only=None, skip=(),
     Returns the names defined. A name already defined (a field two configs of
     one command share) is defined once.
     """
+    group = group or _calling_module()
     defined = []
     for s in settings_of(config_class):
         if (only is not None and s.name not in only) or s.name in skip:
             continue
         if s.name in flag_values:
             continue
-        kwargs = dict(flag_values=flag_values)
-        if group:
-            kwargs["module_name"] = group
+        kwargs = dict(flag_values=flag_values, module_name=group)
         if s.choices is not None:
             flags.DEFINE_enum(s.name, s.default, list(s.choices), s.help, **kwargs)
         else:
             _DEFINE[s.kind](s.name, s.default, s.help, **kwargs)
         defined.append(s.name)
     return defined
+
+
+def _calling_module() -> str:
+    """The name of the first module up the stack that is not this one (the
+    command defining its flags), for its `--help` heading."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", __name__) if frame is not None else __name__
 
 
 def define_command_flags(config_class, *parts, skip=()) -> None:

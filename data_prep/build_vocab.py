@@ -14,7 +14,9 @@ The layout is that of Google's released vocabularies (e.g. uncased_L-12_H-768_A-
 With `--num_unused` below 99 the four specials follow the unused slots
 directly (so [UNK] = num_unused + 1). The file has exactly `--vocab_size`
 lines: if the corpus supports fewer learned pieces (a small corpus), the rest
-are more `[unusedN]` slots at the end, and a warning says so.
+are more `[unusedN]` slots at the end, and a warning says so and what to do
+instead (`small_corpus_warning`: a smaller --vocab_size, more text, or
+`bert extend-vocab` on a public checkpoint's vocabulary).
 
 Words are counted with the project's own basic tokenizer
 (`official_bert.text.tokenization.BasicTokenizer`: clean-up, lower-casing and
@@ -125,6 +127,19 @@ def learn_vocab(word_counts, vocab_size: int = _DEFAULTS.vocab_size,
     return vocab, learned
 
 
+def small_corpus_warning(learned: int, reserved: int, vocab_size: int,
+                         lower_thresh: int) -> str:
+    """The one line for a corpus that yields fewer tokens than --vocab_size asks:
+    the numbers, and the three ways out."""
+    padded = vocab_size - reserved - learned
+    return (f"the corpus yields only {learned} tokens (characters and word pieces seen at "
+            f"least --lower_thresh={lower_thresh} times) for --vocab_size={vocab_size}: "
+            f"{padded} [unusedN] pad the rest ({padded + reserved - len(SPECIAL_TOKENS)} "
+            f"[unusedN] in all, {padded / vocab_size:.0%} of the file); use "
+            f"--vocab_size={reserved + learned} or less, or more text, or keep a public "
+            "checkpoint's vocabulary and add this corpus's words to it with `bert extend-vocab`")
+
+
 def check_vocab(vocab: Sequence[str]) -> None:
     """Raises ValueError unless every special token is present exactly once."""
     counts = collections.Counter(vocab)
@@ -164,13 +179,14 @@ def build_vocab(input_patterns: Sequence[str], output_file: str,
                                  slack_ratio, max_unique_chars)
     check_vocab(vocab)
     write_vocab(vocab, output_file)
-    padded = vocab_size - len(reserved_tokens(num_unused)) - learned
+    reserved = len(reserved_tokens(num_unused))
+    padded = vocab_size - reserved - learned
     if padded > slack_ratio * vocab_size:
-        _log.warning("the corpus supports only %d learned tokens: %d extra [unusedN] slots "
-                     "fill the vocabulary to %d", learned, padded, vocab_size)
+        _log.warning(small_corpus_warning(learned, reserved, vocab_size, lower_thresh))
     return {
         "vocab_size": len(vocab),
         "learned_tokens": learned,
+        "reserved_tokens": reserved,
         "padding_unused_tokens": padded,
         "distinct_words": len(counts),
         "words": sum(counts.values()),

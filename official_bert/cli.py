@@ -25,6 +25,9 @@ COMMANDS = {
                        "raw documents → one sentence per line, blank line between documents"),
     "build-vocab": ("official_bert.commands.build_vocab",
                     "learn a WordPiece vocabulary (Google's layout)"),
+    "extend-vocab": ("official_bert.commands.extend_vocab",
+                     "add a corpus's frequent words to a checkpoint's vocabulary (new "
+                     "embeddings: the mean of their old pieces')"),
     "create-pretraining-data": ("official_bert.commands.create_pretraining_data",
                                 "masked-LM + next-sentence TFRecords"),
     "pretrain": ("official_bert.commands.pretrain",

@@ -441,9 +441,42 @@ def sync(file) -> None:
     os.fsync(fd)
 
 
+def check_writable(path: str, flag: str) -> None:
+    """`UserError` naming `flag` when the output `path` (a file or directory,
+    there or not yet) could not be written: a probe file is created in its
+    directory, or in the nearest one above that exists, and removed. For every
+    writer's validation, before any work: a read-only file system, a
+    directory without write permission or a file where a directory must be
+    are one line, not a traceback at the end. Local paths only (an object
+    store's permissions show only when an object is written)."""
+    if not path or not is_local(path):
+        return
+    directory = os.path.abspath(local_path(path))
+    if os.path.isfile(directory):
+        directory = os.path.dirname(directory)  # an existing output file: its directory
+    while not os.path.lexists(directory):
+        directory = os.path.dirname(directory)
+    if not os.path.isdir(directory):
+        raise UserError(f"{flag} {path}: {directory} is a file, not a directory; choose "
+                        "another location")
+    probe = temporary_name(os.path.join(directory, "write-probe"))
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        raise UserError(f"{flag} {path} cannot be written: {directory} refuses new files "
+                        f"({e.strerror}); choose a location you can write") from None
+    os.remove(probe)
+
+
 @contextlib.contextmanager
-def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterator:
+def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8",
+                  overwrite: bool = True) -> Iterator:
     """Writes `path` through a file object; it appears complete, or not at all.
+
+    `overwrite=False` (for writers that never replace a file): publishing
+    fails when `path` exists by then, in one step with the check (`rename`),
+    so of two processes writing one new file exactly one succeeds; the other
+    gets a `UserError` and its output is removed.
 
     Example:
     >>> import tempfile, os
@@ -462,15 +495,20 @@ def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterat
         with open_new(tmp, mode, encoding) as f:
             yield f
             sync(f)
-        rename(tmp, path, overwrite=True)
+        rename(tmp, path, overwrite=overwrite)
+    except FileExistsError:
+        remove(tmp)
+        raise UserError(f"{path} exists now (another process wrote it while this one "
+                        "worked): it is kept, and this output was not written; choose another "
+                        "name") from None
     except BaseException as e:
         remove(tmp)
         reraise_disk_full(e, path)
 
 
-def atomic_write(path: str, data: str | bytes) -> None:
-    """Writes `data` (text as UTF-8) to `path` atomically."""
-    with atomic_output(path, "wb") as f:
+def atomic_write(path: str, data: str | bytes, overwrite: bool = True) -> None:
+    """Writes `data` (text as UTF-8) to `path` atomically (`atomic_output`)."""
+    with atomic_output(path, "wb", overwrite=overwrite) as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
@@ -509,16 +547,25 @@ def remove_tree(path: str) -> None:
 
 
 def rename(source: str, destination: str, overwrite: bool = False) -> None:
-    """Renames a file or directory (refusing to replace one unless `overwrite`).
+    """Renames a file or directory (refusing to replace one unless `overwrite`:
+    `FileExistsError`).
 
-    A directory on a file system with a scheme is moved file by file (object
-    stores have no directories to rename; TensorFlow's `ram://` renames single
-    names only), then the source is removed.
+    Locally the refusal and the rename are one step: a file is hard-linked to
+    its new name (`link(2)` fails when the name exists) and its old name
+    removed; a directory is renamed (`rename(2)` fails onto a directory that
+    is not empty). Where a scheme's file system has no such step (object
+    stores), existence is checked first: best effort. A directory on a file
+    system with a scheme is moved file by file (object stores have no
+    directories to rename; TensorFlow's `ram://` renames single names only),
+    then the source is removed.
     """
     if not overwrite and exists(destination):
         raise FileExistsError(destination)
     if is_local(source):
-        os.replace(local_path(source), local_path(destination))
+        if overwrite or os.path.isdir(local_path(source)):
+            os.replace(local_path(source), local_path(destination))
+        else:
+            _link_new(local_path(source), local_path(destination))
     elif isdir(source):
         source = os.fspath(source).rstrip("/")
         for path in _files_below(source):
@@ -528,6 +575,20 @@ def rename(source: str, destination: str, overwrite: bool = False) -> None:
         remove_tree(source)
     else:
         gfile().rename(source, destination, overwrite=True)
+
+
+def _link_new(source: str, destination: str) -> None:
+    """Moves the file `source` to `destination`, which must not exist (`FileExistsError`)."""
+    try:
+        os.link(source, destination)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some FUSE and network file systems)
+        if os.path.lexists(destination):
+            raise FileExistsError(destination) from None
+        os.rename(source, destination)
+        return
+    os.remove(source)
 
 
 def remove_stale_temporaries(directory: str) -> list[str]:

@@ -72,6 +72,43 @@ def test_padding_when_the_corpus_is_small(tmp_path):
     bv.check_vocab(vocab)
 
 
+def test_a_small_corpus_says_how_many_tokens_it_learned_and_what_to_do(tmp_path, corpus):
+    """Issue 34: 12 articles and --vocab_size=8000 gave 5,172 [unusedN] in silence. The
+    warning is one line with the numbers and the fixes; the summary counts the real tokens;
+    the --vocab_size it suggests learns without padding beyond --slack_ratio."""
+    def build(vocab_size):
+        return subprocess.run(
+            [sys.executable, "-m", "official_bert.cli", "build-vocab", f"--input_file={corpus}",
+             f"--output_file={tmp_path / 'vocab.txt'}", f"--vocab_size={vocab_size}",
+             "--num_unused=99"], cwd=REPO, capture_output=True, text=True)
+
+    result = build(3000)
+    assert result.returncode == 0, result.stderr[-2000:]
+    vocab = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    unused = sum(token.startswith("[unused") for token in vocab)
+    learned = len(vocab) - unused - 5  # [PAD] [UNK] [CLS] [SEP] [MASK]
+    assert 0 < learned < 3000 * 0.95 - 104
+    summary = [line for line in result.stderr.splitlines() if line.startswith("wrote ")]
+    assert summary == [f"wrote {tmp_path / 'vocab.txt'}: 3000 tokens: {learned} learned from "
+                       f"the corpus (characters and word pieces), 104 reserved ([PAD], [UNK], "
+                       f"[CLS], [SEP], [MASK], 99 [unusedN]), {unused - 99} more [unusedN] as "
+                       f"padding; from {summary[0].split('; from ')[1].split(';')[0]}; ids "
+                       "{'[PAD]': 0, '[UNK]': 100, '[CLS]': 101, '[SEP]': 102, '[MASK]': 103}"]
+    warnings = [line for line in result.stderr.splitlines() if "the corpus yields only" in line]
+    assert len(warnings) == 1
+    assert warnings[0].endswith(
+        f"the corpus yields only {learned} tokens (characters and word pieces seen at least "
+        f"--lower_thresh=10 times) for --vocab_size=3000: {unused - 99} [unusedN] pad the rest "
+        f"({unused} [unusedN] in all, {(unused - 99) / 3000:.0%} of the file); use "
+        f"--vocab_size={learned + 104} or less, or more text, or keep a public checkpoint's "
+        "vocabulary and add this corpus's words to it with `bert extend-vocab`")
+    # The suggested size: no warning, and at most --slack_ratio of it padding.
+    result = build(learned + 104)
+    assert result.returncode == 0 and "the corpus yields only" not in result.stderr
+    vocab = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert sum(token.startswith("[unused") for token in vocab) - 99 <= 0.05 * len(vocab)
+
+
 def test_errors(tmp_path, corpus):
     with pytest.raises(ValueError, match="leaves no room"):
         bv.build_vocab([str(corpus)], str(tmp_path / "v.txt"), vocab_size=999)

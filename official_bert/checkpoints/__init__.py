@@ -25,7 +25,10 @@ The modules, by job:
     tf_checkpoints.py    TensorFlow checkpoint files: a run directory's checkpoints,
                          the prefix a path names, damaged checkpoints
     read.py              `read_checkpoint` (any kind), `load_encoder`
-    write.py             `save_checkpoint`, `export_huggingface`, `export_google`
+    write.py             `save_checkpoint`, `export_huggingface`, `write_huggingface`,
+                         `export_google`
+    vocabulary.py        new tokens' rows in the word embeddings and the masked-LM
+                         output bias (`add_token_rows`, `bert extend-vocab`)
 
 Everything a caller needs is importable from here (`checkpoints.load_encoder`).
 """
@@ -40,7 +43,9 @@ from official_bert.checkpoints.tf_checkpoints import (checkpoint_damage, checkpo
                                                       latest_checkpoint, run_checkpoints)
 from official_bert.checkpoints.write import (EXACT_GELU_CHOICES, GOOGLE_CHECKPOINT,
                                              ExactGeluError, export_google, export_huggingface,
-                                             gelu_tanh_difference, save_checkpoint)
+                                             gelu_tanh_difference, save_checkpoint,
+                                             write_huggingface)
+from official_bert.checkpoints.vocabulary import add_token_rows
 from official_bert.modeling.configs import ConfigError
 
 __all__ = [
@@ -54,6 +59,7 @@ __all__ = [
     "GOOGLE_TF1",
     "HUGGINGFACE",
     "OFFICIAL_BERT",
+    "add_token_rows",
     "assign_encoder_weights",
     "checkpoint_damage",
     "checkpoint_files",
@@ -68,4 +74,5 @@ __all__ = [
     "read_checkpoint",
     "run_checkpoints",
     "save_checkpoint",
+    "write_huggingface",
 ]

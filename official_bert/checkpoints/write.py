@@ -1,6 +1,7 @@
 """Writing an encoder: this project's checkpoint (`save_checkpoint`), a Hugging
-Face `BertModel` directory (`export_huggingface`), google-research/bert's TF1
-files (`export_google`). Each output appears complete or not at all."""
+Face directory (`export_huggingface` of an encoder, `write_huggingface` of
+canonical weights, heads included), google-research/bert's TF1 files
+(`export_google`). Each output appears complete or not at all."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from safetensors import numpy as safetensors_numpy
 from official_bert import file_sets, io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError
 from official_bert.checkpoints.canonical_names import (GOOGLE_HEAD_NAMES, assign_encoder_weights,
-                                                       canonical_to_hf, get_encoder_weights)
+                                                       canonical_to_hf, get_encoder_weights,
+                                                       hf_to_canonical)
 from official_bert.modeling.configs import TANH_GELUS
 from official_bert.modeling.encoder import BertEncoder
 
@@ -37,23 +39,60 @@ def save_checkpoint(encoder, output_dir, vocab_file=None, step=None):
 
 
 def export_huggingface(encoder, output_dir, vocab_file=None, do_lower_case=None):
-    """Writes the encoder as a Hugging Face `BertModel` directory.
+    """Writes the encoder as a Hugging Face `BertModel` directory
+    (`write_huggingface` of its weights)."""
+    return write_huggingface(get_encoder_weights(encoder), encoder.config, output_dir,
+                             vocab_file, do_lower_case)
 
-    `model.safetensors` (float32), `config.json`, `vocab.txt` (copied from
-    `vocab_file`) and `tokenizer_config.json` are written to a hidden staging
-    directory inside `output_dir` first and published together
-    (`file_sets.publish_together`), so a crash never leaves a half-written file.
+
+# The heads a Hugging Face directory holds beside the encoder, under Hugging Face's
+# names (BertForPreTraining's masked LM and next sentence, the classifier, the span
+# head); their canonical names and layouts come from canonical_names' one table.
+_HF_HEADS = ("cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
+             "cls.predictions.transform.LayerNorm.weight",
+             "cls.predictions.transform.LayerNorm.bias", "cls.predictions.bias",
+             "cls.seq_relationship.weight", "cls.seq_relationship.bias",
+             "classifier.weight", "classifier.bias", "qa_outputs.weight", "qa_outputs.bias")
+_HEADS_TO_HF = {hf_to_canonical(name)[0]: (name, hf_to_canonical(name)[1])
+                for name in _HF_HEADS}
+
+
+def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_case=None,
+                      files=None):
+    """Writes canonical weights as a Hugging Face directory.
+
+    The encoder alone is a `BertModel` (its names unprefixed); with heads (the
+    canonical names of `_HEADS_TO_HF`), the encoder's names take `bert.` and the
+    heads sit beside it as in `BertForPreTraining` (the masked LM's output matrix
+    is the word embeddings, tied, so it is not written). `model.safetensors`
+    (float32), `config.json` (with `config`'s vocab_size), `vocab.txt` (copied from
+    `vocab_file`), `tokenizer_config.json` (when `do_lower_case` is known) and
+    `files` (name → text) are written to a hidden staging directory inside
+    `output_dir` first and published together (`file_sets.publish_together`), so
+    a crash never leaves a half-written file.
     """
     output_dir = os.fspath(output_dir)
+    heads = sorted(name for name in weights if not name.startswith("bert/"))
+    unknown = [name for name in heads if name not in _HEADS_TO_HF]
+    if unknown:
+        raise ValueError(f"no Hugging Face name for the weights {', '.join(unknown)}")
     tensors = {}
-    for canonical, value in get_encoder_weights(encoder).items():
-        hf_name, transpose = canonical_to_hf(canonical)
-        value = value.astype(np.float32)
+    for canonical, value in weights.items():
+        if canonical in _HEADS_TO_HF:
+            hf_name, transpose = _HEADS_TO_HF[canonical]
+        else:
+            hf_name, transpose = canonical_to_hf(canonical)
+            hf_name = ("bert." if heads else "") + hf_name
+        value = np.asarray(value).astype(np.float32)
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
+    hf_config = config.to_hf_dict()
+    if any(name.startswith("cls/predictions/") for name in heads):
+        hf_config["architectures"] = ["BertForPreTraining" if "cls/seq_relationship/output_bias"
+                                      in heads else "BertForMaskedLM"]
     staging = io.make_temporary_dir(output_dir, "export")
     try:
-        files = {"config.json": json.dumps(encoder.config.to_hf_dict(), indent=2,
-                                           sort_keys=True) + "\n"}
+        files = {"config.json": json.dumps(hf_config, indent=2, sort_keys=True) + "\n",
+                 **(files or {})}
         if do_lower_case is not None:
             files["tokenizer_config.json"] = json.dumps(
                 {"do_lower_case": do_lower_case, "tokenizer_class": "BertTokenizer"},
@@ -61,6 +100,7 @@ def export_huggingface(encoder, output_dir, vocab_file=None, do_lower_case=None)
         weights_file = io.join(staging, "model.safetensors")
         if io.is_local(weights_file):
             safetensors_numpy.save_file(tensors, weights_file, metadata={"format": "pt"})
+            os.chmod(io.local_path(weights_file), io.new_file_mode())  # its 0600: the umask's
         else:
             files["model.safetensors"] = safetensors_numpy.save(
                 tensors, metadata={"format": "pt"})

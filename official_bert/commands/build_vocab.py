@@ -3,10 +3,10 @@
 [PAD], [unused0..98], [UNK], [CLS], [SEP], [MASK], then the rest of the
 `--num_unused` slots, single characters and the learned word pieces: exactly
 `--vocab_size` lines (a corpus too small for that many pieces is filled up
-with more [unusedN], with a warning). Words are counted with BERT's own basic
-tokenizer (`--do_lower_case`: uncased), the pieces learned by tensorflow-text's
-WordPiece trainer. The layout and the method are described in
-`data_prep/build_vocab.py`, which does the work.
+with more [unusedN], with a warning that says what to do instead). Words are
+counted with BERT's own basic tokenizer (`--do_lower_case`: uncased), the pieces
+learned by tensorflow-text's WordPiece trainer. The layout and the method are
+described in `data_prep/build_vocab.py`, which does the work.
 
 Example:
   bert build-vocab --input_file=/tmp/corpus.txt --output_file=/tmp/vocab.txt \\
@@ -45,9 +45,11 @@ def main(argv):
         config.input_file, config.output_file, config.vocab_size, config.do_lower_case,
         config.num_unused, config.lower_thresh, config.slack_ratio, config.max_unique_chars,
         config.max_lines)
-    print(f"wrote {config.output_file}: {summary['vocab_size']} tokens "
-          f"({summary['learned_tokens']} learned, {summary['padding_unused_tokens']} padding "
-          f"[unusedN]) from {summary['words']} words ({summary['distinct_words']} distinct); "
+    print(f"wrote {config.output_file}: {summary['vocab_size']} tokens: "
+          f"{summary['learned_tokens']} learned from the corpus (characters and word pieces), "
+          f"{summary['reserved_tokens']} reserved ([PAD], [UNK], [CLS], [SEP], [MASK], "
+          f"{config.num_unused} [unusedN]), {summary['padding_unused_tokens']} more [unusedN] "
+          f"as padding; from {summary['words']} words ({summary['distinct_words']} distinct); "
           f"ids {summary['ids']}", file=sys.stderr)
 
 

@@ -41,6 +41,13 @@ class Task:
                            (e.g. the label list): written before training and,
                            once the directory holds a trained checkpoint, the
                            same text is required of a rerun (`RunDirectory`)
+      record_identity      what besides its `family`, the model, vocabulary,
+                           casing and length makes the run this task's run (task
+                           name, labels, ...): run.json's identity, which a
+                           rerun may not change
+      training_files       the files training reads (run.json records their
+                           paths and sizes; a resume on other data needs
+                           --allow_changed_settings)
       result_files         the names of the files the task writes after
                            training (predictions, results), so that none is an input
       prepare              work once the run directory is ready, before the model
@@ -59,6 +66,9 @@ class Task:
     # Special tokens the task needs in the vocabulary, and whether it needs one.
     required_tokens = SPECIAL_TOKENS
     vocab_required = True
+    # The task in the run's record and its messages ("classification", ...);
+    # None: the class's name.
+    family: str | None = None
 
     def __init__(self, run_config: RunConfig | None = None, *, bert_config=None):
         self.run_config = run_config or RunConfig()
@@ -101,6 +111,17 @@ class Task:
         bert_config.json and vocab.txt), e.g. the label list. A rerun must
         produce the same text once the directory holds a trained checkpoint."""
         return {}
+
+    def record_identity(self) -> dict:
+        """What makes a run this task's run besides its `family` and the model,
+        vocabulary, casing and length (the run flow adds those): e.g. the task
+        name and labels. Kept in run.json; a rerun with other values is refused."""
+        return {}
+
+    def training_files(self) -> list:
+        """The files training reads (run.json records each one's path and
+        size). By default: --train_file."""
+        return [self._mode_files().get("train")]
 
     def result_files(self) -> list:
         """The names of the files the task writes into --output_dir (predictions,

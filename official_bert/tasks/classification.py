@@ -56,6 +56,8 @@ class ClassificationTask(base.Task):
     3
     """
 
+    family = "classification"
+
     def __init__(self, config: ClassificationConfig | None = None,
                  run_config: RunConfig | None = None, *, num_classes: int | None = None,
                  bert_config=None):
@@ -255,6 +257,14 @@ class ClassificationTask(base.Task):
         if self.config.windows:
             config.update(long_document="windows", **self.config.windows)
         return {CLASSIFIER_CONFIG: json.dumps(config, indent=2) + "\n"}
+
+    def record_identity(self) -> dict:
+        spec = self.spec
+        return {"task_name": spec.name, "labels": list(spec.labels) if spec.labels else None,
+                "regression": spec.is_regression, "windows": self.config.windows}
+
+    def training_files(self) -> list:
+        return [path for _, path, _ in self._split_files("train")]
 
     def result_files(self) -> list:
         return [f"test_results{'_' + suffix if suffix else ''}.tsv"

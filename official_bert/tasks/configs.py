@@ -109,6 +109,12 @@ class TrainingSettings:
     max_train_examples: int | None = setting(None, "Train on the first N examples only.")
     num_train_steps: int | None = setting(None, "Optimizer updates in the whole run.")
     num_warmup_steps: int | None = setting(None, "Updates of linear learning-rate warm-up.")
+    max_train_minutes: float | None = setting(
+        None, "A budget of training time: the learning rate warms up over the same fraction of "
+        "it as the steps' (--num_warmup_steps / --num_train_steps, or --warmup_proportion) and "
+        "reaches 0 when it is spent; training stops at the step that crosses it, and saves. "
+        "Counts training steps only (not start-up or evaluation); a resumed run continues the "
+        "clock from its checkpoint. The step count becomes an upper bound.")
     optimizer: str = setting(
         "adamw", "adamw: BERT's AdamW. lamb: BERT's LAMB (layer-wise trust ratio) for very "
         "large batches.", choices=("adamw", "lamb"))
@@ -134,6 +140,12 @@ class TrainingSettings:
     early_stopping_patience: int | None = setting(
         None, "With --keep_best_metric: stop training after this many evaluations without a "
         "better value.")
+    allow_changed_settings: bool = setting(
+        False, "Resume a trained --output_dir with other training settings than its run.json "
+        "records (learning rate, steps or epochs, warm-up, batch size, optimizer, accumulation, "
+        "training data): the change is logged and kept in run.json's history. Without it such a "
+        "resume is refused. A change that makes it another run (task, labels, model, "
+        "vocabulary, casing, --max_seq_length) is refused either way.")
 
 
 @dataclasses.dataclass
@@ -210,6 +222,13 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UserError(f"--{name} must be positive, got {value}")
+        if self.max_train_minutes is not None:
+            if not 0 < self.max_train_minutes < float("inf"):
+                raise UserError(f"--max_train_minutes must be a positive number of minutes, got "
+                                f"{self.max_train_minutes}")
+            if not self.do_train:
+                raise UserError("--max_train_minutes is a training budget: add --do_train, or "
+                                "leave it out to evaluate, predict or export")
         if self.do_train and self.num_train_steps is None and not self.num_train_epochs > 0:
             raise UserError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
         if not 0 <= self.warmup_proportion <= 1:

@@ -16,7 +16,7 @@ from absl import logging
 
 from official_bert import io
 from official_bert.errors import RunDirectoryError, UserError
-from official_bert.run_directory import CHECKPOINT_INDEX
+from official_bert.run_directory import CHECKPOINT_INDEX, CHECKPOINT_NAME
 
 
 def evaluation(task, trainer) -> dict:
@@ -78,7 +78,12 @@ class BestCheckpoint:
     `best/best-<step>` first, then `best.json` names that step, and only then
     are the previous one's files deleted. A run killed in between leaves the
     previous pair whole (`best.json` and the checkpoint it names); the next run
-    deletes the unnamed leftovers."""
+    deletes the unnamed leftovers.
+
+    A run killed while it evaluated leaves that step unevaluated (it could
+    never become the best model): before training on, a resume evaluates the
+    steps the schedule named up to the step it resumes from that
+    eval_history.jsonl lacks (`evaluate_missed`)."""
 
     def __init__(self, task, trainer):
         config = task.run_config
@@ -131,6 +136,45 @@ class BestCheckpoint:
         if improved:
             self._remove_unnamed_checkpoints()
         return stop
+
+    def evaluate_missed(self, num_train_steps: int) -> None:
+        """Before training: evaluates each step that --eval_every_steps (every
+        that many steps, and the last) named since the schedule began
+        (`RunDirectory.eval_schedule_start`), up to the step the run is at, and
+        that eval_history.jsonl lacks: a run was killed while it evaluated.
+        Each one's checkpoint is read into the model, evaluated and kept if it
+        is the best; then the trainer's state is restored. Steps whose
+        checkpoint is gone are said in one line."""
+        trainer, every = self.trainer, self.task.run_config.eval_every_steps
+        step = int(trainer.global_step.numpy())
+        start = self.run_directory.eval_schedule_start(every, step, write=trainer.is_chief)
+        if self.state["stopped_at"] is not None:
+            return
+        evaluated = self._evaluated_steps()
+        missed = [k for k in range(start + 1, step + 1)
+                  if (k % every == 0 or k == num_train_steps) and k not in evaluated]
+        prefixes = {k: self.run_directory.file(f"{CHECKPOINT_NAME}-{k}") for k in missed}
+        gone = [k for k in missed if k != step and not io.exists(prefixes[k] + ".index")]
+        if gone:
+            logging.warning("Step(s) %s were to be evaluated (--eval_every_steps=%d), but the "
+                            "run stopped first and their checkpoints are gone: they cannot be "
+                            "evaluated now", ", ".join(map(str, gone)), every)
+        for k in (k for k in missed if k not in gone):
+            logging.info("Evaluating step %d, which the run was to evaluate when it stopped", k)
+            if k != step:
+                self.checkpoint.read(prefixes[k]).expect_partial()
+                trainer.global_step.assign(k)
+            if self.evaluate(k):
+                break
+        if any(k != step for k in missed if k not in gone):
+            trainer.checkpoint.restore(trainer.resumed_from).expect_partial()
+
+    def _evaluated_steps(self) -> set:
+        """The steps eval_history.jsonl holds an evaluation of."""
+        if not io.exists(self.history_path):
+            return set()
+        lines = io.read_text(self.history_path).splitlines()
+        return {json.loads(line).get("global_step") for line in lines if line.strip()}
 
     def _remove_unnamed_checkpoints(self) -> None:
         """Deletes every `best-*` but the checkpoint `best.json` names, and points

@@ -34,6 +34,8 @@ class MultipleChoiceTask(base.Task):
     gold choice).
     """
 
+    family = "multiple choice"
+
     def __init__(self, config: MultipleChoiceConfig | None = None,
                  run_config: RunConfig | None = None, *, bert_config=None):
         super().__init__(run_config or SwagRunConfig(), bert_config=bert_config)

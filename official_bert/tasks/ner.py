@@ -75,6 +75,8 @@ class NerTask(base.Task):
             `config.labels` giving the tags.
     """
 
+    family = "ner"
+
     def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
         super().__init__(run_config or RunConfig(), bert_config=bert_config)
@@ -142,6 +144,9 @@ class NerTask(base.Task):
 
     def record_files(self) -> dict:
         return {LABEL_LIST: "".join(label + "\n" for label in self.label_list)}
+
+    def record_identity(self) -> dict:
+        return {"labels": list(self.label_list)}
 
     def result_files(self) -> list:
         return ["eval_predictions.conll", "test_predictions.conll", "test_results.txt"]
@@ -243,6 +248,8 @@ class FeatureBasedNerTask(NerTask):
     sentences.
     """
 
+    family = "feature-based ner"
+
     def check_flags(self):
         super().check_flags()
         if not self.run_config.init_checkpoint:
@@ -254,6 +261,12 @@ class FeatureBasedNerTask(NerTask):
             raise UserError(f"--combine={self.config.combine!r}: use concat, sum or last")
         if self.config.task_model not in ("bilstm", "dense"):
             raise UserError(f"--task_model={self.config.task_model!r}: use bilstm or dense")
+
+    def record_identity(self) -> dict:
+        config = self.config
+        return {"labels": list(self.label_list), "layers": config.layers,
+                "combine": config.combine, "task_model": config.task_model,
+                "lstm_units": config.lstm_units, "task_model_layers": config.task_model_layers}
 
     def has_head(self) -> bool:
         return False  # the task model is never in --init_checkpoint

@@ -59,6 +59,7 @@ class PretrainingTask(base.Task):
     'BertPretrainer'
     """
 
+    family = "pretraining"
     required_tokens = ()  # google's files need no vocabulary; ours name theirs
     vocab_required = False
 
@@ -258,6 +259,9 @@ class PretrainingTask(base.Task):
             return None  # text is checked whole before training (check_text_corpus)
         files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
         return input_pipeline.find_bad_file(files)
+
+    def training_files(self) -> list:
+        return list(self.train_files)
 
     def record_files(self) -> dict:
         casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")

@@ -1,18 +1,21 @@
 """THE run flow: what every task does the same way.
 
     run_task(task)
-      1. check the flags (`RunConfig.validate`, `Task.check_flags`)
+      1. check the flags (`RunConfig.validate`, `Task.check_flags`), and that
+         --output_dir and --export_dir can be written and --export_version is free
       2. resolve checkpoint / config / vocabulary and check they fit each other
          (`model_files`)
       3. read and validate every input file (`Task.read_inputs`)
       4. refuse an output that is one of the inputs
-      5. lock --output_dir; refuse it if it holds a run trained with another
-         config, vocabulary or task record; only then write them
-         (`run_directory.RunDirectory`: the record)
+      5. refuse --output_dir if it holds another run (`run_directory`'s record,
+         run.json: another task, labels, model, vocabulary, casing or length;
+         other training settings without --allow_changed_settings) or a
+         checkpoint no run wrote; then lock it, remove what killed runs left,
+         check again and only then write the record
       6. seed, dtype policy, distribution strategy, `Trainer` (which resumes
          from the latest checkpoint in --output_dir, or initializes the encoder
          and any matching head from --init_checkpoint)
-      7. train (with --eval_every_steps: evaluations while training, the best
+      7. evaluate the steps a killed run was to evaluate and did not; train (with --eval_every_steps: evaluations while training, the best
          model kept, early stopping: `evaluation.BestCheckpoint`; SIGTERM saves
          and exits 75) → evaluate (eval_results.txt) → predict → export
 
@@ -26,19 +29,25 @@ prediction files and its export. A new task is one such module and a thin
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import os
 import signal
 import threading
 import time
 
 import keras
+import tensorflow as tf
 from absl import logging
 
-from official_bert import io, model_files
+from official_bert import checkpoints, io, model_files
+from official_bert.checkpoints.tf_checkpoints import open_reader, run_checkpoints
 from official_bert.errors import Preempted, UserError
-from official_bert.run_directory import VOCAB
-from official_bert.serving.base import with_weights_in
+from official_bert.run_directory import TRAINING_SETTINGS, VOCAB
+from official_bert.serving.base import check_export_version_free, with_weights_in
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
 from official_bert.training import distribution, optimization, precision
+from official_bert.training.budget import TimeBudget
 from official_bert.training.trainer import Trainer, TrainingConfig
 
 
@@ -47,6 +56,7 @@ def run_task(task) -> dict:
     the eval results (empty without --do_eval)."""
     config = task.run_config
     _check_flags(task)                                                            # 1
+    _check_outputs(config)
     # Before any TensorFlow op (reading the inputs below runs some): logical devices,
     # and the collective ops of MultiWorkerMirroredStrategy, cannot be set up once
     # TensorFlow's runtime has started.
@@ -58,16 +68,20 @@ def run_task(task) -> dict:
     task.read_inputs()                                                            # 3
     _refuse_outputs_over_inputs(task)                                             # 4
 
+    _check_run_directory(task)                                                    # 5
     # The chief owns the run directory (its lock and files); the other workers of a
     # multi-worker run write their checkpoints to scratch directories (Trainer).
     chief = distribution.is_chief(strategy)
     run_directory = task.run_directory
     with run_directory.lock() if chief else contextlib.nullcontext(), _sigterm_stops():
-        record = run_directory.record(files.config.to_json_string(), files.vocab_file,  # 5
-                                      task.record_files())
-        run_directory.check_record(record, {VOCAB: f"--vocab_file {files.vocab_file}"})
         if chief:
-            run_directory.write_record(record)
+            run_directory.remove_killed_leftovers()
+        session = _check_run_directory(task)  # again, now that no other run can change it
+        if chief:
+            run_directory.write_record(session["files"])
+            run_directory.start_session(session["identity"], session["settings"],
+                                        session["changes"], session["resumed_from"],
+                                        session["adopted"])
         return _train_evaluate_predict_export(task, strategy)                     # 6, 7
 
 
@@ -129,6 +143,86 @@ def _refuse_outputs_over_inputs(task) -> None:
                         "directory of their own")
 
 
+def _check_outputs(config) -> None:
+    """Step 1's outputs: --output_dir and --export_dir can be written, and an
+    --export_version is free, before any work (not found after training)."""
+    io.check_writable(config.output_dir, "--output_dir")
+    if config.export_dir:
+        io.check_writable(config.export_dir, "--export_dir")
+        check_export_version_free(config.export_dir, config.export_version)
+
+
+def _check_run_directory(task) -> dict:
+    """Step 5's checks, which write nothing: the record's files
+    (`RunDirectory.check_record`), what the run is and, when training, its
+    settings (`RunDirectory.check_run`); a directory holding a checkpoint that
+    no run wrote is refused. Returns what the chief then writes: the record's
+    files, identity, settings, the allowed changes, the checkpoint resumed
+    from and those adopted from a run made before records were kept."""
+    config, files, run_directory = task.run_config, task.model_files, task.run_directory
+    adopted = _unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
+    record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
+                                        task.record_files())
+    run_directory.check_record(record_files, {VOCAB: f"--vocab_file {files.vocab_file}"})
+    identity = _identity(task, record_files.get(VOCAB))
+    settings = _training_settings(task) if config.do_train else None
+    if not config.do_train:  # evaluating or exporting at another length is not another run
+        identity.pop("max_seq_length")
+    changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
+    latest = (checkpoints.latest_checkpoint(config.output_dir)
+              if run_directory.has_checkpoint() else None)
+    return dict(files=record_files, identity=identity, settings=settings, changes=changes,
+                resumed_from=os.path.basename(latest) if latest else None, adopted=adopted)
+
+
+def _identity(task, vocab_text: str | None) -> dict:
+    """What the run is (the record's identity): the task and what it adds
+    (`Task.record_identity`), the model's config, the vocabulary, the casing
+    and --max_seq_length."""
+    files = task.model_files
+    return {"task": task.family or type(task).__name__, **task.record_identity(),
+            "bert_config": json.loads(files.config.to_json_string()),
+            "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
+                             if vocab_text is not None else None),
+            "do_lower_case": files.do_lower_case,
+            "max_seq_length": task.run_config.max_seq_length}
+
+
+def _training_settings(task) -> dict:
+    """The training settings of the record (`run_directory.TRAINING_SETTINGS`)
+    and the training data: each file's absolute path and size."""
+    config = task.run_config
+    settings = {name: getattr(config, name, None) for name in TRAINING_SETTINGS}
+    paths = [p for p in task.training_files() if p and io.isfile(p)]
+    settings["training_data"] = {
+        os.path.abspath(p) if io.is_local(p) else p: io.size(p) for p in paths}
+    return settings
+
+
+# The key of the Trainer's global step in a checkpoint it wrote (an object-based one;
+# google's TF1 checkpoints name theirs "global_step", a pre-trained model has none).
+_TRAINER_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _unrecorded_run_checkpoints(run_directory) -> list:
+    """The checkpoints of a directory without a record: a run's made before
+    records were kept (they hold the Trainer's global step) are returned, to be
+    adopted into its record; when the newest holds none, no run wrote it (a
+    pre-trained model): `RunDirectoryError`. A damaged newest one is left to the
+    `Trainer`, which names it."""
+    def written_by_a_run(prefix) -> bool | None:
+        try:
+            return _TRAINER_STEP in open_reader(prefix).get_variable_to_shape_map()
+        except (tf.errors.OpError, ValueError, IndexError):
+            return None  # damaged: not readable enough to tell
+
+    listed = [p for p in run_checkpoints(run_directory.path) if io.exists(p + ".index")]
+    kinds = {p: written_by_a_run(p) for p in listed}
+    if listed and kinds[listed[-1]] is False:
+        raise run_directory.foreign_checkpoint_error()
+    return [os.path.basename(p) for p in listed if kinds[p]]
+
+
 def _check_batch_size(config, replicas: int) -> None:
     if not config.do_train:
         return
@@ -168,9 +262,15 @@ def _start_trainer(task, strategy):
 
 
 def _train(task, trainer, best: BestCheckpoint | None) -> None:
-    """Step 7's training (evaluating on the way with --eval_every_steps)."""
+    """Step 7's training (evaluating on the way with --eval_every_steps), after
+    the evaluations a killed run left undone (`BestCheckpoint.evaluate_missed`)."""
     config = task.run_config
     start = time.time()
+    if best is not None:
+        best.evaluate_missed(trainer.config.num_train_steps)
+    else:  # no schedule from here on: no step of it is missed
+        task.run_directory.eval_schedule_start(0, int(trainer.global_step.numpy()),
+                                               write=trainer.is_chief)
     if best is not None and best.state["stopped_at"] is not None:
         logging.info("This run stopped early at step %d (no better %s in %d evaluations): "
                      "nothing more to train", best.state["stopped_at"], best.metric,
@@ -203,15 +303,18 @@ def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, tr
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         jit_compile=task.jit_compile(),
         tokens_per_example=config.max_seq_length)
-    optimizer_fn = None
+    optimizer_fn = budget = None
+    if train and config.max_train_minutes:
+        budget = TimeBudget.of_run(strategy, config.max_train_minutes, num_train_steps,
+                                   num_warmup_steps)
     if train:
         optimizer_fn = lambda: optimization.create_optimizer(optimization.OptimizerConfig(  # noqa: E731
             learning_rate=config.learning_rate, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps, optimizer=config.optimizer))
+            num_warmup_steps=num_warmup_steps, optimizer=config.optimizer, time_budget=budget))
     checkpoint = task.model_files.checkpoint if task.model_files else None
     init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
     return Trainer(task, strategy, training_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
-                   loss_scale=config.dtype == "float16")
+                   loss_scale=config.dtype == "float16", time_budget=budget)
 
 
 @contextlib.contextmanager

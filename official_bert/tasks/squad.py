@@ -50,6 +50,8 @@ class SpanLabelingTask(base.Task):
         bert_config: for using the model and loss alone (tests, tools).
     """
 
+    family = "squad"
+
     def __init__(self, config: SquadConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
         super().__init__(run_config or SquadRunConfig(), bert_config=bert_config)

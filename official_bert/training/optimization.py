@@ -7,6 +7,12 @@ the last step, and gradients clipped to a global norm of 1.0. For very large
 batches, `Lamb` is the LAMB of You et al. 2019 as tensorflow/models and NVIDIA
 pre-train BERT with it (not `keras.optimizers.Lamb`).
 
+With a time budget (`TimeBudget`, --max_train_minutes) the same shape is drawn
+over the training time instead of the steps (`BudgetLinearDecay`, as Cramming
+and 24hBERT schedule a budget): warm-up over the first part of the budget, 0
+when it is spent. The `Trainer` advances the budget's clock, a checkpointed
+variable the schedule reads inside the training step (`training.budget`).
+
 Gradient accumulation and clipping are done by `training.Trainer` (it sums the gradients of
 several micro-batches before one `apply_gradients`), not by Keras's
 `gradient_accumulation_steps`, which cannot run under `tf.distribute`
@@ -21,6 +27,7 @@ import keras
 from keras import ops
 
 from official_bert.errors import UserError
+from official_bert.training.budget import TimeBudget
 
 # Substrings of variable names that get no weight decay: LayerNorm's gamma and
 # beta, and every bias (the MLM output bias included).
@@ -44,6 +51,8 @@ class OptimizerConfig:
         beta_1: float. Adam's first-moment decay.
         beta_2: float. Adam's second-moment decay.
         epsilon: float. Adam's epsilon (1e-6 in BERT).
+        time_budget: a `TimeBudget`, or None. When given, the learning rate
+            follows the budget's clock (`BudgetLinearDecay`), not the steps.
 
     Global-norm clipping is `TrainingConfig.clip_norm`: the `Trainer` clips the
     cross-replica gradient sum (Keras would clip each replica's part).
@@ -57,6 +66,7 @@ class OptimizerConfig:
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-6
+    time_budget: TimeBudget | None = None
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -120,6 +130,51 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "total_steps": self.total_steps,
             "warmup_steps": self.warmup_steps,
         }
+
+
+class BudgetLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """`WarmupLinearDecay` over a time budget: the learning rate is a function
+    of the fraction f of the budget spent, not of the step.
+
+    lr(f) = peak * f / w            for f < w (w: the warm-up fraction)
+          = peak * (1 - f) / (1 - w) afterwards, and 0 from f = 1 on
+
+    The step Keras passes is ignored; f is read from the `TimeBudget`'s
+    variable each time the rate is needed (inside the training step, so it
+    moves with every update). Not serializable: a schedule without its
+    running clock would mean nothing.
+
+    Args:
+        peak: float. The learning rate at the end of warm-up.
+        budget: the `TimeBudget` whose clock it reads.
+
+    Example:
+    >>> budget = TimeBudget(seconds=1000, warmup_fraction=0.1)
+    >>> schedule = BudgetLinearDecay(1e-4, budget)
+    >>> rates = []
+    >>> for seconds in (0, 50, 100, 550, 1000):
+    ...     _ = budget.elapsed.assign(seconds)
+    ...     rates.append(round(float(schedule(0)), 7))
+    >>> rates
+    [0.0, 5e-05, 0.0001, 5e-05, 0.0]
+    """
+
+    def __init__(self, peak: float, budget: TimeBudget):
+        self.peak = peak
+        self.budget = budget
+
+    def __call__(self, step):
+        del step  # the clock, not the step, sets the rate
+        spent = self.budget.fraction()
+        warmup = self.budget.warmup_fraction
+        warming = self.peak * spent / max(warmup, 1e-12)
+        decaying = self.peak * (1.0 - spent) / max(1.0 - warmup, 1e-12)
+        rate = ops.where(spent < warmup, warming, decaying)
+        return ops.maximum(rate, 0.0)
+
+    def get_config(self):
+        raise TypeError("BudgetLinearDecay reads a running clock (a TimeBudget's variable) "
+                        "and cannot be serialized: rebuild it with the budget")
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -295,9 +350,12 @@ def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
     >>> type(opt).__name__
     'AdamWeightDecay'
     """
-    schedule = WarmupLinearDecay(
-        config.learning_rate, config.num_train_steps, config.num_warmup_steps
-    )
+    if config.time_budget is not None:
+        schedule = BudgetLinearDecay(config.learning_rate, config.time_budget)
+    else:
+        schedule = WarmupLinearDecay(
+            config.learning_rate, config.num_train_steps, config.num_warmup_steps
+        )
     common = dict(
         learning_rate=schedule,
         weight_decay=config.weight_decay,

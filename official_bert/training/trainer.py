@@ -13,18 +13,21 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
   inside the replica step, then one `apply_gradients`;
 * `steps_per_loop` updates per `tf.function` call, so the host does not wait
   on every step;
-* checkpoints through `tf.train.CheckpointManager` (model, encoder, optimizer
-  slots, global step, dropout RNG state) every `save_checkpoints_steps` and at
-  the end; a restart resumes from the latest one and re-creates the input
-  pipeline at the same position, so a resumed run equals an uninterrupted one.
-  TensorFlow writes a checkpoint's files before it atomically updates the
-  `checkpoint` index file, so a run killed at any moment restarts from the last
-  complete checkpoint;
+* checkpoints (model, encoder, optimizer slots, global step, dropout RNG
+  state) every `save_checkpoints_steps` and at the end, through
+  `run_checkpoints.RunCheckpoints`, which rotates only the checkpoints the run
+  directory's record says its runs wrote; a restart resumes from the latest one
+  and re-creates the input pipeline at the same position, so a resumed run
+  equals an uninterrupted one. A checkpoint's files are written before the
+  `checkpoint` index file names it (atomically), so a run killed at any moment
+  restarts from the last complete checkpoint;
 * a progress line every `log_steps` (loss, metrics, learning rate, examples/s,
   tokens/s) and the same values as TensorBoard summaries in `output_dir/train`;
 * SIGTERM (a preempted cloud VM or TPU host, which gets ~30 s of notice) ends
   the `tf.function` call at the next step boundary, saves a checkpoint and
-  raises `errors.Preempted` (`_TerminationSignal`).
+  raises `errors.Preempted` (`_TerminationSignal`);
+* with a time budget (`training.budget`, --max_train_minutes), the step that
+  crosses it is the last, and is saved; its clock is checkpointed.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from official_bert import checkpoints
 from official_bert.errors import BadFileError, Preempted, UserError
 from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
 from official_bert.training import distribution
+from official_bert.training.run_checkpoints import RunCheckpoints
+from official_bert.training.budget import TimeBudget
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
 # denominator) sums, reported as numerator / denominator over a window.
@@ -124,7 +129,12 @@ class Trainer:
         init_fn: called with the model when the run does not resume from a
             checkpoint in `output_dir` (e.g. to load `--init_checkpoint`).
         loss_scale: wrap the optimizer in a `LossScaleOptimizer` (float16).
+        time_budget: a `TimeBudget` (the optimizer's schedule reads it): training
+            stops when it is spent, at `num_train_steps` at the latest.
     """
+
+    # The time budget's clock (seconds); tests replace it with a fake one.
+    time_fn = staticmethod(time.monotonic)
 
     def __init__(
         self,
@@ -134,8 +144,10 @@ class Trainer:
         optimizer_fn: Callable[[], keras.optimizers.Optimizer] | None = None,
         init_fn: Callable[[keras.Model], None] | None = None,
         loss_scale: bool = False,
+        time_budget: TimeBudget | None = None,
     ):
         self.task = task
+        self.budget = time_budget
         self.strategy = strategy
         self.config = config
         self.is_chief = distribution.is_chief(strategy)
@@ -165,12 +177,13 @@ class Trainer:
             tracked["encoder"] = self.model.encoder
         if self.optimizer is not None:
             tracked["optimizer"] = self.optimizer
+        if time_budget is not None:
+            tracked["train_seconds"] = time_budget.elapsed
         self.checkpoint = tf.train.Checkpoint(**tracked)
         self._write_dir = self._checkpoint_dir()
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self._write_dir,
-            max_to_keep=config.keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME,
-        )
+        self.manager = RunCheckpoints(
+            self.checkpoint, self._write_dir, config.keep_checkpoint_max,
+            RunDirectory(config.output_dir) if self.is_chief else None)
         self.resumed_from = None
         # The newest checkpoint whose files are there (after a damaged one was
         # deleted, the one before it).
@@ -206,7 +219,7 @@ class Trainer:
     def save(self):
         step = int(self.global_step.numpy())
         try:
-            path = self.manager.save(checkpoint_number=step)
+            path = self.manager.save(step)
         except BaseException:
             # TensorFlow stages a checkpoint in `ckpt-N_temp/` and leaves it when a
             # write fails (a full disk): remove it, so only complete checkpoints remain.
@@ -308,17 +321,25 @@ class Trainer:
     def _build_train_loop(self):
         strategy = self.strategy
 
+        # The budget is checked before each step, as SIGTERM's flag, except on several
+        # workers (their clocks differ: `TimeBudget.timed` agrees on one after a call).
+        budget = self.budget if self._stop_in_loop else None
+
         def reduce(x):
             return strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
 
         @tf.function
         def train_loop(iterator, num_steps):
+            if budget is not None:
+                base, started = budget.elapsed.read_value(), tf.timestamp()
             loss, metrics = strategy.run(self._replica_train_step, args=(next(iterator),))
             loss = reduce(loss)
             metrics = tf.nest.map_structure(reduce, metrics)
             self.global_step.assign_add(1)
             for _ in tf.range(num_steps - 1):
                 if self._stop_in_loop and self._stop:
+                    break
+                if budget is not None and budget.advance_in_graph(base, started):
                     break
                 l, m = strategy.run(self._replica_train_step, args=(next(iterator),))
                 loss += reduce(l)
@@ -397,15 +418,16 @@ class Trainer:
                on_evaluate) -> dict:
         config = self.config
         start_step = int(self.global_step.numpy())
-        if start_step >= config.num_train_steps:
-            logging.info("Already at step %d of %d: nothing to train.",
-                         start_step, config.num_train_steps)
+        if self._nothing_to_train(start_step):
             return {}
         iterator = iter(self._distribute(
             dataset_fn, skip_batches=start_step,
             batch_micro=config.gradient_accumulation_steps))
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
+        if self.budget is not None:
+            # Traced now, so that the clock does not count the tracing.
+            self._train_loop.get_concrete_function(iterator, tf.TensorSpec([], tf.int32))
         writer = (tf.summary.create_file_writer(RunDirectory(config.output_dir).train_summaries)
                   if self.is_chief else tf.summary.create_noop_writer())
         results = {}
@@ -421,10 +443,10 @@ class Trainer:
                 (step // evaluate_every + 1) * evaluate_every if evaluate_every else step + 10**9,
             )
             try:
-                loss, metrics = self._train_loop(iterator, tf.constant(boundary - step))
+                loss, metrics = self._timed_train_loop(iterator, boundary - step)
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
-            # Fewer than asked when SIGTERM ended the call early.
+            # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
             window_steps += done
             window_loss += float(loss)
@@ -436,40 +458,68 @@ class Trainer:
                     f"the loss is {float(loss)} at step {step}: training diverged; lower "
                     "--learning_rate or use --dtype=float32 (checkpoints saved before are "
                     "kept, and the same command resumes from the latest)")
-            if step % config.log_steps == 0 or step == config.num_train_steps:
+            last = step == config.num_train_steps or (
+                self.budget is not None and self.budget.spent)
+            if step % config.log_steps == 0 or last:
                 elapsed = max(time.time() - window_start, 1e-9)
-                results = {"loss": window_loss / window_steps}
-                results.update({name: num / max(den, 1e-12)
-                                for name, (num, den) in window_metrics.items()})
-                results["learning_rate"] = self.current_learning_rate()
-                examples_per_second = window_steps * global_batch_size / elapsed
-                results["examples_per_second"] = examples_per_second
-                if config.tokens_per_example:
-                    results["tokens_per_second"] = examples_per_second * config.tokens_per_example
-                logging.info("step %d/%d: %s", step, config.num_train_steps,
-                             ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()))
-                with writer.as_default(step=step):
-                    for name, value in results.items():
-                        tf.summary.scalar(name, value)
-                writer.flush()
-                for hook in hooks or ():
-                    hook(step, results)
+                results = self._window_results(window_loss, window_metrics, window_steps,
+                                               window_steps * global_batch_size / elapsed)
+                self._report(step, results, writer, hooks)
                 window_start, window_steps = time.time(), 0
                 window_loss, window_metrics = 0.0, None
             stop = self._stop_requested(termination)
-            if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
-                    or stop):
+            if step % config.save_checkpoints_steps == 0 or last or stop:
                 path = self.save()
                 logging.info("Saved checkpoint %s", path)
-            if stop and step < config.num_train_steps:
+            if stop and not last:
                 raise Preempted(step, path)
             if evaluate_every and on_evaluate is not None and (
-                    step % evaluate_every == 0 or step == config.num_train_steps):
-                if on_evaluate(step) and step < config.num_train_steps:
+                    step % evaluate_every == 0 or last):
+                if on_evaluate(step) and not last:
                     logging.info("Stopped early at step %d of %d; saved %s", step,
                                  config.num_train_steps, self.save())
                     break
+        if self.budget is not None:
+            self.budget.log_end(step, config.num_train_steps, self.current_learning_rate())
         return results
+
+    def _window_results(self, loss, metrics, steps, examples_per_second) -> dict:
+        """The progress figures of a window of `steps` updates."""
+        results = {"loss": loss / steps}
+        results.update({name: num / max(den, 1e-12) for name, (num, den) in metrics.items()})
+        results["learning_rate"] = self.current_learning_rate()
+        results["examples_per_second"] = examples_per_second
+        if self.config.tokens_per_example:
+            results["tokens_per_second"] = examples_per_second * self.config.tokens_per_example
+        return results
+
+    def _report(self, step, results, writer, hooks) -> None:
+        """The progress line, its summaries, and the hooks."""
+        budget = f"; {self.budget.progress()}" if self.budget is not None else ""
+        logging.info("step %d/%d: %s%s", step, self.config.num_train_steps,
+                     ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()), budget)
+        with writer.as_default(step=step):
+            for name, value in results.items():
+                tf.summary.scalar(name, value)
+        writer.flush()
+        for hook in hooks or ():
+            hook(step, results)
+
+    def _nothing_to_train(self, step) -> bool:
+        """Whether the run is over already: at the last step, or (resumed)
+        past its time budget; says so."""
+        if step >= self.config.num_train_steps:
+            logging.info("Already at step %d of %d: nothing to train.",
+                         step, self.config.num_train_steps)
+            return True
+        return self.budget is not None and self.budget.resume(step)
+
+    def _timed_train_loop(self, iterator, num_steps):
+        """One host call of `num_steps` updates (fewer when SIGTERM or the
+        budget ends it), timed on the budget's clock."""
+        call = lambda: self._train_loop(iterator, tf.constant(num_steps))  # noqa: E731
+        return call() if self.budget is None else self.budget.timed(
+            call, self.time_fn, self.strategy)
 
     def _stop_requested(self, termination) -> bool:
         """Whether a worker received SIGTERM; on several workers all agree (a

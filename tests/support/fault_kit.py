@@ -19,8 +19,6 @@ import os
 import pathlib
 import random
 import re
-import resource
-import signal
 import subprocess
 import sys
 
@@ -239,25 +237,20 @@ def command(script: str, *args) -> list:
     return [sys.executable, str(REPO / script), *map(str, args)]
 
 
-def _limit_file_size(limit):
-    def apply():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    return apply
-
-
 def run(argv: list, *, stdin=None, timeout=300, file_size_limit=None, env=None,
         cwd=None) -> Result:
-    """Runs a command (a list from `command`), returns its `Result`."""
+    """Runs a command (a list from `command`), returns its `Result`. A Python
+    command starts from the fork server (`processes`: its own process, without
+    TensorFlow's import time)."""
     import time
+
+    from .processes import run as run_process
 
     environment = {**os.environ, **ENV, **(env or {})}
     start = time.time()
     try:
-        p = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
-                           env=environment, cwd=str(cwd or REPO),
-                           preexec_fn=_limit_file_size(file_size_limit) if file_size_limit
-                           else None)
+        p = run_process(argv, input=stdin, timeout=timeout, env=environment,
+                        cwd=str(cwd or REPO), file_size_limit=file_size_limit, text=False)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode("utf-8", "replace") if isinstance(e.stderr, bytes) else (e.stderr or "")

@@ -1,0 +1,78 @@
+"""Adds a domain's frequent words to a checkpoint's vocabulary, as whole tokens.
+
+Counts the words of --input_file (the pre-training text format, or any text),
+takes the most frequent ones (seen at least --min_count times) that the
+checkpoint's WordPiece vocabulary splits into 2 or more pieces, at most
+--num_new_tokens, and writes a new checkpoint directory --output_dir: the
+vocabulary with every old id unchanged, the new words first in its [unusedN]
+slots, then appended (vocab_size grows); each new word's embedding row, and its
+masked-LM output bias when the checkpoint has that head, is the mean of its old
+pieces'. The directory is Hugging Face's layout with vocab.txt, config.json,
+tokenizer_config.json and vocab_extension.tsv (what was added): pass it as
+--init_checkpoint to `bert pretrain` (continued pre-training on the domain's
+text teaches the new tokens) and to every fine-tuning command. The method is
+described in `data_prep/extend_vocab.py`, which does the work.
+
+Example:
+  bert extend-vocab --init_checkpoint=/models/all-MiniLM-L6-v2 \\
+      --input_file=/tmp/domain_corpus.txt --output_dir=/tmp/minilm_domain \\
+      --num_new_tokens=500 --min_count=20
+"""
+
+from __future__ import annotations
+
+import sys
+
+from absl import flags
+
+from data_prep.configs import ExtendVocabConfig
+from official_bert import app, cli_flags
+
+# data_prep.extend_vocab reads checkpoints (TensorFlow): `main` imports it once
+# the flags are parsed, so that `--help` stays fast.
+
+FLAGS = flags.FLAGS
+
+# The config the flags come from (tests/test_settings.py checks it).
+CONFIGS = (ExtendVocabConfig,)
+
+
+def _define_flags():
+    cli_flags.define_command_flags(ExtendVocabConfig, cli_flags.MODEL_FILES)
+
+
+def main(argv):
+    app.refuse_arguments(argv)
+    from data_prep import extend_vocab
+
+    config = cli_flags.from_flags(ExtendVocabConfig, FLAGS)
+    summary = extend_vocab.extend_vocab(config)
+    print(report(config.output_dir, summary), file=sys.stderr)
+
+
+def report(output_dir: str, summary: dict) -> str:
+    """What the command prints: what was added, and what it does to the corpus."""
+    old_size, new_size = summary["vocab_size"]
+    before, after = summary["tokens_per_word"]
+    lines = [
+        f"wrote {output_dir}: {summary['new_tokens']} new tokens of the "
+        f"{summary['candidates']} words that qualify ({summary['in_unused_slots']} in "
+        f"[unusedN] slots, {summary['appended']} appended; vocab_size {old_size} -> "
+        f"{new_size}; masked-LM output bias "
+        f"{'extended' if summary['mlm_output_bias'] else 'absent'})",
+        f"the corpus: {summary['words']} words ({summary['distinct_words']} distinct), "
+        f"{before:.3f} -> {after:.3f} WordPiece tokens per word",
+        "most frequent: " + "; ".join(f"{token} ({count}x, was {' '.join(pieces)})"
+                                      for token, count, pieces in summary["examples"]),
+    ]
+    return "\n".join(lines)
+
+
+def entry(argv=None):
+    """Console entry point (`bert extend-vocab`)."""
+    _define_flags()
+    app.run(main, argv)
+
+
+if __name__ == "__main__":
+    entry()

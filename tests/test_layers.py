@@ -1,0 +1,123 @@
+"""The import graph follows the layers README.md's Architecture section draws.
+
+Data flows one way: a library module imports only modules of its own layer or
+below, no two modules import each other (directly or round a loop), and
+nothing but the commands imports the command-line runner. Read from the source
+(every `import` and `from ... import`, function-level ones included), so the
+check needs no TensorFlow.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+from support import REPO_ROOT
+
+# Bottom to top: a module may import its own layer and those below it.
+LAYERS = [
+    ("official_bert.errors", "official_bert.settings", "official_bert.configs",
+     "data_prep.configs"),
+    ("official_bert.io", "official_bert.file_sets", "official_bert.run_lock",
+     "official_bert.metrics"),
+    ("official_bert.text", "official_bert.modeling", "data_prep"),
+    ("official_bert.checkpoints", "official_bert.model_files", "official_bert.run_directory",
+     "official_bert.google_export", "official_bert.training"),
+    ("official_bert.tasks", "official_bert.serving"),
+    ("official_bert.commands", "official_bert.cli_flags", "official_bert.app",
+     "official_bert.cli"),
+]
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the longest prefix listed in `LAYERS`."""
+    best, depth = None, -1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > depth:
+                best, depth = index, len(prefix)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer of tests/test_layers.py's LAYERS")
+    return best
+
+
+def library_modules() -> dict:
+    """Module name -> its file, for every module of official_bert/ and data_prep/."""
+    modules = {}
+    for package in ("official_bert", "data_prep"):
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+    return modules
+
+
+def imports_of(module: str, path: pathlib.Path, known: dict) -> set:
+    """The library modules `module` imports (`from a import b` counts as a.b
+    when a.b is a module, else as a)."""
+    found = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                     for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+MODULES = library_modules()
+GRAPH = {m: imports_of(m, p, MODULES) for m, p in MODULES.items()}
+# The package faces: `official_bert/__init__.py` loads its public names lazily
+# (by name, not by import), and a package's __init__ belongs to its package.
+FACES = {"official_bert", "data_prep"}
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - FACES))
+def test_no_import_runs_up_a_layer(module):
+    upward = sorted(name for name in GRAPH[module] - FACES
+                    if layer_of(name) > layer_of(module))
+    assert not upward, f"{module} (layer {layer_of(module)}) imports higher layers: {upward}"
+
+
+def test_no_circle_of_imports():
+    """Depth-first search for a back edge; the first loop found is named."""
+    state, stack = {}, []
+
+    def visit(module):
+        state[module] = "open"
+        stack.append(module)
+        for name in sorted(GRAPH[module]):
+            if state.get(name) == "open":
+                raise AssertionError("import circle: " + " -> ".join(
+                    stack[stack.index(name):] + [name]))
+            if name not in state:
+                visit(name)
+        stack.pop()
+        state[module] = "done"
+
+    for module in sorted(MODULES):
+        if module not in state:
+            visit(module)
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    """The checker itself: a module of io's layer importing a command (at
+    function level, relatively) is read as doing so, and flagged."""
+    path = tmp_path / "io.py"
+    path.write_text("def f():\n    from .commands import classify\n")
+    found = imports_of("official_bert.io", path, MODULES)
+    assert found == {"official_bert.commands.classify"}
+    assert layer_of("official_bert.commands.classify") > layer_of("official_bert.io")

@@ -17,6 +17,7 @@ refuses any output that would replace one of them.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import TYPE_CHECKING
 
 from absl import logging
@@ -108,6 +109,7 @@ def resolve_model_files(model: ModelFilesConfig, required_tokens=SPECIAL_TOKENS,
     neither names a vocabulary; without any, `vocab_file` is None, or an error
     when `vocab_required`.
     """
+    model = google_names_in_a_hugging_face_directory(model)
     init_checkpoint = model.init_checkpoint
     if not init_checkpoint and not model.bert_config_file and has_checkpoint(run_dir):
         init_checkpoint = run_dir
@@ -135,6 +137,34 @@ def resolve_model_files(model: ModelFilesConfig, required_tokens=SPECIAL_TOKENS,
     vocab = _checked_vocab(vocab_file, config, required_tokens)
     tokenization.validate_case_matches_vocab(vocab, do_lower_case)
     return ModelFiles(config, ckpt, vocab_file, bool(do_lower_case), vocab)
+
+
+def google_names_in_a_hugging_face_directory(model: ModelFilesConfig) -> ModelFilesConfig:
+    """google-research/bert's commands name `$BERT_BASE_DIR/bert_config.json` and
+    `$BERT_BASE_DIR/bert_model.ckpt`. When those files are absent and the
+    directory holds a Hugging Face checkpoint (config.json, model.safetensors),
+    the same command uses them, and says so once. The exact GELU of a Hugging
+    Face config is kept: this project runs the model (google's code would need
+    `bert export-google --exact_gelu_as=tanh`)."""
+    replaced = {}
+    config_file, checkpoint = model.bert_config_file, model.init_checkpoint
+    if (config_file and os.path.basename(config_file) == "bert_config.json"
+            and not io.exists(config_file)):
+        directory = os.path.dirname(config_file) or "."
+        if io.exists(io.join(directory, "config.json")):
+            replaced["bert_config_file"] = io.join(directory, "config.json")
+    if (checkpoint and os.path.basename(checkpoint).startswith("bert_model.ckpt")
+            and not io.exists(checkpoint) and not io.exists(checkpoint + ".index")):
+        directory = os.path.dirname(checkpoint) or "."
+        if io.exists(io.join(directory, "model.safetensors")):
+            replaced["init_checkpoint"] = directory
+    if not replaced:
+        return model
+    said = [f"--{name}={getattr(model, name)} with {path}" for name, path in replaced.items()]
+    logging.info("%s holds a Hugging Face checkpoint, not google's files: reading %s (its exact "
+                 "GELU kept)", os.path.dirname(config_file or checkpoint) or ".",
+                 " and ".join(said))
+    return dataclasses.replace(model, **replaced)
 
 
 def _checked_vocab(vocab_file: str, config, required_tokens) -> list:

@@ -425,3 +425,43 @@ def test_extract_features_says_once_which_google_flags_it_ignores(tmp_path):
     for name in ("use_tpu", "master", "num_tpu_cores", "use_one_hot_embeddings"):
         assert result.stderr.count(f"--{name} is not used: ") == 1, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_googles_mrpc_command_on_a_hugging_face_directory(stand_ins, tmp_path):
+    """`$BERT_BASE_DIR` set to a Hugging Face checkpoint (config.json,
+    model.safetensors: the layout of the bundled all-MiniLM-L6-v2): google's
+    MRPC command, unchanged, reads its config.json and weights for the absent
+    bert_config.json and bert_model.ckpt, and says so once."""
+    from official_bert import checkpoints
+
+    encoder, checkpoint = checkpoints.load_encoder(str(stand_ins["BERT_BASE_DIR"] /
+                                                       "bert_model.ckpt"))
+    hf = tmp_path / "hf_model"
+    checkpoints.export_huggingface(encoder, str(hf), vocab_file=checkpoint.vocab_file,
+                                   do_lower_case=True)
+    assert not (hf / "bert_config.json").exists() and (hf / "config.json").exists()
+    (tmp_path / "tmp").mkdir()
+    env = dict(stand_ins, BERT_BASE_DIR=hf, root=tmp_path)
+    command = dict(GOOGLE_COMMANDS)["classifier_mrpc"]
+    result = subprocess.run(["bash", "-c", _script("classifier_mrpc", command, env)],
+                            cwd=REPO_ROOT, text=True, capture_output=True, timeout=900,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = [line for line in result.stderr.splitlines()
+            if "holds a Hugging Face checkpoint, not google's files" in line]
+    assert len(said) == 1, result.stderr[-3000:]
+    assert "bert_config.json with" in said[0] and "bert_model.ckpt with" in said[0]
+    assert (tmp_path / "tmp" / "mrpc_output" / "eval_results.txt").exists()
+
+
+def test_googles_names_are_kept_when_the_files_exist(stand_ins, tmp_path):
+    from official_bert.model_files import google_names_in_a_hugging_face_directory
+    from official_bert.tasks.configs import ModelFilesConfig
+
+    base = stand_ins["BERT_BASE_DIR"]
+    given = ModelFilesConfig(init_checkpoint=str(base / "bert_model.ckpt"),
+                             bert_config_file=str(base / "bert_config.json"))
+    assert google_names_in_a_hugging_face_directory(given) is given
+    empty = ModelFilesConfig(init_checkpoint=str(tmp_path / "bert_model.ckpt"),
+                             bert_config_file=str(tmp_path / "bert_config.json"))
+    assert google_names_in_a_hugging_face_directory(empty) is empty  # nothing to read instead

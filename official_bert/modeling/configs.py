@@ -206,8 +206,8 @@ class BertConfig:
         path = os.fspath(path)
         values = io.read_json(
             path, ConfigError, what="a bert_config.json", directory_fix="check --bert_config_file",
-            missing_fix="pass --bert_config_file, or put bert_config.json / config.json beside "
-            "the checkpoint")
+            missing_fix="check the path given as --bert_config_file, or leave the flag out when "
+            "bert_config.json or config.json lies beside --init_checkpoint")
         if not isinstance(values, dict):
             raise ConfigError(path, f"holds a JSON {type(values).__name__}, not an object of "
                               "BERT's keys")

@@ -399,14 +399,17 @@ class MultipleChoiceConfig:
 
 @dataclasses.dataclass
 class PretrainingConfig:
-    """run_pretraining.py's own flags. With --input_format=text, instances are
-    made on the fly by the generator's code (`input_pipeline.text_records`);
+    """run_pretraining.py's own flags. With --input_format=text (conll, table: a
+    fine-tuning file's text, `data_prep.task_text`), instances are made on the
+    fly by the generator's code (`input_pipeline.text_records`);
     with --length_bucket_width, batches of one length bucket are cut to it
     (`input_pipeline.pretraining_dataset`)."""
 
-    input_file: str | None = setting(None, "Input TFRecord files: comma-separated globs.")
+    input_file: str | None = setting(
+        None, "Input files (TFRecords, or the text of --input_format): comma-separated globs.")
     eval_input_file: str | None = setting(
-        None, "Held-out TFRecords for --do_eval (default: --input_file).")
+        None, "Held-out data for --do_eval, in --input_format (default: --input_file, whose "
+        "figures overstate what the model learned).")
     max_predictions_per_seq: int = setting(
         20, "Masked-LM predictions per instance; must be what the files were made with (with "
         "--dynamic_masking, the most positions masked).")
@@ -423,8 +426,15 @@ class PretrainingConfig:
     input_format: str = setting(
         "tfrecord", "tfrecord: create_pretraining_data's files. text: --input_file is the "
         "sentence-per-line corpus itself (a blank line between documents); instances are made "
-        "on the fly with the generator's code (needs --vocab_file).",
-        choices=("tfrecord", "text"))
+        "on the fly with the generator's code (needs a vocabulary). conll, table: a fine-tuning "
+        "set's own text for task-adaptive pre-training, read as it is: run_ner.py's CoNLL files, "
+        "or run_classifier.py's .tsv/.csv/.jsonl with --text_column; each sentence or row is a "
+        "document, packed as full sentences, masked LM only.",
+        choices=("tfrecord", "text", "conll", "table"))
+    text_column: str | None = setting(
+        None, "--input_format=table: the header name (or JSON key) of the text column, or two "
+        "comma-separated for a pair task's texts (e.g. sentence for SST-2, "
+        "'#1 String,#2 String' for MRPC).")
     do_whole_word_mask: bool = setting(
         False, "Mask whole words: with --input_format=text, or dynamic masking of files made "
         "with --do_whole_word_mask.")

@@ -4,23 +4,40 @@ The model is `modeling.heads.BertPretrainer`. Input: TFRecords of
 `data_prep/create_pretraining_data.py` or of google-research/bert's generator
 (static masks), or unmasked files (`--dynamic_masking` at generation) masked at
 read time, fresh every epoch (`training.input_pipeline`). Every input file is
-checked (features, kinds, lengths) before the model is built.
+checked (features, kinds, lengths) before the model is built. Or text, made
+into instances on the fly by the generator's code: a sentence-per-line corpus
+(`--input_format=text`), or a fine-tuning set's own file (`--input_format=conll`
+or `table`, `data_prep.task_text`: masked LM only), for task-adaptive
+pre-training.
+
+Continued pre-training (`--init_checkpoint`) starts from any BERT checkpoint:
+the heads it lacks (all-MiniLM-L6-v2 and other sentence encoders ship none)
+start fresh, the masked LM's output still tied to the word embeddings, and
+the log says which head came from where.
+
+Honest progress: `masked_lm_unigram_baseline`, beside `masked_lm_accuracy` in
+every progress line and in the eval results, is the accuracy on the same
+positions of always predicting one token: the most frequent of the training
+data's first `BASELINE_SAMPLE` masked tokens (`PretrainingTask.prepare`).
 
 Files in --output_dir: checkpoints, `train/` and `eval/` summaries,
 `eval_results.txt` (global_step, loss, masked_lm_accuracy, masked_lm_loss,
-next_sentence_accuracy, next_sentence_loss), and `bert_config.json` +
-`vocab.txt` (+ `tokenizer_config.json` with the data's casing), so the
-directory is itself an `--init_checkpoint` for fine-tuning and a second phase.
+masked_lm_unigram_baseline, next_sentence_accuracy, next_sentence_loss), and
+`bert_config.json` + `vocab.txt` (+ `tokenizer_config.json` with the data's
+casing), so the directory is itself an `--init_checkpoint` for fine-tuning and
+a second phase.
 """
 
 from __future__ import annotations
 
+import collections
 import json
+import uuid
 
 import tensorflow as tf
 from absl import logging
 
-from data_prep import pretraining_corpus
+from data_prep import pretraining_corpus, task_text
 from data_prep.configs import PretrainingDataConfig
 from official_bert import checkpoints, file_sets, io
 from official_bert.errors import BadFileError, UserError
@@ -32,6 +49,14 @@ from official_bert.tasks import base
 from official_bert.tasks.configs import PretrainingConfig, PretrainRunConfig, RunConfig
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
+
+# Masked positions of the training data read for the unigram baseline: enough to
+# find the most frequent token (its share known to about ±0.3 points), read in seconds.
+BASELINE_SAMPLE = 20_000
+MLM_HEAD_FRESH = ("Masked-LM head: output tied to the word embeddings; transform and bias "
+                  "initialized fresh (the checkpoint has no masked-LM head)")
+MLM_HEAD_RESTORED = ("Masked-LM head: transform and bias restored from the checkpoint; output "
+                     "tied to the word embeddings")
 
 
 class PretrainingTask(base.Task):
@@ -68,9 +93,15 @@ class PretrainingTask(base.Task):
         super().__init__(run_config or PretrainRunConfig(), bert_config=bert_config)
         self.config = config or PretrainingConfig()
         self.summary = None
-        # False for data without sentence pairs (--packing=full_sentences):
-        # the masked LM alone is trained and evaluated.
+        # False for data without sentence pairs (--packing=full_sentences, a
+        # fine-tuning file's text): the masked LM alone is trained and evaluated.
         self.next_sentence = True
+        # The unigram baseline's token (`prepare`); None: no baseline metric.
+        self.unigram_token = None
+        self.unigram_share = None
+        # What the input pipelines read, by flag: the files given, or for a
+        # fine-tuning file (conll, table) its text as a corpus (`read_inputs`).
+        self.corpus_files = {}
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
@@ -82,15 +113,19 @@ class PretrainingTask(base.Task):
 
     def initialize(self, model, checkpoint) -> None:
         """The encoder and, when the checkpoint has them, the pre-training heads
-        (Google `cls/*`, Hugging Face `BertForPreTraining`, a previous run)."""
+        (Google `cls/*`, Hugging Face `BertForPreTraining`, a previous run); a
+        line says where each head comes from."""
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
         self.head_report = model.load_head_weights(checkpoint)
         heads = self.head_report.heads
         logging.info("Initialized the encoder%s from %s (%s checkpoint)",
                      " and the " + " and ".join(heads) + " head(s)" if heads else "",
                      checkpoint.path, checkpoint.kind)
-        if len(heads) < 2:
-            logging.info("Heads not in the checkpoint start from random weights.")
+        logging.info("%s", MLM_HEAD_RESTORED if "masked_lm" in heads else MLM_HEAD_FRESH)
+        logging.info("Next-sentence head: %s", (
+            "not used (the data has no sentence pairs: masked LM only)" if not self.next_sentence
+            else "restored from the checkpoint" if "next_sentence" in heads
+            else "initialized fresh (the checkpoint has none)"))
 
     def has_head(self) -> bool:
         return True  # evaluating a checkpoint's masked LM as it is, even a fresh head, is valid
@@ -115,6 +150,10 @@ class PretrainingTask(base.Task):
             "masked_lm_accuracy": (tf.reduce_sum(mlm_correct * weights), local_weights),
             "masked_lm_loss": (mlm_sum, local_weights),
         }
+        if self.unigram_token is not None:  # always predicting that token, on the same positions
+            baseline = tf.cast(tf.equal(labels, self.unigram_token), tf.float32)
+            metrics["masked_lm_unigram_baseline"] = (tf.reduce_sum(baseline * weights),
+                                                     local_weights)
         loss = mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)
         if not self.next_sentence:
             # A zero term keeps the head's gradients defined (zero), so the
@@ -160,9 +199,10 @@ class PretrainingTask(base.Task):
         if config.length_bucket_width and run.distribution_strategy == "tpu":
             raise UserError("--length_bucket_width needs batches of varying length, which a "
                             "TPU cannot take: leave it at 0 on TPU")
-        if config.input_format not in ("tfrecord", "text"):
+        if config.input_format not in ("tfrecord", "text", *task_text.TASK_FORMATS):
             raise UserError(f"--input_format={config.input_format} is unknown: use tfrecord "
-                            "(create_pretraining_data's files) or text (the corpus itself)")
+                            "(create_pretraining_data's files), text (the corpus itself), "
+                            "conll or table (a fine-tuning file's text)")
         if config.max_ngram_size < 1:
             raise UserError(f"--max_ngram_size must be at least 1, got {config.max_ngram_size}")
         if config.max_ngram_size > config.max_predictions_per_seq:  # as the generator's check
@@ -172,13 +212,7 @@ class PretrainingTask(base.Task):
                             "never fits")
         if not 0 <= config.short_seq_prob <= 1:
             raise UserError(f"--short_seq_prob must be in [0, 1], got {config.short_seq_prob}")
-        if self.text and config.dynamic_masking:
-            raise UserError("--dynamic_masking is for TFRecords: with --input_format=text "
-                            "every pass is masked afresh already; leave it out")
-        if self.text and run.distribution_strategy == "tpu":
-            raise UserError("--input_format=text makes the instances in Python, which a TPU's "
-                            "input pipeline cannot call: make TFRecords with "
-                            "create_pretraining_data and pass those")
+        self._check_text_flags()
         self.train_files = file_sets.expand_paths(config.input_file, "input_file")
         self.eval_files = (file_sets.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)
@@ -189,12 +223,33 @@ class PretrainingTask(base.Task):
             for warning in filter(None, warnings):
                 logging.warning("%s", warning)
         self.summary = _summary_beside(self.train_files)
-        self.next_sentence = _has_sentence_pairs(self.train_files, self.eval_files)
+        self.next_sentence = self.task_text is None and _has_sentence_pairs(
+            self.train_files, self.eval_files)
+
+    def _check_text_flags(self):
+        """The flags of text input (--input_format text, conll or table)."""
+        config = self.config
+        self.text_columns = task_text.text_columns(config.text_column, config.input_format)
+        if self.text and config.dynamic_masking:
+            raise UserError(f"--dynamic_masking is for TFRecords: with --input_format="
+                            f"{config.input_format} every pass is masked afresh already; leave "
+                            "it out")
+        if self.text and self.run_config.distribution_strategy == "tpu":
+            raise UserError(f"--input_format={config.input_format} makes the instances in "
+                            "Python, which a TPU's input pipeline cannot call: make TFRecords "
+                            "with create_pretraining_data and pass those")
 
     @property
     def text(self) -> bool:
-        """Whether the inputs are raw text (--input_format=text)."""
-        return self.config.input_format == "text"
+        """Whether the instances are made from text on the fly (--input_format
+        text, conll or table)."""
+        return self.config.input_format != "tfrecord"
+
+    @property
+    def task_text(self) -> str | None:
+        """"conll" or "table" for a fine-tuning file's text, else None."""
+        fmt = self.config.input_format
+        return fmt if fmt in task_text.TASK_FORMATS else None
 
     def text_config(self):
         """The generator's config for --input_format=text (the run's lengths,
@@ -206,7 +261,9 @@ class PretrainingTask(base.Task):
             masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
             dupe_factor=1, do_lower_case=bool(self.model_files.do_lower_case),
             do_whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size,
-            random_seed=12345 if run.seed is None else run.seed)
+            random_seed=12345 if run.seed is None else run.seed,
+            # A fine-tuning file's sentences have no document structure to pair.
+            packing="full_sentences" if self.task_text else "sentence_pairs")
 
     def fallback_vocab_file(self):
         """The vocabulary the generator's summary names (when --vocab_file and
@@ -225,16 +282,9 @@ class PretrainingTask(base.Task):
                             "([MASK]=103)")
         elif tokenization.MASK_TOKEN not in self.model_files.vocab:
             raise BadFileError(self.model_files.vocab_file, "lacks [MASK], which masking needs")
+        self.corpus_files = {"input_file": self.train_files, "eval_input_file": self.eval_files}
         if self.text:
-            if self.model_files.vocab_file is None:
-                raise UserError("--input_format=text needs --vocab_file (to tokenize the text)")
-            for flag, files in (("input_file", self.train_files),
-                                ("eval_input_file", self.eval_files)):
-                if flag == "input_file" or self.config.eval_input_file:
-                    pretraining_corpus.check_text_corpus(files, self.model_files.vocab_file, flag)
-            logging.info("%d train file(s), %d eval file(s) of text; instances made on the "
-                         "fly (masking, next sentence: create_pretraining_data's)",
-                         len(self.train_files), len(self.eval_files))
+            self._read_text_inputs()
             return
         checks = [("input_file", self._dataset_fn(self.train_files, 1, True))] \
             if self.run_config.do_train else []
@@ -251,6 +301,38 @@ class PretrainingTask(base.Task):
                      len(self.eval_files),
                      "static (from the files)" if static and not self.config.dynamic_masking
                      else "dynamic (at read time)")
+
+    def _read_text_inputs(self):
+        """Checks a corpus (--input_format=text) before it is read on the fly, or
+        writes a fine-tuning file's text (conll, table) as one, in this
+        process's memory (`ram://`: it goes with the process)."""
+        config = self.config
+        if self.model_files.vocab_file is None:
+            raise UserError(f"--input_format={config.input_format} needs --vocab_file (to "
+                            "tokenize the text)")
+        flags = ["input_file"] + (["eval_input_file"] if config.eval_input_file else [])
+        if self.task_text is None:
+            for flag in flags:
+                pretraining_corpus.check_text_corpus(self.corpus_files[flag],
+                                                     self.model_files.vocab_file, flag)
+            logging.info("%d train file(s), %d eval file(s) of text; instances made on the "
+                         "fly (masking, next sentence: create_pretraining_data's)",
+                         len(self.train_files), len(self.eval_files))
+            return
+        scratch = f"ram://official_bert/task_text/{uuid.uuid4().hex}"
+        for flag in flags:
+            corpus = f"{scratch}/{flag}.txt"
+            counts = task_text.write_corpus(self.corpus_files[flag], self.task_text,
+                                            self.text_columns, corpus)
+            self.corpus_files[flag] = [corpus]
+            logging.info("--%s: %d %s of text (%d line(s)) from %s", flag, counts["documents"],
+                         "sentences" if self.task_text == "conll" else "rows",
+                         counts["sentences"], ", ".join(getattr(config, flag).split(",")))
+        if not config.eval_input_file:
+            self.corpus_files["eval_input_file"] = self.corpus_files["input_file"]
+        logging.info("--input_format=%s: each sentence or row is a document, packed as full "
+                     "sentences with a [SEP] between documents; masked LM only (no sentence "
+                     "pairs to predict)", self.task_text)
 
     def find_bad_input(self):
         """The first input file with a truncated or corrupt record (a
@@ -297,7 +379,35 @@ class PretrainingTask(base.Task):
     def train_dataset(self):
         run = self.run_config
         micro_batch = run.train_batch_size // run.gradient_accumulation_steps
-        return self._dataset_fn(self.train_files, micro_batch, True)
+        return self._dataset_fn(self.corpus_files["input_file"], micro_batch, True)
+
+    def prepare(self):
+        """Finds the unigram baseline's token: the most frequent among the
+        first `BASELINE_SAMPLE` masked positions of the training data (read in
+        file order, as evaluation reads; the same on every worker and resume)."""
+        counts = collections.Counter()
+        dataset_fn = self._dataset_fn(self.corpus_files["input_file"], 64, False,
+                                      drop_remainder=False)
+        try:
+            for batch in dataset_fn():
+                labels = batch["masked_lm_ids"].numpy()[batch["masked_lm_weights"].numpy() > 0]
+                counts.update(labels.tolist())
+                if sum(counts.values()) >= BASELINE_SAMPLE:
+                    break
+        except tf.errors.OpError as e:
+            raise UserError(f"--input_file: {input_pipeline.tf_error_text(e)}") from None
+        if not counts:
+            return
+        self.unigram_token, count = counts.most_common(1)[0]
+        self.unigram_share = count / sum(counts.values())
+        vocab = self.model_files.vocab if self.model_files.vocab_file else []
+        token = vocab[self.unigram_token] if self.unigram_token < len(vocab) else None
+        logging.info("Masked-LM unigram baseline: always predicting %s, the most frequent of "
+                     "the training data's first %d masked tokens (%.1f%% of them); "
+                     "masked_lm_unigram_baseline is that guess's accuracy on the positions "
+                     "masked_lm_accuracy is measured on", repr(token) if token else
+                     f"token id {self.unigram_token}", sum(counts.values()),
+                     100 * self.unigram_share)
 
     def evaluate(self, trainer) -> dict:
         replicas = trainer.strategy.num_replicas_in_sync
@@ -305,7 +415,8 @@ class PretrainingTask(base.Task):
             raise UserError(f"--eval_batch_size={self.run_config.eval_batch_size} is not "
                             f"divisible by the {replicas} replica(s)")
         results = trainer.evaluate(
-            self._dataset_fn(self.eval_files, self.run_config.eval_batch_size, False,
+            self._dataset_fn(self.corpus_files["eval_input_file"],
+                             self.run_config.eval_batch_size, False,
                              drop_remainder=replicas > 1), steps=self.config.max_eval_steps)
         results.pop("global_step", None)
         return results

@@ -11,14 +11,12 @@ name, type, default and help cannot drift from the library's.
     CorpusFiles              data_prep.prepare_corpus.prepare_corpus   bert prepare-corpus
     CorpusOptions            data_prep.prepare_corpus                  bert prepare-corpus
     BuildVocabConfig         data_prep.build_vocab.build_vocab         bert build-vocab
-    ExtendVocabConfig        data_prep.extend_vocab.extend_vocab       bert extend-vocab
     PretrainingDataFiles     create_pretraining_data(...)'s arguments  bert create-pretraining-data
     PretrainingDataConfig    data_prep.pretraining_instances           bert create-pretraining-data
     SquadSplitConfig         data_prep.squad.split_by_article          bert squad-split
 
-This module imports no TensorFlow (nor anything beyond the settings, the
-errors and the model files' settings, `official_bert.tasks.configs`), so that a
-command's `--help` stays fast.
+This module imports no TensorFlow (nor anything beyond the settings and the
+errors), so that a command's `--help` stays fast.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from typing import Optional
 
 from official_bert.errors import UserError
 from official_bert.settings import setting
-from official_bert.tasks.configs import ModelFilesConfig
 
 # --------------------------------------------------------------------------
 # bert download
@@ -126,42 +123,6 @@ class BuildVocabConfig:
                                  "--vocab_size (filled with [unusedN]).")
     max_unique_chars: int = setting(1000, "Largest alphabet kept.")
     max_lines: Optional[int] = setting(None, "Count words in at most this many lines.")
-
-
-# --------------------------------------------------------------------------
-# bert extend-vocab
-# --------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class ExtendVocabConfig(ModelFilesConfig):
-    """What `extend_vocab.extend_vocab` reads and writes: the model (its
-    --init_checkpoint, vocabulary and casing, as every command finds them), the
-    domain corpus, the new checkpoint directory, and how many words to add."""
-
-    max_seq_length: Optional[int] = setting(
-        None, "None: nothing is packed.", flag=False)
-    input_file: Optional[list[str]] = setting(
-        None, "Comma-separated text files or globs of the domain's text (the pre-training text "
-        "format, or any text): its words are counted.")
-    output_dir: Optional[str] = setting(
-        None, "The new checkpoint directory (Hugging Face layout: model.safetensors, "
-        "config.json, vocab.txt, tokenizer_config.json, vocab_extension.tsv); must not exist, "
-        "or be empty.")
-    num_new_tokens: int = setting(
-        1000, "Add at most this many words: the most frequent ones the vocabulary splits into "
-        "2 or more word pieces, first into its [unusedN] slots, then appended.")
-    min_count: int = setting(
-        10, "Add only words seen at least this many times in --input_file.")
-
-    def validate(self) -> None:
-        """`UserError` naming the first missing or bad flag."""
-        for name in ("init_checkpoint", "input_file", "output_dir"):
-            if not getattr(self, name):
-                raise UserError(f"--{name} is required")
-        for name in ("num_new_tokens", "min_count"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name}={getattr(self, name)} must be at least 1")
 
 
 # --------------------------------------------------------------------------

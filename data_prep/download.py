@@ -339,6 +339,7 @@ class Downloader:
             io.refuse_output_over_input(
                 {"--output_dir": self.output_dir},
                 {"source_dir": os.path.expanduser(self.options.source_dir)})
+        io.check_writable(self.output_dir, "--output_dir")
         io.makedirs(self.output_dir)
         with run_lock.RunLock(self.output_dir):
             return [self.dataset(d) for d in datasets]

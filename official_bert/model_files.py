@@ -64,7 +64,10 @@ class ModelFiles:
 def prepare_job(config: ModelFilesConfig, inputs, outputs: dict, **resolve_options) -> ModelFiles:
     """The start of a job: its `ModelFiles` (`resolve_model_files` with
     `resolve_options`), after refusing any of `outputs` (flag → path) that is
-    one of `inputs` (flag → path, or (flag, path) pairs) or of the model files."""
+    one of `inputs` (flag → path, or (flag, path) pairs) or of the model files,
+    or that cannot be written (`io.check_writable`)."""
+    for flag, path in outputs.items():
+        io.check_writable(path, flag)
     files = resolve_model_files(config, **resolve_options)
     refuse_outputs_over_inputs(config, files, inputs, outputs)
     return files

@@ -323,10 +323,10 @@ class RunDirectory:
         changed = differences(old, identity)
         if changed:
             raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run with "
-                f"{describe_changes(changed)}: a run with other values is another run, not "
-                "this one resumed; nothing was changed. Use another --output_dir, or the run's "
-                "own values")
+                f"--output_dir {self.path} holds a {_task_words(old)} run that this one would "
+                f"change: {describe_changes(changed)}. A run with other values is another run, "
+                "not this one resumed; nothing was changed. Use another --output_dir, or the "
+                "run's own values")
         if settings is None or not record.get("settings"):
             return []
         changed = differences(record["settings"], settings)

@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from support import processes
+
 SCRIPT = textwrap.dedent("""
     import errno, sys
     from official_bert import app
@@ -61,8 +63,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(kind, env=None):
-    return subprocess.run([sys.executable, "-c", SCRIPT, kind], capture_output=True, text=True,
-                          env=env, timeout=300)
+    return processes.run([sys.executable, "-c", SCRIPT, kind], capture_output=True, text=True,
+                         env=env, timeout=300)
 
 
 @pytest.mark.parametrize("kind, expected", [

@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from benchmarks import common, step_floor  # noqa: E402
 from official_bert.modeling.configs import BertConfig  # noqa: E402
+from support import processes
 
 
 def test_step_floor_runs_exactly_the_counted_matmul_flops():
@@ -70,12 +71,11 @@ def test_pretraining_step_times_our_trainer_step(tmp_path):
     """The benchmark runs the runners' own Trainer step (a tiny model, both
     tasks) and reports the FLOPs the MFU formula counts for what it ran."""
     import json
-    import subprocess
 
     repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     for task, masked in (("pretraining", 3), ("classifier", 0)):
         out = tmp_path / f"{task}.json"
-        result = subprocess.run(
+        result = processes.run(
             [sys.executable, os.path.join(repo, "benchmarks", "pretraining_step.py"),
              f"--task={task}", "--num_layers=1", "--hidden_size=16", "--num_heads=2",
              "--vocab_size=2000", "--batch_size=2", "--seq_length=8", "--masked_positions=3",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ from data_prep import build_vocab as bv
 from data_prep import prepare_corpus
 from official_bert.errors import UserError
 from official_bert.text import tokenization
+from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data_prep" / "sample_corpus" / "1861-Lincoln.txt"
@@ -77,7 +77,7 @@ def test_a_small_corpus_says_how_many_tokens_it_learned_and_what_to_do(tmp_path,
     warning is one line with the numbers and the fixes; the summary counts the real tokens;
     the --vocab_size it suggests learns without padding beyond --slack_ratio."""
     def build(vocab_size):
-        return subprocess.run(
+        return processes.run(
             [sys.executable, "-m", "official_bert.cli", "build-vocab", f"--input_file={corpus}",
              f"--output_file={tmp_path / 'vocab.txt'}", f"--vocab_size={vocab_size}",
              "--num_unused=99"], cwd=REPO, capture_output=True, text=True)
@@ -123,7 +123,7 @@ def test_errors(tmp_path, corpus):
 
 
 def test_cli_error(tmp_path):
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-m", "official_bert.commands.build_vocab",
          f"--input_file={tmp_path}/x*.txt", f"--output_file={tmp_path}/v.txt"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 1

@@ -23,6 +23,7 @@ import sys
 import numpy as np
 import pytest
 
+from support import processes
 from test_glue_submission import HAND_MADE, fake_glue, hand_made_run, tsv
 from test_io import PRELUDE, drive
 from test_run_squad import COMMON as SQUAD_FLAGS
@@ -388,9 +389,9 @@ def check(name, result):
 def test_local_only_commands_refuse_a_cloud_output_dir(command, flags, tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env.pop("OFFICIAL_BERT_TRACEBACK", None)
-    result = subprocess.run([sys.executable, "-m", "official_bert.cli", command, *flags,
+    result = processes.run([sys.executable, "-m", "official_bert.cli", command, *flags,
                              "--output_dir=gs://my-bucket/data"], cwd=str(tmp_path), env=env,
-                            capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr

@@ -17,7 +17,6 @@ import os
 import pathlib
 import random
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -28,6 +27,7 @@ from data_prep import pretraining_instances as pi
 from data_prep import prepare_corpus, pretraining_records, tfrecord_io
 from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
 from official_bert.errors import UserError
+from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -532,7 +532,7 @@ def test_cli_with_googles_flags(tmp_path, corpus, vocab):
            "--masked_lm_prob=0.15", "--random_seed=1", "--dupe_factor=1",
            "--short_seq_prob=0.1", "--num_workers=2"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
+    result = processes.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "next sentence random" in result.stderr and "summary written to" in result.stderr
     summary = json.loads((tmp_path / ".cli_tfrecord.summary.json").read_text())
@@ -540,8 +540,8 @@ def test_cli_with_googles_flags(tmp_path, corpus, vocab):
     assert abs(summary["next_sentence_random_fraction"] - 0.5) < 0.01
     data = read_records([out], google_feature_spec(64, 10))
     check_layout(data, 64)
-    bad = subprocess.run(cmd[:3] + [f"--input_file={tmp_path}/none*.txt"] + cmd[4:],
-                         cwd=REPO, capture_output=True, text=True, env=env)
+    bad = processes.run(cmd[:3] + [f"--input_file={tmp_path}/none*.txt"] + cmd[4:],
+                        cwd=REPO, capture_output=True, text=True, env=env)
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines()[-1].startswith("error: --input_file: no file matches")
 

@@ -16,7 +16,6 @@ import io
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from support import REPO_ROOT, SHARED
 from data_prep import configs, datasets, download, glue
 from support.download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest, write_tree
+from support import processes
 
 SQUAD = "squad/train-v1.1.json"
 
@@ -44,9 +44,9 @@ def mirror(files, tmp_path):
 def run_cli(*args, env=None):
     environment = dict(os.environ, **(env or {}))
     environment.pop(configs.MANIFEST_ENV, None)
-    return subprocess.run([sys.executable, "-m", "official_bert.commands.download",
+    return processes.run([sys.executable, "-m", "official_bert.commands.download",
                            *map(str, args)], cwd=REPO_ROOT, env=environment, text=True,
-                          capture_output=True, timeout=300)
+                         capture_output=True, timeout=300)
 
 
 def fetcher(output_dir, manifest, **options):
@@ -306,8 +306,8 @@ def test_the_builtin_table():
             assert len(remote.sha256) == 64 and int(remote.sha256, 16) >= 0
             assert isinstance(remote.size, int) and remote.size > 0
     assert unpinned == list(UNPINNED)
-    listing = subprocess.run([sys.executable, "-m", "official_bert.cli", "download", "--list"],
-                             cwd=REPO_ROOT, text=True, capture_output=True, timeout=120)
+    listing = processes.run([sys.executable, "-m", "official_bert.cli", "download", "--list"],
+                            cwd=REPO_ROOT, text=True, capture_output=True, timeout=120)
     assert listing.returncode == 0, listing.stderr
     assert "sha256 NOT PINNED YET (md5 afb04912d18ff20696f7f88eed49bea9)" in listing.stdout
     assert "https://dl.fbaipublicfiles.com/XNLI/XNLI-MT-1.0.zip" in listing.stdout

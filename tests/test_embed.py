@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 import sys
 
 import keras
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from support import REPO_ROOT, tiny_config
+from support import REPO_ROOT, processes, tiny_config
 from official_bert import checkpoints
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
@@ -167,7 +166,7 @@ def test_command_line_one_error_line(tiny_model, tmp_path):
     model_dir, _ = tiny_model
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"the cat\n\xc3\x28 broken\n")
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-m", "official_bert.cli", "embed", f"--init_checkpoint={model_dir}",
          f"--input_file={bad}", f"--output_file={tmp_path / 'out.npy'}",
          "--max_seq_length=16"],
@@ -235,15 +234,15 @@ def test_serving_dtype_bfloat16_through_the_command(tiny_model, tmp_path):
     command = [sys.executable, "-m", "official_bert.cli", "embed",
                f"--init_checkpoint={model_dir}", "--max_seq_length=16",
                "--serving_dtype=bfloat16"]
-    refused = subprocess.run(command + [f"--input_file={tmp_path / 'in.txt'}",
+    refused = processes.run(command + [f"--input_file={tmp_path / 'in.txt'}",
                                         f"--output_file={tmp_path / 'refused.npy'}"],
-                             capture_output=True, text=True, cwd=REPO_ROOT)
+                            capture_output=True, text=True, cwd=REPO_ROOT)
     assert refused.returncode == 1 and "--serving_dtype" in refused.stderr.splitlines()[-1]
-    result = subprocess.run(command + [f"--input_file={tmp_path / 'in.txt'}",
+    result = processes.run(command + [f"--input_file={tmp_path / 'in.txt'}",
                                        f"--output_file={tmp_path / 'out.npy'}",
                                        f"--export_dir={tmp_path / 'export'}",
                                        "--export_version=1"],
-                            capture_output=True, text=True, cwd=REPO_ROOT)
+                           capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
     signature = loaded.signatures["serving_default"]

@@ -4,10 +4,10 @@ run directory, training, resume, eval_results.txt, predictions)."""
 
 import json
 import os
-import subprocess
 import sys
 
 from test_run_classifier import REPO, make_checkpoint
+from support import processes
 
 SCRIPT = os.path.join(REPO, "examples", "multilabel", "run_multilabel.py")
 TRAIN = [("a good movie", ["positive", "film"]), ("the film was awful", ["negative", "film"]),
@@ -21,8 +21,8 @@ def write_jsonl(path, rows):
 
 def run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=REPO, env=env, text=True,
-                          capture_output=True, timeout=300)
+    return processes.run([sys.executable, SCRIPT, *args], cwd=REPO, env=env, text=True,
+                         capture_output=True, timeout=300)
 
 
 def test_multilabel_example(tmp_path):

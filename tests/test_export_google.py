@@ -14,7 +14,6 @@ file gives the run's own probabilities.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import keras
@@ -23,7 +22,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from support import REPO_ROOT
+from support import REPO_ROOT, processes
 from official_bert import checkpoints
 from official_bert.commands.export_google import ExportGoogleConfig
 from official_bert.errors import UserError
@@ -269,7 +268,7 @@ def test_command_line(tmp_path):
     (tmp_path / "busy" / "keep.txt").write_text("mine")
 
     def bert(*args):
-        return subprocess.run([sys.executable, "-m", "official_bert.cli", "export-google",
+        return processes.run([sys.executable, "-m", "official_bert.cli", "export-google",
                                *args], capture_output=True, text=True, cwd=REPO_ROOT)
 
     refused = bert(f"--init_checkpoint={source}", f"--output_dir={tmp_path / 'busy'}")

@@ -1,7 +1,7 @@
-"""`bert extend-vocab` (data_prep/extend_vocab.py, checkpoints/vocabulary.py): which words are
-added and where, the new rows (the mean of the old pieces'), the Hugging Face directory it
-writes, fine-tuning and the TF Serving export on it, the real all-MiniLM-L6-v2, and one-line
-errors with nothing written."""
+"""`bert extend-vocab` (data_prep/extend_vocab.py, checkpoints/vocabulary.py,
+official_bert/vocab_extension.py): which words are added and where, the new rows (the mean of
+the old pieces'), the Hugging Face directory it writes, fine-tuning and the TF Serving export on
+it, the real all-MiniLM-L6-v2, and one-line errors with nothing written."""
 
 from __future__ import annotations
 
@@ -15,10 +15,16 @@ import numpy as np
 import pytest
 
 from data_prep import extend_vocab as ev
-from data_prep.configs import ExtendVocabConfig
 from official_bert.errors import UserError
+from official_bert.tasks.configs import ExtendVocabConfig
 from support import REPO_ROOT, tiny_config
 from test_run_classifier import run, write_sst2
+
+
+def extend_vocab(config):
+    from official_bert import vocab_extension
+
+    return vocab_extension.extend_vocab(config)
 
 # A tiny vocabulary with two [unused] slots; the domain words are split into pieces.
 VOCAB = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -128,7 +134,7 @@ def extended(tmp_path_factory):
     root = tmp_path_factory.mktemp("extend")
     ckpt = make_tiny_checkpoint(root / "google")
     out = root / "extended"
-    summary = ev.extend_vocab(ExtendVocabConfig(
+    summary = extend_vocab(ExtendVocabConfig(
         init_checkpoint=str(ckpt / "bert_model.ckpt"), input_file=[str(corpus_file(
             root / "domain.txt"))], output_dir=str(out), num_new_tokens=3, min_count=3))
     return dict(root=root, ckpt=ckpt, out=out, summary=summary)
@@ -155,8 +161,24 @@ def test_the_new_checkpoint_directory(extended):
     assert summary["vocab_size"] == (len(VOCAB), len(VOCAB) + 1)
     assert summary["mlm_output_bias"] is True
 
+    # BertForPreTraining's names and layouts ([out, in] matrices; the decoder is tied).
+    from safetensors.numpy import load_file
+
+    tensors = load_file(str(out / "model.safetensors"))
+    hidden = tiny_config().hidden_size
+    assert {name: tensors[name].shape for name in tensors if not name.startswith("bert.")} == {
+        "cls.predictions.transform.dense.weight": (hidden, hidden),
+        "cls.predictions.transform.dense.bias": (hidden,),
+        "cls.predictions.transform.LayerNorm.weight": (hidden,),
+        "cls.predictions.transform.LayerNorm.bias": (hidden,),
+        "cls.predictions.bias": (len(VOCAB) + 1,),
+        "cls.seq_relationship.weight": (2, hidden), "cls.seq_relationship.bias": (2,)}
+    assert tensors["bert.embeddings.word_embeddings.weight"].shape == (len(VOCAB) + 1, hidden)
     old = checkpoints.read_checkpoint(str(extended["ckpt"] / "bert_model.ckpt"))
     new = checkpoints.read_checkpoint(str(out))
+    np.testing.assert_array_equal(
+        tensors["cls.predictions.transform.dense.weight"],
+        old.weights["cls/predictions/transform/dense/kernel"].T)
     assert new.kind == checkpoints.HUGGINGFACE and sorted(new.weights) == sorted(old.weights)
     rows = {1: [18, 19, 20], 2: [21, 22], len(VOCAB): [18, 19]}
     for name in ("bert/embeddings/word_embeddings", "cls/predictions/output_bias"):
@@ -170,6 +192,29 @@ def test_the_new_checkpoint_directory(extended):
     for name in old.weights:
         if name not in ("bert/embeddings/word_embeddings", "cls/predictions/output_bias"):
             np.testing.assert_array_equal(new.weights[name], old.weights[name], err_msg=name)
+
+
+def test_continued_pre_training_starts_from_the_extended_heads(extended):
+    """The pre-training model reads both heads back, the masked LM over the grown vocabulary
+    with the new tokens' output bias (the mean of their pieces')."""
+    import tensorflow as tf
+
+    from official_bert import checkpoints
+    from official_bert.modeling.heads import BertPretrainer
+
+    encoder, checkpoint = checkpoints.load_encoder(str(extended["out"]))
+    pretrainer = BertPretrainer(encoder)
+    assert pretrainer.load_head_weights(checkpoint).heads == ["masked_lm", "next_sentence"]
+    bias = pretrainer.head_weights()["cls/predictions/output_bias"]
+    old = checkpoints.read_checkpoint(str(extended["ckpt"] / "bert_model.ckpt"))
+    old_bias = old.weights["cls/predictions/output_bias"]
+    assert bias.shape == (len(VOCAB) + 1,)
+    np.testing.assert_allclose(bias[len(VOCAB)], old_bias[[18, 19]].mean(), rtol=1e-6)
+    outputs = pretrainer({"input_word_ids": tf.constant([[4, 1, len(VOCAB), 5]]),
+                          "input_mask": tf.ones([1, 4], tf.int32),
+                          "input_type_ids": tf.zeros([1, 4], tf.int32),
+                          "masked_lm_positions": tf.constant([[1, 2]])})
+    assert outputs["masked_lm_logits"].shape == (1, 2, len(VOCAB) + 1)
 
 
 def test_fine_tuning_and_its_export_use_the_extended_vocabulary(extended):
@@ -207,7 +252,7 @@ def test_minilm_a_domain_term_becomes_one_token(minilm_dir, tmp_path):
     corpus.write_text("The electroencephalography of the patient was normal.\n" * 12
                       + "Electroencephalography helps.\n" * 3)
     out = tmp_path / "minilm_eeg"
-    summary = ev.extend_vocab(ExtendVocabConfig(
+    summary = extend_vocab(ExtendVocabConfig(
         init_checkpoint=str(minilm_dir), input_file=[str(corpus)], output_dir=str(out),
         num_new_tokens=5, min_count=10))
     assert summary["new_tokens"] == 1 and summary["vocab_size"] == (30522, 30522)
@@ -287,4 +332,4 @@ def test_command_line_writes_and_reports(extended, tmp_path):
         result.stderr)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
     with pytest.raises(UserError, match="--input_file is required"):
-        ev.extend_vocab(ExtendVocabConfig(init_checkpoint="x", output_dir="y"))
+        extend_vocab(ExtendVocabConfig(init_checkpoint="x", output_dir="y"))

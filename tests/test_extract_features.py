@@ -1,20 +1,19 @@
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, processes
 
 SCRIPT = str(REPO_ROOT / "extract_features.py")
 
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return processes.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                         env=env, timeout=600)
 
 
 def _detokenize(pieces):

@@ -224,7 +224,7 @@ def test_a_full_disk_is_reported_as_such_and_the_same_command_then_succeeds(w):
 def test_a_full_disk_while_saving_a_checkpoint_then_the_run_resumes(w):
     first = run("run_pretraining.py", *pretrain_args(w, steps=4))
     assert first.returncode == 0, first.stderr[-3000:]
-    args = pretrain_args(w, steps=6)
+    args = pretrain_args(w, "--allow_changed_settings", steps=6)  # 2 steps more
     full = run("run_pretraining.py", *args, file_size_limit=40_000)  # a checkpoint is ~110 KB
     line = one_line_error(full, str(w.path("run")))
     assert line.startswith("error: the disk is full (writing ") and "memory" not in line
@@ -280,7 +280,7 @@ def test_a_damaged_checkpoint_in_a_run_directory_says_how_to_resume(w, damage):
     else:
         kit.corrupt(run_dir / "ckpt-4.data-00000-of-00001", 0.3, 64)
     before = kit.snapshot(run_dir)
-    args = pretrain_args(w, steps=6)
+    args = pretrain_args(w, "--allow_changed_settings", steps=6)  # 2 steps more
     result = run("run_pretraining.py", *args)
     line = one_line_error(result, "ckpt-4.index" if damage == "index" else "ckpt-4.data",
                           absent=[run_dir / "ckpt-6.index"])

@@ -5,7 +5,6 @@ against tiny fake GLUE test sets (the real test sets are not in ../shared)."""
 
 import json
 import os
-import subprocess
 import sys
 import zipfile
 
@@ -16,6 +15,7 @@ from data_prep import glue
 from official_bert.commands.glue_submission import GlueSubmissionConfig, make_submission
 from official_bert.errors import BadFileError, UserError
 from test_run_classifier import make_checkpoint, run
+from support import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALL_FILES = ["CoLA.tsv", "SST-2.tsv", "MRPC.tsv", "STS-B.tsv", "QQP.tsv", "MNLI-m.tsv",
@@ -234,14 +234,14 @@ def test_command_line(glue_runs, tmp_path):
     out = tmp_path / "glue.zip"
     command = [sys.executable, "-m", "official_bert.cli", "glue-submission",
                f"--runs_dir={glue_runs['runs']}", f"--glue_dir={glue_runs['data']}"]
-    result = subprocess.run(command + [f"--output_file={out}"], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = processes.run(command + [f"--output_file={out}"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == f"{out}: 11 file(s): {', '.join(ALL_FILES)}\n"
     other = tmp_path / "notes.zip"
     other.write_text("my notes")
-    result = subprocess.run(command + [f"--output_file={other}"], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = processes.run(command + [f"--output_file={other}"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: --output_file {other} exists and is not a zip this command wrote; nothing "

@@ -17,10 +17,11 @@ check the "/gpu:N" names the strategy is given.
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+
+from support import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -88,8 +89,8 @@ CASES = {
 @pytest.fixture(scope="module")
 def runs():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
-    result = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(CASES)], cwd=REPO,
-                            env=env, capture_output=True, text=True, timeout=600)
+    result = processes.run([sys.executable, "-c", DRIVER, json.dumps(CASES)], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     [line] = [line for line in result.stdout.splitlines() if line.startswith("JSON ")]
     return json.loads(line[len("JSON "):])

@@ -24,6 +24,7 @@ import pytest
 from official_bert import file_sets, io, run_lock
 from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
 from official_bert.tasks.configs import RunConfig
+from support import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -505,8 +506,9 @@ flags = ["--input_file=ram://data/static-*.tfrecord",
          "--do_train", "--do_eval", "--eval_batch_size=4", "--max_eval_steps=2",
          "--output_dir=ram://run"]
 out = {}
-for steps in (2, 4):  # the second call resumes from the first one's checkpoint
-    command(run_pretraining.entry, *flags, f"--num_train_steps={steps}")
+for steps in (2, 4):  # the second call resumes from the first one's checkpoint, for more steps
+    command(run_pretraining.entry, *flags, f"--num_train_steps={steps}",
+            *(["--allow_changed_settings"] if steps == 4 else []))
     out[steps] = {"files": files("ram://run"), "eval": results("ram://run/eval_results.txt"),
                   "vocab_equal": io.read_text("ram://run/vocab.txt")
                   == io.read_text("ram://data/vocab.txt")}
@@ -555,8 +557,8 @@ def drive(script, timeout=600, **args):
     """Runs a driver in one process; returns (its JSON, its stderr)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
     env.pop("OFFICIAL_BERT_TRACEBACK", None)
-    result = subprocess.run([sys.executable, "-c", script, json.dumps(args)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=timeout)
+    result = processes.run([sys.executable, "-c", script, json.dumps(args)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     [line] = [line for line in result.stdout.splitlines() if line.startswith("JSON ")]
     return json.loads(line[len("JSON "):]), result.stderr

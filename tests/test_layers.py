@@ -22,7 +22,7 @@ LAYERS = [
      "official_bert.metrics"),
     ("official_bert.text", "official_bert.modeling", "data_prep"),
     ("official_bert.checkpoints", "official_bert.model_files", "official_bert.run_directory",
-     "official_bert.google_export", "official_bert.training"),
+     "official_bert.google_export", "official_bert.vocab_extension", "official_bert.training"),
     ("official_bert.tasks", "official_bert.serving"),
     ("official_bert.commands", "official_bert.cli_flags", "official_bert.app",
      "official_bert.cli"),

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 
 from data_prep import prepare_corpus as pc
+from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "data_prep" / "sample_corpus"
@@ -124,14 +124,14 @@ def test_cli(tmp_path):
     out = tmp_path / "sample.txt"
     cmd = [sys.executable, "-m", "official_bert.commands.prepare_corpus",
            f"--input={SAMPLE_CORPUS}", f"--output_file={out}"]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    result = processes.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "32 documents" in result.stderr
     text = out.read_text(encoding="utf-8")
     assert text.count("\n\n") == 31 and "\n\n\n" not in text
     assert text.endswith("sustain me!\n")  # Wilson, 1913: the last document
-    bad = subprocess.run(cmd[:3] + [f"--input={tmp_path}/nothing"] + cmd[4:], cwd=REPO,
-                         capture_output=True, text=True)
+    bad = processes.run(cmd[:3] + [f"--input={tmp_path}/nothing"] + cmd[4:], cwd=REPO,
+                        capture_output=True, text=True)
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines()[-1].startswith("error: --input ")
 

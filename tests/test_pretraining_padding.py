@@ -20,7 +20,6 @@ import collections
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -32,6 +31,7 @@ from official_bert.errors import UserError
 from official_bert.training import input_pipeline
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
 from official_bert.tasks.configs import RunConfig
+from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CLS, SEP, MASK = 101, 102, 103
@@ -152,9 +152,9 @@ def test_per_replica_batches_are_exact_and_accumulation_gets_one_length(data):
 def run_pretraining(*args):
     environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
                        PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, str(REPO / "run_pretraining.py"), *map(str, args)],
-                          cwd=str(REPO), env=environment, capture_output=True, text=True,
-                          timeout=300)
+    return processes.run([sys.executable, str(REPO / "run_pretraining.py"), *map(str, args)],
+                         cwd=str(REPO), env=environment, capture_output=True, text=True,
+                         timeout=300)
 
 
 TINY = dict(vocab_size=760, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -338,9 +338,9 @@ TINY = dict(vocab_size=760, hidden_size=16, num_hidden_layers=1, num_attention_h
 def run_pretraining(*args):
     environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
                        PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, str(REPO / "run_pretraining.py"), *map(str, args)],
-                          cwd=str(REPO), env=environment, capture_output=True, text=True,
-                          timeout=600)
+    return processes.run([sys.executable, str(REPO / "run_pretraining.py"), *map(str, args)],
+                         cwd=str(REPO), env=environment, capture_output=True, text=True,
+                         timeout=600)
 
 
 @pytest.mark.slow

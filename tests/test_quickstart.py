@@ -9,12 +9,11 @@ start-up chatter. (The whole quickstart runs in the slow docs tests:
 import json
 import os
 import shlex
-import subprocess
 import sys
 
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, processes
 
 from official_bert.commands import quickstart as qs
 from test_faults import assert_quiet, user_env
@@ -22,9 +21,9 @@ from test_faults import assert_quiet, user_env
 
 def run_quickstart(out, *args, env=None):
     env = env or dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, str(REPO_ROOT / "quickstart.py"),
+    return processes.run([sys.executable, str(REPO_ROOT / "quickstart.py"),
                            f"--output_dir={out}", *args], cwd=REPO_ROOT, env=env, text=True,
-                          capture_output=True, timeout=900)
+                         capture_output=True, timeout=900)
 
 
 def quickstart(out, *args, env=None):

@@ -7,13 +7,12 @@ import json
 import math
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from support import tiny_config
+from support import processes, tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a movie film is was very good bad great awful "
@@ -57,8 +56,8 @@ def write_sst2(directory, train=None, dev=None, test=None):
 
 def run(script, *args, stdin=None):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, os.path.join(REPO, script), *args], cwd=REPO, env=env,
-                          input=stdin, capture_output=True, text=True, timeout=300)
+    return processes.run([sys.executable, os.path.join(REPO, script), *args], cwd=REPO, env=env,
+                         input=stdin, capture_output=True, text=True, timeout=300)
 
 
 def read_results(path):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from support import tiny_config
+from support import processes, tiny_config
 from official_bert.tasks.configs import RunConfig
 from test_run_classifier import (DEV, DEV_LABELS, REPO, TRAIN, TRAIN_LABELS, VOCAB, make_checkpoint,
                                  write_sst2)
@@ -31,8 +31,8 @@ def start(*args):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, *args], cwd=REPO, env=_env(), text=True,
-                          capture_output=True, timeout=300)
+    return processes.run([sys.executable, *args], cwd=REPO, env=_env(), text=True,
+                         capture_output=True, timeout=300)
 
 
 def error_line(result):

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from official_bert.metrics import ner as ner_metrics
+from support import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman walk ##s ##ing to of in city new york "
@@ -56,8 +57,8 @@ def make_checkpoint(directory):
 
 def run(script, *args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, os.path.join(REPO, script), *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=300)
+    return processes.run([sys.executable, os.path.join(REPO, script), *args], cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")

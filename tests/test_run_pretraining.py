@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pytest
 
-from support import SHARED, WITHOUT_THE_PROJECT
+from support import SHARED, WITHOUT_THE_PROJECT, processes
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
 from official_bert.tasks.configs import ExportEncoderConfig, RunConfig
 
@@ -63,8 +63,8 @@ def run(*args, kill_at=None, env=None, timeout=300, wait=True):
     if not wait:
         return subprocess.Popen(command, cwd=str(REPO), env=environment, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return subprocess.run(command, cwd=str(REPO), env=environment, capture_output=True,
-                          text=True, timeout=timeout)
+    return processes.run(command, cwd=str(REPO), env=environment, capture_output=True,
+                         text=True, timeout=timeout)
 
 
 def results(stdout):
@@ -294,7 +294,8 @@ def test_multi_worker_on_localhost_trains_checkpoints_from_chief_and_resumes(dat
             scratch = tmp_path / f"tmp{index}"
             scratch.mkdir(exist_ok=True)
             procs.append(run(*common(data, out, "--do_train", f"--num_train_steps={steps}",
-                                     "--distribution_strategy=multi_worker_mirrored"),
+                                     "--distribution_strategy=multi_worker_mirrored",
+                                     "--allow_changed_settings"),  # 6 steps after 4
                              env={"TF_CONFIG": tf_config, "TMPDIR": str(scratch)}, wait=False))
         outputs = [p.communicate(timeout=400) for p in procs]
         for p, (_, stderr) in zip(procs, outputs):

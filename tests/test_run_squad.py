@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from support import WITHOUT_THE_PROJECT
+from support import WITHOUT_THE_PROJECT, processes
 from data_prep import squad
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,8 +71,8 @@ def tiny_checkpoint(tmp_path_factory):
 def run_cli(*args, expect_rc=0):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env.pop("OFFICIAL_BERT_TRACEBACK", None)
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "run_squad.py"), *args],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    proc = processes.run([sys.executable, os.path.join(REPO, "run_squad.py"), *args],
+                         capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert proc.returncode == expect_rc, proc.stderr[-3000:]
     return proc
 
@@ -222,7 +222,7 @@ def test_split_by_article_command(tmp_path):
     source.write_text(json.dumps({"version": "2.0", "data": articles}), encoding="utf-8")
     # The output directory need not exist yet.
     train, dev = tmp_path / "split" / "train.json", tmp_path / "split" / "dev.json"
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-m", "official_bert.commands.squad_split", f"--input_file={source}",
          f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=2"],
         cwd=REPO, capture_output=True, text=True)
@@ -231,7 +231,7 @@ def test_split_by_article_command(tmp_path):
     titles = lambda p: [a["title"] for a in json.loads(p.read_text(encoding="utf-8"))["data"]]
     assert titles(train) == ["article 0", "article 1"] and titles(dev) == ["article 2"]
     assert json.loads(dev.read_text(encoding="utf-8"))["version"] == "2.0"
-    bad = subprocess.run(
+    bad = processes.run(
         [sys.executable, "-m", "official_bert.commands.squad_split", f"--input_file={source}",
          f"--train_output={train}", f"--dev_output={dev}", "--num_train_articles=3"],
         cwd=REPO, capture_output=True, text=True)

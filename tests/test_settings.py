@@ -24,6 +24,7 @@ import pytest
 
 from official_bert import cli, settings
 from official_bert.tasks import configs
+from support import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG_COMMANDS = {name: module for name, (module, _) in cli.COMMANDS.items()
@@ -70,8 +71,8 @@ print(json.dumps(None if configs is None else [[c.__module__, c.__qualname__] fo
 def _configs_of(module: str) -> list:
     """The classes of `module.CONFIGS`, found in a fresh process (importing a
     command module defines its flags in absl's global FlagValues)."""
-    out = subprocess.run([sys.executable, "-c", _CONFIGS_OF, module], text=True,
-                         capture_output=True, check=True).stdout
+    out = processes.run([sys.executable, "-c", _CONFIGS_OF, module], text=True,
+                        capture_output=True, check=True).stdout
     names = json.loads(out)
     assert names is not None, f"{module} has no CONFIGS: list the configs its flags come from"
     return [getattr(importlib.import_module(m), name) for m, name in names]

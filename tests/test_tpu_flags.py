@@ -13,11 +13,11 @@ cases go as far as the strategy (flags → `cli_flags.run_config` →
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from support import processes
 from test_run_classifier import TRAIN, TRAIN_LABELS, make_checkpoint, write_sst2
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,8 +110,8 @@ def runs(tmp_path_factory):
     cases = {name: common + flags + [f"--output_dir={root / name}"]
              for name, flags in (("tpu_name", TPU_NAME), ("master", MASTER), ("no_tpu", NO_TPU))}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
-    result = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(cases)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = processes.run([sys.executable, "-c", DRIVER, json.dumps(cases)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     [line] = [line for line in result.stdout.splitlines() if line.startswith("JSON ")]
     out = json.loads(line[len("JSON "):])

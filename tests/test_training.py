@@ -5,11 +5,12 @@ into two logical devices for MirroredStrategy before TensorFlow starts.
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from support import processes
 
 TOY = os.path.join(os.path.dirname(__file__), "support", "toy_training.py")
 
@@ -19,7 +20,7 @@ def _run(out_dir, strategy, steps, accum, kill_at=None, dropout="0"):
     if kill_at is not None:
         args.append(str(kill_at))
     env = dict(os.environ, TOY_DROPOUT=dropout, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    proc = processes.run(args, capture_output=True, text=True, env=env, timeout=300)
     if kill_at is None:
         assert proc.returncode == 0, proc.stderr[-3000:]
     else:

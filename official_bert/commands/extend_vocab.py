@@ -10,8 +10,9 @@ masked-LM output bias when the checkpoint has that head, is the mean of its old
 pieces'. The directory is Hugging Face's layout with vocab.txt, config.json,
 tokenizer_config.json and vocab_extension.tsv (what was added): pass it as
 --init_checkpoint to `bert pretrain` (continued pre-training on the domain's
-text teaches the new tokens) and to every fine-tuning command. The method is
-described in `data_prep/extend_vocab.py`, which does the work.
+text teaches the new tokens) and to every fine-tuning command. The choice of
+words is described in `data_prep/extend_vocab.py`, the directory in
+`official_bert/vocab_extension.py`, which does the work.
 
 Example:
   bert extend-vocab --init_checkpoint=/models/all-MiniLM-L6-v2 \\
@@ -25,11 +26,11 @@ import sys
 
 from absl import flags
 
-from data_prep.configs import ExtendVocabConfig
 from official_bert import app, cli_flags
+from official_bert.tasks.configs import ExtendVocabConfig
 
-# data_prep.extend_vocab reads checkpoints (TensorFlow): `main` imports it once
-# the flags are parsed, so that `--help` stays fast.
+# official_bert.vocab_extension reads checkpoints (TensorFlow): `main` imports it
+# once the flags are parsed, so that `--help` stays fast.
 
 FLAGS = flags.FLAGS
 
@@ -43,10 +44,10 @@ def _define_flags():
 
 def main(argv):
     app.refuse_arguments(argv)
-    from data_prep import extend_vocab
+    from official_bert import vocab_extension
 
     config = cli_flags.from_flags(ExtendVocabConfig, FLAGS)
-    summary = extend_vocab.extend_vocab(config)
+    summary = vocab_extension.extend_vocab(config)
     print(report(config.output_dir, summary), file=sys.stderr)
 
 

@@ -150,7 +150,8 @@ def collect(config: GlueSubmissionConfig) -> dict:
 
 def write_zip(files: dict, output_file: str) -> None:
     """The zip, atomically; an existing file is replaced only when it is one of ours."""
-    if io.exists(output_file):
+    existed = io.exists(output_file)
+    if existed:
         try:
             with io.open_file(output_file, "rb") as f, zipfile.ZipFile(f) as old:
                 ours = old.comment == ZIP_COMMENT
@@ -166,7 +167,8 @@ def write_zip(files: dict, output_file: str) -> None:
             # A fixed date: the same predictions make the same bytes.
             archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text,
                              zipfile.ZIP_DEFLATED)
-    io.atomic_write(output_file, buffer.getvalue())
+    # A new file is published only if no other process wrote one meanwhile.
+    io.atomic_write(output_file, buffer.getvalue(), overwrite=existed)
 
 
 def make_submission(config: GlueSubmissionConfig) -> list:

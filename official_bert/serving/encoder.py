@@ -30,7 +30,8 @@ from official_bert import checkpoints, io, model_files
 from official_bert.errors import UserError
 from official_bert.modeling.heads import BertPretrainer
 from official_bert.serving import edge, hub
-from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule, with_weights_in
+from official_bert.serving.base import (MAX_BATCH_SIZE, ExportModule,
+                                        check_export_version_free, with_weights_in)
 from official_bert.tasks.configs import check_serving_dtype
 from official_bert.text import text_layers
 
@@ -76,8 +77,8 @@ def export_checkpoint(config) -> dict:
     if config.export_dir and io.same_path(config.export_dir, config.output_dir):
         raise UserError("--export_dir must not be --output_dir: TF Serving's directory holds "
                         "only numbered versions")
-    if config.export_version is not None and config.export_version <= 0:
-        raise UserError(f"--export_version must be positive, got {config.export_version}")
+    # Before preprocessor/ and encoder/ are written (they would block the rerun).
+    check_export_version_free(config.export_dir, config.export_version)
 
     encoder, checkpoint = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
     pretrainer = BertPretrainer(encoder)

@@ -219,7 +219,12 @@ def _save(root, parent: str, name: str, signatures=None, assets=None) -> str:
             for attribute, (file_name, _) in assets.items():
                 setattr(root, attribute, tf.saved_model.Asset(paths[file_name]))
             tf.saved_model.save(root, staging, signatures=signatures)
-        publish_version(staging, final)
+        try:
+            publish_version(staging, final)
+        except FileExistsError:  # another export published it while this one was writing
+            raise UserError(f"{final} exists now (another export wrote it meanwhile): it is "
+                            "kept, and this one was not written; use another --output_dir"
+                            ) from None
     finally:
         io.remove_tree(staging)
     return final

@@ -16,7 +16,7 @@ cannot disagree (`tests/test_settings.py`).
     ClassificationConfig, SquadConfig, NerConfig, MultipleChoiceConfig,
       PretrainingConfig: each task's own settings
     FeatureExtractionConfig, EmbedConfig, ExportEncoderConfig,
-      ExportGoogleConfig: the commands that load a model without a run
+      ExportGoogleConfig, ExtendVocabConfig: the commands that load a model without a run
     GoogleTpuFlags, UnusedTpuFlags: google-research/bert's TPU flags, accepted
 
 This module imports nothing of TensorFlow's: defining the flags, and `--help`,
@@ -546,3 +546,34 @@ class ExportGoogleConfig(ModelFilesConfig):
         "tanh (write google's \"gelu\", the tanh approximation, and print how much outputs "
         "move); gelu_exact (exact when this project reads it, refused by google's code).",
         choices=("refuse", "tanh", "gelu_exact"))
+
+
+@dataclasses.dataclass
+class ExtendVocabConfig(ModelFilesConfig):
+    """`bert extend-vocab`'s flags (module docstring of
+    `official_bert.commands.extend_vocab`): the model (its --init_checkpoint,
+    vocabulary and casing, found as every command finds them), the domain corpus,
+    the new checkpoint directory, and how many words to add."""
+
+    max_seq_length: int | None = setting(None, "None: nothing is packed.", flag=False)
+    input_file: list[str] | None = setting(
+        None, "Comma-separated text files or globs of the domain's text (the pre-training text "
+        "format, or any text): its words are counted.")
+    output_dir: str | None = setting(
+        None, "The new checkpoint directory (Hugging Face layout: model.safetensors, "
+        "config.json, vocab.txt, tokenizer_config.json, vocab_extension.tsv); must not exist, "
+        "or be empty.")
+    num_new_tokens: int = setting(
+        1000, "Add at most this many words: the most frequent ones the vocabulary splits into "
+        "2 or more word pieces, first into its [unusedN] slots, then appended.")
+    min_count: int = setting(
+        10, "Add only words seen at least this many times in --input_file.")
+
+    def validate(self) -> None:
+        """`UserError` naming the first missing or bad flag."""
+        for name in ("init_checkpoint", "input_file", "output_dir"):
+            if not getattr(self, name):
+                raise UserError(f"--{name} is required")
+        for name in ("num_new_tokens", "min_count"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name}={getattr(self, name)} must be at least 1")

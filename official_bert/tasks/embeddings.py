@@ -28,7 +28,7 @@ from absl import logging
 from official_bert import checkpoints, io, model_files
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
-from official_bert.serving.base import with_weights_in
+from official_bert.serving.base import check_export_version_free, with_weights_in
 from official_bert.serving.embedding import SentenceEmbeddingServing
 from official_bert.tasks.configs import EmbedConfig, check_serving_dtype, dtype_policy
 from official_bert.tasks.features import InputExample, featurize
@@ -67,6 +67,7 @@ def run(config: EmbedConfig) -> dict:
     files = model_files.prepare_job(
         config, inputs={"input_file": config.input_file},
         outputs={"--output_file": config.output_file, "--export_dir": config.export_dir})
+    check_export_version_free(config.export_dir, config.export_version)  # before embedding
     num_lines = count_lines(config.input_file) if config.input_file else 0
 
     encoder, _ = checkpoints.load_encoder(config.init_checkpoint, config=files.config,
@@ -169,7 +170,8 @@ def embed_file(encoder, tokenizer, config: EmbedConfig, num_lines: int) -> None:
     npy = config.output_file.endswith(".npy")
     start = last_log = time.time()
     done = 0
-    with io.atomic_output(config.output_file, "wb") as out:
+    # Published only if no other process wrote the file meanwhile (checked in `run`).
+    with io.atomic_output(config.output_file, "wb", overwrite=False) as out:
         if npy:
             np.lib.format.write_array_header_1_0(out, {
                 "descr": np.lib.format.dtype_to_descr(np.dtype("<f4")),

@@ -222,6 +222,10 @@ class PretrainingTask(base.Task):
                 warnings.append(file_sets.unlisted_set_warning(self.eval_files, "eval_input_file"))
             for warning in filter(None, warnings):
                 logging.warning("%s", warning)
+        if run.do_eval and not config.eval_input_file:
+            logging.warning("--do_eval without --eval_input_file evaluates on the training "
+                            "data, which overstates what the model learned: pass held-out "
+                            "data as --eval_input_file")
         self.summary = _summary_beside(self.train_files)
         self.next_sentence = self.task_text is None and _has_sentence_pairs(
             self.train_files, self.eval_files)
@@ -325,9 +329,9 @@ class PretrainingTask(base.Task):
             counts = task_text.write_corpus(self.corpus_files[flag], self.task_text,
                                             self.text_columns, corpus)
             self.corpus_files[flag] = [corpus]
-            logging.info("--%s: %d %s of text (%d line(s)) from %s", flag, counts["documents"],
-                         "sentences" if self.task_text == "conll" else "rows",
-                         counts["sentences"], ", ".join(getattr(config, flag).split(",")))
+            what = (f"{counts['documents']} sentences" if self.task_text == "conll" else
+                    f"{counts['documents']} rows ({counts['sentences']} texts)")
+            logging.info("--%s: %s from %s", flag, what, getattr(config, flag))
         if not config.eval_input_file:
             self.corpus_files["eval_input_file"] = self.corpus_files["input_file"]
         logging.info("--input_format=%s: each sentence or row is a document, packed as full "

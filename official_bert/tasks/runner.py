@@ -40,7 +40,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, io, model_files
+from official_bert import io, model_files
 from official_bert.checkpoints.tf_checkpoints import open_reader, run_checkpoints
 from official_bert.errors import Preempted, UserError
 from official_bert.run_directory import TRAINING_SETTINGS, VOCAB
@@ -79,19 +79,21 @@ def run_task(task) -> dict:
         session = _check_run_directory(task)  # again, now that no other run can change it
         if chief:
             run_directory.write_record(session["files"])
-            run_directory.start_session(session["identity"], session["settings"],
-                                        session["changes"], session["resumed_from"],
-                                        session["adopted"])
-        return _train_evaluate_predict_export(task, strategy)                     # 6, 7
+        return _train_evaluate_predict_export(task, strategy, session)            # 6, 7
 
 
-def _train_evaluate_predict_export(task, strategy) -> dict:
+def _train_evaluate_predict_export(task, strategy, session: dict) -> dict:
     config = task.run_config
     _check_batch_size(config, strategy.num_replicas_in_sync)
     keras.utils.set_random_seed(config.seed)
     precision.use_policy(config.dtype_policy)
     task.prepare()
     trainer = _start_trainer(task, strategy)
+    if trainer.is_chief:  # once the resume read its checkpoint, before the first save
+        task.run_directory.start_session(
+            session["identity"], session["settings"], session["changes"],
+            os.path.basename(trainer.resumed_from) if trainer.resumed_from else None,
+            session["adopted"])
     best = BestCheckpoint(task, trainer) if config.eval_every_steps else None
     if config.do_train:
         _train(task, trainer, best)
@@ -157,8 +159,9 @@ def _check_run_directory(task) -> dict:
     (`RunDirectory.check_record`), what the run is and, when training, its
     settings (`RunDirectory.check_run`); a directory holding a checkpoint that
     no run wrote is refused. Returns what the chief then writes: the record's
-    files, identity, settings, the allowed changes, the checkpoint resumed
-    from and those adopted from a run made before records were kept."""
+    files (at once), its identity, settings, the allowed changes and the
+    checkpoints adopted from a run made before records were kept (run.json,
+    once the `Trainer` has read the checkpoint it resumes from)."""
     config, files, run_directory = task.run_config, task.model_files, task.run_directory
     adopted = _unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
     record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
@@ -169,10 +172,8 @@ def _check_run_directory(task) -> dict:
     if not config.do_train:  # evaluating or exporting at another length is not another run
         identity.pop("max_seq_length")
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
-    latest = (checkpoints.latest_checkpoint(config.output_dir)
-              if run_directory.has_checkpoint() else None)
     return dict(files=record_files, identity=identity, settings=settings, changes=changes,
-                resumed_from=os.path.basename(latest) if latest else None, adopted=adopted)
+                adopted=adopted)
 
 
 def _identity(task, vocab_text: str | None) -> dict:

@@ -4,11 +4,13 @@ Cramming (Geiping & Goldstein 2022) and 24hBERT (Izsak et al. 2021) train to
 a wall-clock budget, with a learning rate that warms up over the first part of
 it and reaches 0 when it is spent. Here:
 
-* the clock counts training steps only: the `Trainer` times each host call of
-  steps (its `time_fn`), and inside a call reads `tf.timestamp()` before each
-  step. Start-up (reading inputs, building and restoring the model, tracing the
-  training step), logging, checkpoint writes and evaluation are not counted;
-  XLA's compilation at the first step is;
+* the clock counts training steps only. It runs inside the training
+  `tf.function` (`Trainer.time_fn`, `tf.timestamp`): read when a host call of
+  steps starts, before each step, and when the call ends, each time after the
+  previous step's loss is on the host (on a GPU: after the step has run).
+  Start-up (reading inputs, building and restoring the model, tracing and
+  optimizing the training graph), logging, checkpoint writes and evaluation
+  are not counted; XLA's compilation at the first step is;
 * the learning rate (`optimization.BudgetLinearDecay`) reads the clock at every
   step;
 * the step that crosses the budget is the last one; the `Trainer` saves a
@@ -17,15 +19,15 @@ it and reaches 0 when it is spent. Here:
   (SIGTERM, SIGKILL, a crash) and run again continues from the checkpoint's
   time: it stops at the same total training time, within a step, with the same
   learning-rate curve;
-* on several workers, whose clocks differ, the workers agree on the mean after
-  each host call (a collective), so they apply one learning rate and stop at
-  the same step (there at a host call's end, not within it).
+* on several workers, whose clocks differ, the workers agree on their mean
+  after each host call (a collective), so that they apply one learning rate
+  and stop at the same step (there at the end of a host call of
+  --iterations_per_loop steps, not within it).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import tensorflow as tf
 from absl import logging
@@ -40,8 +42,8 @@ class TimeBudget:
     schedule reads it inside the training step, and the run's checkpoints save
     it. Create the budget under the distribution strategy's scope (as the
     optimizer): the variable is then mirrored, one value read by every
-    replica. It is float32, which TPUs take (a day is 86,400 s to 8 ms); the
-    host keeps the sum in float64 (`seconds_spent`).
+    replica. It is float32, which TPUs take (a day is 86,400 s to 8 ms);
+    `seconds_spent` is its value as the host last read it.
 
     Args:
         seconds: float. The budget; training stops at the step that crosses it.
@@ -91,6 +93,7 @@ class TimeBudget:
 
     @property
     def spent(self) -> bool:
+        """Whether the clock, as the host last read it, has passed the budget."""
         return self.seconds_spent >= self.seconds
 
     def progress(self) -> str:
@@ -99,15 +102,25 @@ class TimeBudget:
         return f"trained {spent:.2f} of {total:.4g} min, {max(total - spent, 0.0):.2f} min left"
 
     def advance(self, seconds: float) -> None:
-        """Sets the clock (host and variable) to `seconds` of training."""
-        self.seconds_spent = seconds
+        """Sets the clock to `seconds` of training."""
+        self.seconds_spent = float(seconds)
         self.elapsed.assign(seconds)
 
-    def advance_in_graph(self, base, started):
-        """Inside a `tf.function` call that began at `tf.timestamp()` `started`
-        with the clock at `base`: sets the clock to now; whether it is spent."""
-        self.elapsed.assign(base + tf.cast(tf.timestamp() - started, tf.float32))
+    def advance_in_graph(self, base, started, now):
+        """Inside a `tf.function` call that began at time `started` with the
+        clock at `base`: sets the clock to time `now`; whether it is spent."""
+        self.elapsed.assign(base + tf.cast(now - started, tf.float32))
         return self.elapsed >= self.seconds
+
+    def read(self, strategy: tf.distribute.Strategy) -> None:
+        """After a host call of steps: takes the clock the call advanced (on
+        several workers, their mean: a collective)."""
+        seconds = float(self.elapsed.numpy())
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            local = strategy.run(lambda: tf.constant(seconds, tf.float32))
+            seconds = float(strategy.reduce(tf.distribute.ReduceOp.MEAN, local, axis=None))
+            self.elapsed.assign(seconds)
+        self.seconds_spent = seconds
 
     def resume(self, step: int) -> bool:
         """Takes the clock from `elapsed` (as a checkpoint restored it) before
@@ -118,21 +131,6 @@ class TimeBudget:
         elif self.seconds_spent:
             logging.info("The budget's clock resumes at step %d: %s", step, self.progress())
         return self.spent
-
-    def timed(self, call: Callable, time_fn: Callable[[], float],
-              strategy: tf.distribute.Strategy):
-        """Runs `call()`, a host call of training steps that returns (loss,
-        metrics), and adds its time by `time_fn` to the clock (on several
-        workers, their mean). Returns (loss as a float, metrics)."""
-        started = time_fn()
-        loss, metrics = call()
-        loss = float(loss)  # waits for the steps to finish
-        seconds = self.seconds_spent + time_fn() - started
-        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            local = strategy.run(lambda: tf.constant(seconds, tf.float32))
-            seconds = float(strategy.reduce(tf.distribute.ReduceOp.MEAN, local, axis=None))
-        self.advance(seconds)
-        return loss, metrics
 
     def log_end(self, step: int, num_train_steps: int, learning_rate: float) -> None:
         """Says how the run ended: at the budget, or at `num_train_steps`

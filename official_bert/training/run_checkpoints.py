@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.checkpoints.tf_checkpoints import checkpoint_files, run_checkpoints
-from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
+from official_bert.run_directory import CHECKPOINT_INDEX, CHECKPOINT_NAME, RunDirectory
 
 
 class RunCheckpoints:
@@ -59,23 +59,33 @@ class RunCheckpoints:
         self.latest_checkpoint = path
         return path
 
+    def _name(self, prefix: str) -> str:
+        """How the state file names `prefix`: relative when it is in the directory."""
+        inside = io.same_path(os.path.dirname(prefix), self.directory)
+        return os.path.basename(prefix) if inside else prefix
+
     def _rotate(self, listed: list) -> None:
         """Names `listed` (oldest first, the new one last) in the state file,
         less the run's own checkpoints past `keep`, which are then deleted."""
         written = set(self.record.written_checkpoints())
         own = [p for p in listed if os.path.basename(p) in written]
         excess = own[:-self.keep] if len(own) > self.keep else []
-        kept = [p for p in listed if p not in excess]
-        # Relative names (as tf.train.CheckpointManager writes them), so that the run
-        # directory can be moved: TensorFlow keeps a relative name given with an
-        # absolute directory, and makes one relative to a relative (or gs://) one.
-        names = [os.path.basename(p) for p in kept]
-        if not os.path.isabs(self.directory):
-            names = [io.join(self.directory, n) for n in names]
-        tf.compat.v1.train.update_checkpoint_state(self.directory, names[-1],
-                                                   all_model_checkpoint_paths=names)
+        write_state_file(self.directory, [self._name(p) for p in listed if p not in excess])
         for prefix in excess:
             for path in checkpoint_files(prefix):
                 io.remove(path)
         if excess:
             self.record.forget_checkpoints(os.path.basename(p) for p in excess)
+
+
+def write_state_file(directory: str, names: list) -> None:
+    """TensorFlow's `checkpoint` state file (a `CheckpointState` text proto)
+    naming `names` (oldest first; the last is the latest), atomically. Names
+    relative to the directory, as `tf.train.CheckpointManager` writes them, so
+    that the run directory can be moved."""
+    def quoted(name):
+        return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"model_checkpoint_path: {quoted(names[-1])}"]
+    lines += [f"all_model_checkpoint_paths: {quoted(name)}" for name in names]
+    io.atomic_write(io.join(directory, CHECKPOINT_INDEX), "\n".join(lines) + "\n")

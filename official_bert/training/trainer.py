@@ -26,8 +26,9 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
 * SIGTERM (a preempted cloud VM or TPU host, which gets ~30 s of notice) ends
   the `tf.function` call at the next step boundary, saves a checkpoint and
   raises `errors.Preempted` (`_TerminationSignal`);
-* with a time budget (`training.budget`, --max_train_minutes), the step that
-  crosses it is the last, and is saved; its clock is checkpointed.
+* with a time budget (`training.budget`, --max_train_minutes), a clock of the
+  training steps inside the `tf.function` (`time_fn`), checkpointed: the step
+  that crosses the budget is the last, and is saved.
 """
 
 from __future__ import annotations
@@ -133,8 +134,9 @@ class Trainer:
             stops when it is spent, at `num_train_steps` at the latest.
     """
 
-    # The time budget's clock (seconds); tests replace it with a fake one.
-    time_fn = staticmethod(time.monotonic)
+    # The time budget's clock, read inside the training tf.function: seconds, a
+    # float64 scalar tensor. Tests replace it with a fake one, not to sleep.
+    time_fn = staticmethod(tf.timestamp)
 
     def __init__(
         self,
@@ -321,17 +323,25 @@ class Trainer:
     def _build_train_loop(self):
         strategy = self.strategy
 
-        # The budget is checked before each step, as SIGTERM's flag, except on several
-        # workers (their clocks differ: `TimeBudget.timed` agrees on one after a call).
-        budget = self.budget if self._stop_in_loop else None
+        budget = self.budget
+        # The budget stops a call before a step, as SIGTERM's flag, except on several
+        # workers (their clocks differ: `TimeBudget.read` agrees on one after a call).
+        check_budget = budget is not None and self._stop_in_loop
 
         def reduce(x):
             return strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
 
+        def now(loss):
+            # Once the loss is on the host: on a GPU, once the step has run.
+            with tf.device("CPU:0"):
+                done = tf.identity(loss)
+            with tf.control_dependencies([done]):
+                return self.time_fn()
+
         @tf.function
         def train_loop(iterator, num_steps):
             if budget is not None:
-                base, started = budget.elapsed.read_value(), tf.timestamp()
+                base, started = budget.elapsed.read_value(), self.time_fn()
             loss, metrics = strategy.run(self._replica_train_step, args=(next(iterator),))
             loss = reduce(loss)
             metrics = tf.nest.map_structure(reduce, metrics)
@@ -339,12 +349,14 @@ class Trainer:
             for _ in tf.range(num_steps - 1):
                 if self._stop_in_loop and self._stop:
                     break
-                if budget is not None and budget.advance_in_graph(base, started):
+                if check_budget and budget.advance_in_graph(base, started, now(loss)):
                     break
                 l, m = strategy.run(self._replica_train_step, args=(next(iterator),))
                 loss += reduce(l)
                 metrics = tf.nest.map_structure(lambda a, b: a + reduce(b), metrics, m)
                 self.global_step.assign_add(1)
+            if budget is not None:
+                budget.advance_in_graph(base, started, now(loss))
             return loss, metrics
 
         return train_loop
@@ -425,9 +437,6 @@ class Trainer:
             batch_micro=config.gradient_accumulation_steps))
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        if self.budget is not None:
-            # Traced now, so that the clock does not count the tracing.
-            self._train_loop.get_concrete_function(iterator, tf.TensorSpec([], tf.int32))
         writer = (tf.summary.create_file_writer(RunDirectory(config.output_dir).train_summaries)
                   if self.is_chief else tf.summary.create_noop_writer())
         results = {}
@@ -443,9 +452,11 @@ class Trainer:
                 (step // evaluate_every + 1) * evaluate_every if evaluate_every else step + 10**9,
             )
             try:
-                loss, metrics = self._timed_train_loop(iterator, boundary - step)
+                loss, metrics = self._train_loop(iterator, tf.constant(boundary - step))
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
+            if self.budget is not None:
+                self.budget.read(self.strategy)
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
             window_steps += done
@@ -479,6 +490,8 @@ class Trainer:
                     logging.info("Stopped early at step %d of %d; saved %s", step,
                                  config.num_train_steps, self.save())
                     break
+            if last:  # (the budget is spent before the last step)
+                break
         if self.budget is not None:
             self.budget.log_end(step, config.num_train_steps, self.current_learning_rate())
         return results
@@ -513,13 +526,6 @@ class Trainer:
                          step, self.config.num_train_steps)
             return True
         return self.budget is not None and self.budget.resume(step)
-
-    def _timed_train_loop(self, iterator, num_steps):
-        """One host call of `num_steps` updates (fewer when SIGTERM or the
-        budget ends it), timed on the budget's clock."""
-        call = lambda: self._train_loop(iterator, tf.constant(num_steps))  # noqa: E731
-        return call() if self.budget is None else self.budget.timed(
-            call, self.time_fn, self.strategy)
 
     def _stop_requested(self, termination) -> bool:
         """Whether a worker received SIGTERM; on several workers all agree (a

@@ -1,34 +1,34 @@
 """Running the project's scripts as processes, without paying TensorFlow's import each time.
 
 A test that runs `python run_classifier.py ...` spends 3-5 s of CPU importing
-TensorFlow, Keras and the library before the command does anything; the suite
-runs a few hundred such commands. `run` starts them from a fork server instead:
-one helper process imports all of that once, and forks a child per command,
-which then runs the script exactly as `python` would (`runpy`, `__main__`,
-`sys.argv`, the working directory, the environment, stdin/stdout/stderr on file
-descriptors 0-2, the exit status). Each command is still its own process: its
-exit status, what it prints (the one-line errors included), its signals and its
-global state (absl flags, Keras' policy, TensorFlow's context, which a child
-creates after the fork) are its own, and nothing it does reaches the tests'
-process or the next command.
+TensorFlow and Keras before the command does anything, and the suite runs a few
+hundred commands. `run` starts them from a fork server instead: a helper
+process imports TensorFlow, Keras and the text ops once and forks a child per
+command, which imports the project and runs the script as `python` would
+(`runpy`, `__main__`, `sys.argv`, the working directory, the environment,
+stdin/stdout/stderr on file descriptors 0-2, the exit status). Each command is
+still its own process: its exit status, what it prints (the one-line errors
+included), its signals and its global state (absl flags, Keras' dtype policy,
+TensorFlow's context, which a child creates after the fork) are its own, and
+nothing it does reaches the tests' process or the next command.
 
     result = processes.run([sys.executable, "run_classifier.py", "--do_train", ...],
                            env=env, input="text", timeout=300)
     result.returncode, result.stdout, result.stderr   # as subprocess.run(..., text=True)
 
-The server is chosen by what the interpreter and TensorFlow read from the
-environment when they start (TF_*, CUDA_*, PYTHON*, ...): one server per such
-environment. `run` takes a real process (`subprocess.run`) where a fork would
-not be the same as a fresh interpreter: an environment without
+A server serves one environment as the interpreter and TensorFlow read it when
+they start (TF_*, CUDA_*, PYTHON*, KERAS_*, ...); another such environment gets
+its own server. `run` takes a real process (`subprocess.run`) where a fork is
+not the same as a fresh interpreter: an environment without
 TF_CPP_MIN_LOG_LEVEL (a user's shell, where what TensorFlow prints while it is
-imported is part of what a test checks), interpreter options (`python -X ...`),
-or a program other than Python. Tests of a fresh interpreter itself (an export
-used without the project installed, a signal sent from outside to a process the
-test starts with Popen) use `subprocess` directly.
+imported is part of what a test checks), interpreter options (`python -X ...`)
+or a program other than Python. Tests of a fresh interpreter itself (that
+importing a module does not import TensorFlow; a signal sent from outside to a
+process the test starts with Popen) use `subprocess` directly.
 
-TESTS_FORK_SERVER=0 in the tests' environment turns the server off (every
-command then runs in a real process, to compare or to debug). The server starts on first use (about the cost of one command) and ends with
-the tests' process.
+TESTS_FORK_SERVER=0 in the tests' environment turns the server off: every
+command then runs in a real process (to compare, or to debug). A server starts
+on first use (about the cost of one command) and ends with the tests' process.
 """
 
 from __future__ import annotations
@@ -47,18 +47,14 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # Environment variables read when TensorFlow or Python start: a command asking for other
 # values than the server started with runs in a real process.
-_READ_AT_START = ("TF_", "CUDA_", "PYTHON", "XLA_", "OMP_", "KMP_", "MKL_", "LD_")
+_READ_AT_START = ("TF_", "CUDA_", "PYTHON", "XLA_", "OMP_", "KMP_", "MKL_", "LD_", "KERAS_")
 
-# What the server imports before it forks: TensorFlow, Keras, the text ops and the
-# library (never a command module: importing one defines its flags in absl's globals).
-_PRELOAD = ("tensorflow", "keras", "tensorflow_text", "numpy", "official_bert.app",
-            "official_bert.tasks.runner", "official_bert.tasks.classification",
-            "official_bert.tasks.squad", "official_bert.tasks.ner",
-            "official_bert.tasks.multiple_choice", "official_bert.tasks.pretraining",
-            "official_bert.tasks.features", "official_bert.tasks.embeddings",
-            "official_bert.serving.classification", "official_bert.serving.squad",
-            "official_bert.serving.ner", "official_bert.serving.multiple_choice",
-            "official_bert.checkpoints", "data_prep.create_pretraining_data")
+# What the server imports before it forks: TensorFlow, Keras and the text ops, the bulk of a
+# command's start-up. Not the project: a child imports it as a fresh process does, so a
+# script that patches a module of the project before the rest imports it (test drivers)
+# patches what the command uses, and one that must run without the project can block it.
+_PRELOAD = ("numpy", "tensorflow", "keras", "tensorflow_text", "absl.app", "absl.flags",
+            "absl.logging")
 
 _SERVER = r"""
 import importlib, json, os, resource, runpy, signal, sys, traceback, types
@@ -89,6 +85,7 @@ def child(request):
         opened = os.open(path, mode)
         os.dup2(opened, fd)
         os.close(opened)
+    sys.dont_write_bytecode = bool(request["env"].get("PYTHONDONTWRITEBYTECODE"))
     if "numpy" in sys.modules:  # a fresh process seeds numpy's global generator anew
         sys.modules["numpy"].random.seed()
     kind, target, args = request["kind"], request["target"], request["args"]
@@ -213,11 +210,16 @@ _servers: dict = {}
 _MOST_SERVERS = 3
 
 
+# Read later, by the child itself: PYTHONPATH (the child puts it on sys.path),
+# PYTHONDONTWRITEBYTECODE (sets sys.dont_write_bytecode) and CUDA_VISIBLE_DEVICES (read
+# when TensorFlow's context starts, which a child does after the fork).
+_READ_BY_THE_CHILD = ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "CUDA_VISIBLE_DEVICES")
+
+
 def _start_key(env: dict) -> tuple:
-    """What of `env` the interpreter and TensorFlow read when they start (PYTHONPATH
-    aside: a child puts it on sys.path itself)."""
+    """What of `env` the interpreter and TensorFlow read when they start."""
     return tuple(sorted((k, v) for k, v in env.items()
-                        if k.startswith(_READ_AT_START) and k != "PYTHONPATH"))
+                        if k.startswith(_READ_AT_START) and k not in _READ_BY_THE_CHILD))
 
 
 def _server_for(env: dict) -> _Server:
@@ -247,11 +249,21 @@ def _parse(args: list) -> tuple[str, str, list] | None:
 
 def run(args, *, env: dict | None = None, cwd=None, input: str | bytes | None = None,
         timeout: float | None = None, file_size_limit: int | None = None,
-        text: bool = True) -> subprocess.CompletedProcess:
+        text: bool = True, capture_output: bool = True,
+        check: bool = False) -> subprocess.CompletedProcess:
     """`subprocess.run(args, capture_output=True, ...)` for a Python command line
     (`[sys.executable, script | -m module | -c code, ...]`), from the fork server
     (one per environment at start-up; see the module's docstring). A timeout raises
-    `subprocess.TimeoutExpired`, as subprocess.run does."""
+    `subprocess.TimeoutExpired` and `check` a failure `CalledProcessError`, as
+    subprocess.run does; the output is always captured (`capture_output` is
+    accepted for the same call's sake)."""
+    result = _run(args, env, cwd, input, timeout, file_size_limit, text)
+    if check:
+        result.check_returncode()
+    return result
+
+
+def _run(args, env, cwd, input, timeout, file_size_limit, text) -> subprocess.CompletedProcess:
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
     parsed = _parse(args)

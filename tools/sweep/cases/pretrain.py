@@ -23,6 +23,8 @@ FLAGS = ("--train_batch_size=0", "--num_train_steps=0", "--learning_rate=0", "--
          "--masked_lm_prob=1.5", "--dtype=float64")
 NGRAMS = ("--max_ngram_size=0", "--max_ngram_size=-2", "--max_ngram_size=1000000")
 CKPT_4_DATA = "run/ckpt-4.data-00000-of-00001"
+# trained_run's run (4 steps) resumed for 2 steps more: a change of its settings, allowed.
+RESUME = pretrain("--allow_changed_settings", steps=6)
 
 CASES = [
     Case("good input", pretrain(), control=True),
@@ -56,18 +58,18 @@ CASES = [
     Case("vocab without [MASK]", pretrain(), setup=vocab_without("[MASK]"), names=["vocab.txt"],
          outputs=OUT),
     *[Case(flag, pretrain(flag), names=[flag.split("=")[0]], outputs=OUT) for flag in FLAGS],
-    Case("truncated checkpoint .index (resume)", pretrain(steps=6),
+    Case("truncated checkpoint .index (resume)", RESUME,
          setup=(trained_run, truncate("run/ckpt-4.index")), names=["ckpt-4.index"],
          after=resumes_after_delete),
-    Case("truncated checkpoint .data (resume)", pretrain(steps=6),
+    Case("truncated checkpoint .data (resume)", RESUME,
          setup=(trained_run, truncate(CKPT_4_DATA)), names=["ckpt-4.data"],
          after=resumes_after_delete),
-    Case("corrupt checkpoint .data (resume)", pretrain(steps=6),
+    Case("corrupt checkpoint .data (resume)", RESUME,
          setup=(trained_run, corrupt(CKPT_4_DATA, 0.3, 64)), names=["ckpt-4"],
          after=resumes_after_delete),
-    Case("corrupt `checkpoint` state file", pretrain(steps=6),
+    Case("corrupt `checkpoint` state file", RESUME,
          setup=(trained_run, text("run/checkpoint", "}{x")), names=["checkpoint"]),
-    Case("disk full while saving a checkpoint (resume)", pretrain(steps=6), setup=trained_run,
+    Case("disk full while saving a checkpoint (resume)", RESUME, setup=trained_run,
          file_size_limit=40_000, names=["run"], after=rerun_resumes),
     Case("--init_checkpoint does not exist", pretrain(ckpt="nope"), names=["nope"], outputs=OUT),
     Case("--init_checkpoint with a truncated .data", pretrain(ckpt="ckpt"),

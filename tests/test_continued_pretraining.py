@@ -195,7 +195,8 @@ def test_minilm_gets_a_fresh_masked_lm_head_tied_to_its_embeddings(minilm_dir, m
 
     # A batch of real text (two tweets, full-sentence packing, 15% masked).
     corpus = tmp_path / "tweets.txt"
-    task_text.write_corpus([write(tmp_path / "t.conll", CONLL * 3)], "conll", [], str(corpus))
+    tweets = write(tmp_path / "t.conll", "\n".join([CONLL] * 3))
+    task_text.write_corpus([tweets], "conll", [], str(corpus))
     batch = next(iter(input_pipeline.pretraining_dataset(
         str(corpus), 32, 5, 4, is_training=False, vocab_file=str(minilm_dir / "vocab.txt"),
         text_config=PretrainingDataConfig(packing="full_sentences", dupe_factor=1))))
@@ -215,10 +216,11 @@ def test_minilm_gets_a_fresh_masked_lm_head_tied_to_its_embeddings(minilm_dir, m
     assert chance - 0.5 < loss < chance + 1.5, (loss, chance)  # a fresh head: at chance
 
 
+@pytest.mark.slow  # a minute or more on 2 cores: MiniLM's 30,522 x 384 embeddings and their Adam state
 def test_run_pretraining_continues_minilm_on_a_conll_file(minilm_dir, tmp_path):
     from official_bert import checkpoints
 
-    train = write(tmp_path / "train.conll", CONLL * 4)
+    train = write(tmp_path / "train.conll", "\n".join([CONLL] * 4))
     dev = write(tmp_path / "dev.conll", CONLL)
     out = tmp_path / "tapt"
     result = run("--input_format=conll", f"--input_file={train}", f"--eval_input_file={dev}",
@@ -322,7 +324,6 @@ def test_run_pretraining_reads_a_tables_text_column(tiny, tmp_path):
     evaluated = read_results(out / "eval_results.txt")
     assert set(evaluated) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                               "masked_lm_unigram_baseline"}
-    assert evaluated["loss"] == pytest.approx(evaluated["masked_lm_loss"], rel=1e-6)
     assert os.path.exists(out / "ckpt-2.index")
     bad = run(*tiny_args(tiny, tmp_path / "bad", "--input_format=table", "--text_column=text",
                          f"--input_file={train}"))

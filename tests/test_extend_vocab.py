@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -17,14 +16,8 @@ import pytest
 from data_prep import extend_vocab as ev
 from official_bert.errors import UserError
 from official_bert.tasks.configs import ExtendVocabConfig
-from support import REPO_ROOT, tiny_config
+from support import REPO_ROOT, processes, tiny_config
 from test_run_classifier import run, write_sst2
-
-
-def extend_vocab(config):
-    from official_bert import vocab_extension
-
-    return vocab_extension.extend_vocab(config)
 
 # A tiny vocabulary with two [unused] slots; the domain words are split into pieces.
 VOCAB = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -33,6 +26,13 @@ VOCAB = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
 # cinematic: cine ##ma ##tic; blockbuster: block ##buster; cinema: cine ##ma; zzz: [UNK].
 CORPUS = ("cinematic " * 5 + "blockbuster " * 4 + "cinema " * 3 + "film " * 10 + "zzz " * 10
           + "good " * 2).split()
+
+
+def extend_vocab(config):
+    """The command's job, in process (TensorFlow is imported on first use)."""
+    from official_bert import vocab_extension
+
+    return vocab_extension.extend_vocab(config)
 
 
 def corpus_file(path):
@@ -281,8 +281,8 @@ def test_minilm_a_domain_term_becomes_one_token(minilm_dir, tmp_path):
 
 def bert(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", "official_bert.cli", "extend-vocab", *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
+    return processes.run([sys.executable, "-m", "official_bert.cli", "extend-vocab", *args],
+                         cwd=REPO_ROOT, env=env, timeout=300)
 
 
 def test_command_line_errors_are_one_line_and_write_nothing(extended, tmp_path):

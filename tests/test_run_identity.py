@@ -280,7 +280,7 @@ def test_a_resume_evaluates_the_step_a_kill_left_unevaluated(world, tmp_path, mo
             raise Killed()  # the process dies while it evaluates step 4 (saved)
         return evaluate(self, step)
 
-    flags = dict(do_train=True, eval_every_steps=2, keep_best_metric="eval_loss",
+    flags = dict(do_train=True, do_eval=True, eval_every_steps=2, keep_best_metric="eval_loss",
                  num_train_epochs=3)
     monkeypatch.setattr(evaluation.BestCheckpoint, "evaluate", killed_at_step_4)
     with pytest.raises(Killed):

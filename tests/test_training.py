@@ -15,11 +15,12 @@ from support import processes
 TOY = os.path.join(os.path.dirname(__file__), "support", "toy_training.py")
 
 
-def _run(out_dir, strategy, steps, accum, kill_at=None, dropout="0"):
+def _run(out_dir, strategy, steps, accum, kill_at=None, dropout="0", jit=False):
     args = [sys.executable, TOY, str(out_dir), strategy, str(steps), str(accum)]
     if kill_at is not None:
         args.append(str(kill_at))
-    env = dict(os.environ, TOY_DROPOUT=dropout, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, TOY_DROPOUT=dropout, TOY_JIT="1" if jit else "0",
+               TF_CPP_MIN_LOG_LEVEL="3")
     proc = processes.run(args, capture_output=True, text=True, env=env, timeout=300)
     if kill_at is None:
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -47,6 +48,16 @@ def test_mirrored_and_accumulation_match_one_device(baseline, tmp_path):
         assert diff < 1e-5, (strategy, accum, losses, baseline)
     # Training changes the loss (the comparison is not vacuous).
     assert abs(baseline[6] - baseline[1]) > 1e-3
+
+
+def test_xla_training_equals_the_plain_one(baseline, tmp_path):
+    # --jit_compile compiles the forward and backward pass with XLA: the same losses.
+    # (The real MiniLM's trajectory under XLA against transformers' is a slow test in
+    # tests/test_finetuning_trajectory.py.)
+    losses = _run(tmp_path / "xla", "one_device", 6, 1, jit=True)
+    assert sorted(losses) == list(range(1, 7))
+    diff = max(abs(losses[s] - baseline[s]) for s in losses)
+    assert diff < 1e-5, (losses, baseline)
 
 
 def test_resume_after_sigkill_equals_uninterrupted(tmp_path):

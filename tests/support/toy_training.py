@@ -2,7 +2,8 @@
 CPU can be split into logical devices before TensorFlow starts).
 
 Usage: python tests/support/toy_training.py OUTPUT_DIR STRATEGY STEPS ACCUM [KILL_AT]
-Prints one line per step: "step loss".
+Prints one line per step: "step loss". TOY_DROPOUT sets the dropout rate (0.1);
+TOY_JIT=1 compiles the training step with XLA.
 """
 
 import os
@@ -79,7 +80,8 @@ def main():
     micro = GLOBAL_BATCH // replicas // accum
     config = training.TrainingConfig(output_dir=out, num_train_steps=steps, log_steps=1,
                                      steps_per_loop=1, save_checkpoints_steps=2,
-                                     gradient_accumulation_steps=accum)
+                                     gradient_accumulation_steps=accum,
+                                     jit_compile=os.environ.get("TOY_JIT") == "1")
     trainer = training.Trainer(
         ToyTask(), strategy, config,
         optimizer_fn=lambda: optimization.create_optimizer(optimization.OptimizerConfig(

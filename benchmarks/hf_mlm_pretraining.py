@@ -24,7 +24,10 @@ faster and its calibration loss is within 5% of float32's.
 
 Writes `--output_dir` as a Hugging Face directory (model.safetensors,
 config.json, vocab.txt, tokenizer_config.json), which the project's
-`run_classifier.py --init_checkpoint` loads, and `results.json` in it: tokens/s
+`run_classifier.py --init_checkpoint` loads (saved as `BertForPreTraining`: the
+pooler it needs, which `BertForMaskedLM` lacks, freshly initialized, as
+transformers does when it fine-tunes from a masked-LM checkpoint), and
+`results.json` in it: tokens/s
 (median over logging windows after the first), tokens seen, steps, the chosen
 dtype, the calibration, and the masked-LM accuracy on `--eval_file` with the
 collator's masking (15%, seeded).
@@ -81,7 +84,7 @@ def main(argv=None):
     print(f"{dtype}: {calibration[dtype]['seconds_per_step']:.3f} s/step → max_steps "
           f"{max_steps} for {args.budget_minutes:g} min", flush=True)
     model, budget = train(args, train_blocks, collator, dtype, max_steps, seconds)
-    model.save_pretrained(args.output_dir)
+    with_pooler(model).save_pretrained(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     shutil.copyfile(args.vocab_file, os.path.join(args.output_dir, "vocab.txt"))
     results = dict(
@@ -228,6 +231,23 @@ def train(args, blocks, collator, dtype, max_steps, seconds):
     trainer.train()
     print(f"trained {callback.steps} steps in {callback.elapsed():.1f} s", flush=True)
     return trainer.model, callback
+
+
+def with_pooler(model):
+    """The trained `BertForMaskedLM` as a `BertForPreTraining`: the same encoder
+    and masked-LM head, plus the pooler and next-sentence layer that
+    BertForMaskedLM lacks, freshly initialized (as transformers initializes the
+    pooler when it fine-tunes a classifier from a masked-LM checkpoint), so that
+    the project's run_classifier, which needs a pooler, loads it."""
+    import transformers
+
+    full = transformers.BertForPreTraining(model.config)
+    missing, unexpected = full.bert.load_state_dict(model.bert.state_dict(), strict=False)
+    if unexpected or any(not name.startswith("pooler.") for name in missing):
+        raise RuntimeError(f"encoder weights do not match: missing {missing}, "
+                           f"unexpected {unexpected}")
+    full.cls.predictions.load_state_dict(model.cls.predictions.state_dict())
+    return full
 
 
 def evaluate(model, blocks, tokenizer, args) -> dict:

@@ -41,7 +41,7 @@ if tick:
         if not clock:
             with tf.init_scope():
                 clock.append(tf.Variable(0.0, dtype=tf.float64, trainable=False))
-        return clock[0].assign_add(tick)
+        return tf.identity(clock[0].assign_add(tick))  # the value now, not when used
     training.Trainer.time_fn = staticmethod(fake_time)
 original = training.Trainer.train
 def train(self, dataset_fn, global_batch_size, hooks=None, **kwargs):

@@ -331,3 +331,16 @@ def test_run_pretraining_reads_a_tables_text_column(tiny, tmp_path):
     assert [line for line in bad.stderr.splitlines()
             if str(train) in line and "header without" in line], bad.stderr[-2000:]
     assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").glob("ckpt-*"))
+
+
+def test_the_quickstart_says_what_its_pretraining_figures_mean(tmp_path):
+    from official_bert.commands import quickstart as qs
+
+    results = {"masked_lm_accuracy": 0.084, "masked_lm_unigram_baseline": 0.038,
+               "next_sentence_accuracy": 0.504, "global_step": 300.0}
+    entry = qs.pretrain_summary(tmp_path / "pretrain", results)
+    assert entry["masked_lm_unigram_baseline"] == 0.038
+    assert qs.summary_lines({"pretrain": entry}, ["pretrain"], {}) == [
+        f"  pre-trained tiny BERT   {tmp_path / 'pretrain'}  (masked-LM acc 0.084 (always "
+        f"guessing the most frequent token: 0.038), next-sentence acc 0.504: {qs.NSP_NOTE})"]
+    assert "28 speeches" in qs.NSP_NOTE and "random one" in qs.NSP_NOTE

@@ -34,10 +34,11 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 
 import pytest
 
-from support import REPO_ROOT, SHARED, minilm_model_dir
+from support import REPO_ROOT, SHARED, minilm_model_dir, processes
 from support.download_mirror import UNPINNED, MirrorServer, mirror_files, write_manifest
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
@@ -173,8 +174,8 @@ def _run_block(path, body, tag, tmp_path, download_manifest):
 
 def test_flag_reference_is_current():
     """docs/flags.md is what `bert flags-reference` generates from the flag definitions."""
-    result = subprocess.run(["python", "-m", "official_bert.cli", "flags-reference"],
-                            cwd=REPO_ROOT, text=True, capture_output=True, timeout=300)
+    result = processes.run([sys.executable, "-m", "official_bert.cli", "flags-reference"],
+                           cwd=REPO_ROOT, text=True, capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr
     current = (REPO_ROOT / "docs" / "flags.md").read_text(encoding="utf-8")
     assert current == result.stdout, (

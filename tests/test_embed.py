@@ -235,13 +235,13 @@ def test_serving_dtype_bfloat16_through_the_command(tiny_model, tmp_path):
                f"--init_checkpoint={model_dir}", "--max_seq_length=16",
                "--serving_dtype=bfloat16"]
     refused = processes.run(command + [f"--input_file={tmp_path / 'in.txt'}",
-                                        f"--output_file={tmp_path / 'refused.npy'}"],
+                                       f"--output_file={tmp_path / 'refused.npy'}"],
                             capture_output=True, text=True, cwd=REPO_ROOT)
     assert refused.returncode == 1 and "--serving_dtype" in refused.stderr.splitlines()[-1]
     result = processes.run(command + [f"--input_file={tmp_path / 'in.txt'}",
-                                       f"--output_file={tmp_path / 'out.npy'}",
-                                       f"--export_dir={tmp_path / 'export'}",
-                                       "--export_version=1"],
+                                      f"--output_file={tmp_path / 'out.npy'}",
+                                      f"--export_dir={tmp_path / 'export'}",
+                                      "--export_version=1"],
                            capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))

@@ -30,7 +30,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, processes
 from test_docs import TINY
 
 # (name, google's block), verbatim; in the order they depend on each other.
@@ -393,7 +393,6 @@ COMMAND_MODULES = {"run_classifier": "classify", "run_squad": "squad",
 
 @pytest.mark.parametrize("script", sorted(GOOGLE_ONLY_FLAGS))
 def test_every_google_flag_parses(script):
-    import subprocess
     import sys
 
     code = (f"import sys\nfrom official_bert.commands import {COMMAND_MODULES[script]}\n"
@@ -402,8 +401,8 @@ def test_every_google_flag_parses(script):
             f"from official_bert import cli_flags\n"
             + ("print(cli_flags.run_config(flags.FLAGS).tpu)\n" if script != "extract_features"
                else "print('parsed')\n"))
-    result = subprocess.run([sys.executable, "-c", code, *GOOGLE_ONLY_FLAGS[script]],
-                            cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=120)
+    result = processes.run([sys.executable, "-c", code, *GOOGLE_ONLY_FLAGS[script]],
+                           cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     # --tpu_name wins over --master as the TPU to connect to, as in google's scripts.
     assert result.stdout.strip().splitlines()[-1] in ("my-tpu", "parsed")
@@ -413,10 +412,9 @@ def test_extract_features_says_once_which_google_flags_it_ignores(tmp_path):
     """extract_features runs the encoder on this machine: each of google's TPU
     flags given is logged once as unused, before the run (here stopped by a
     missing checkpoint)."""
-    import subprocess
     import sys
 
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "extract_features.py", *GOOGLE_ONLY_FLAGS["extract_features"],
          f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}",
          f"--init_checkpoint={tmp_path / 'missing'}"],

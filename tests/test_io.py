@@ -614,7 +614,8 @@ def test_pretraining_on_ram_writes_everything_there_and_resumes(pretraining_data
     assert "ckpt-4.index" in second["files"]
     assert first["eval"]["global_step"] == "2" and second["eval"]["global_step"] == "4"
     assert set(first["eval"]) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
-                                  "next_sentence_accuracy", "next_sentence_loss"}
+                                  "masked_lm_unigram_baseline", "next_sentence_accuracy",
+                                  "next_sentence_loss"}
     assert first["vocab_equal"] and second["vocab_equal"]
     assert "Resumed from ram://run/ckpt-2 at step 2" in log
 

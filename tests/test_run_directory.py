@@ -6,9 +6,11 @@ SST-2-layout set (the fixtures of tests/test_run_classifier.py).
 """
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -26,8 +28,7 @@ def _env():
 
 
 def start(*args):
-    return subprocess.Popen([sys.executable, *args], cwd=REPO, env=_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return processes.start([sys.executable, *args], cwd=REPO, env=_env())
 
 
 def run(*args):
@@ -91,10 +92,30 @@ def test_two_runs_into_one_directory(data, tmp_path):
     assert "Resumed from" in again.stderr and (out / "eval_results.txt").exists()
 
 
-def test_rerun_with_another_vocabulary_changes_nothing(data, tmp_path):
+@pytest.fixture(scope="module")
+def trained_run(data, tmp_path_factory):
+    """A run directory trained and evaluated for one epoch under umask 027 (not the
+    usual 022, so that following it shows)."""
+    out = tmp_path_factory.mktemp("trained") / "run"
+    old = os.umask(0o027)
+    try:
+        result = run(*classify(data, out, "--do_train", "--do_eval", "--num_train_epochs=1"))
+    finally:
+        os.umask(old)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_files_follow_the_umask(trained_run):
+    for name in ("bert_config.json", "vocab.txt", "classifier_config.json", "eval_results.txt"):
+        assert stat.S_IMODE(os.stat(trained_run / name).st_mode) == 0o640, name
+    # No temporary file survives the run.
+    assert not [n for n in os.listdir(trained_run) if ".tmp-" in n]
+
+
+def test_rerun_with_another_vocabulary_changes_nothing(data, trained_run, tmp_path):
     out = tmp_path / "run"
-    trained = run(*classify(data, out, "--do_train", "--num_train_epochs=1"))
-    assert trained.returncode == 0, trained.stderr[-3000:]
+    shutil.copytree(trained_run, out)
     before = snapshot(out)
     other = tmp_path / "other_vocab.txt"
     other.write_text("\n".join(VOCAB[:5] + list(reversed(VOCAB[5:]))) + "\n")
@@ -110,20 +131,6 @@ def test_rerun_with_another_vocabulary_changes_nothing(data, tmp_path):
     # The run directory as its own --init_checkpoint is not an output over an input.
     own = run(*classify(data, out, "--do_eval", f"--init_checkpoint={out}"))
     assert own.returncode == 0, own.stderr[-3000:]
-
-
-def test_files_follow_the_umask(data, tmp_path):
-    out = tmp_path / "run"
-    old = os.umask(0o022)
-    try:
-        result = run(*classify(data, out, "--do_train", "--do_eval", "--num_train_epochs=1"))
-    finally:
-        os.umask(old)
-    assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("bert_config.json", "vocab.txt", "classifier_config.json", "eval_results.txt"):
-        assert stat.S_IMODE(os.stat(out / name).st_mode) == 0o644, name
-    # No temporary file survives the run.
-    assert not [n for n in os.listdir(out) if ".tmp-" in n]
 
 
 def test_an_output_that_is_an_input_is_refused(data, tmp_path):
@@ -216,6 +223,110 @@ def test_every_writer_refuses_an_output_that_is_its_input(world, name):
     line = error_line(result)
     assert str(w.root / target) in line and word in line, line
     assert kit.snapshot(w.root) == before
+
+
+# Every writer with its output in a location that refuses writes: (command, its flags
+# given the world and that location, the flag named).
+UNWRITABLE = {
+    "classify --output_dir": ("run_classifier.py", lambda W, ro: [
+        "--task_name=sst-2", f"--data_dir={W.path('glue')}", f"--init_checkpoint={W.ckpt}",
+        "--do_train", "--max_seq_length=16", f"--output_dir={ro}/run"], "--output_dir"),
+    "classify --export_dir": ("run_classifier.py", lambda W, ro: [
+        "--task_name=sst-2", f"--data_dir={W.path('glue')}", f"--init_checkpoint={W.ckpt}",
+        "--do_train", "--max_seq_length=16", f"--output_dir={W.path('out')}",
+        f"--export_dir={ro}/export"], "--export_dir"),
+    "export-encoder": ("bert export-encoder", lambda W, ro: [
+        f"--init_checkpoint={W.ckpt}", f"--output_dir={ro}/hub", "--max_seq_length=16"],
+        "--output_dir"),
+    "embed": ("bert embed", lambda W, ro: [
+        f"--input_file={W.path('predict.txt')}", f"--output_file={ro}/vectors.npy",
+        f"--init_checkpoint={W.ckpt}", "--max_seq_length=16"], "--output_file"),
+    "download": ("bert download", lambda W, ro: [
+        "wnut17", f"--output_dir={ro}/data", f"--source_dir={W.path('conll')}"], "--output_dir"),
+}
+
+
+def read_only_location(tmp_path):
+    """(a command prefix, a directory where no file can be created): a read-only
+    bind mount in a private mount namespace (`unshare -m`, as root: EROFS, what
+    a read-only volume gives) where that is allowed, else /sys (EACCES even
+    for root)."""
+    source, target = tmp_path / "ro_source", tmp_path / "ro"
+    source.mkdir()
+    target.mkdir()
+    script = 'mount --bind -o ro "$1" "$2" && shift 2 && exec "$@"'
+    prefix = ["unshare", "-m", "sh", "-c", script, "sh", str(source), str(target)]
+    probe = subprocess.run([*prefix, "touch", str(target / "x")], capture_output=True, text=True)
+    if "Read-only file system" in probe.stderr:
+        return prefix, target
+    return [], "/sys"
+
+
+@pytest.mark.parametrize("name", sorted(UNWRITABLE))
+def test_an_output_location_that_refuses_writes_is_one_line(world, name, tmp_path):
+    """Once `OSError: Read-only file system` tracebacks (at the lock, or at the
+    end, after the work); now one line naming the flag, before any work."""
+    kit, w = world
+    prefix, location = read_only_location(tmp_path)
+    script, flags, flag = UNWRITABLE[name]
+    before = kit.snapshot(w.root)
+    result = kit.run([*prefix, *kit.command(script, *flags(w, location))])
+    line = error_line(result)
+    assert f"error: {flag} {location}/" in line and "cannot be written" in line, line
+    assert ("Read-only file system" if prefix else "Permission denied") in line
+    assert kit.snapshot(w.root) == before
+
+
+def test_a_taken_export_version_is_found_before_any_work(world, tmp_path):
+    """--export_version that exists: refused before training, before
+    preprocessor/ and encoder/ are written, before any vector is computed."""
+    kit, w = world
+    export = tmp_path / "export"
+    (export / "1").mkdir(parents=True)
+    taken = f"{export / '1'} exists: an export never overwrites a version"
+    runs = {
+        "run_classifier.py": ["--task_name=sst-2", f"--data_dir={w.path('glue')}",
+                              f"--init_checkpoint={w.ckpt}", "--do_train", "--max_seq_length=16",
+                              f"--output_dir={tmp_path / 'run'}"],
+        "bert export-encoder": [f"--init_checkpoint={w.ckpt}", "--max_seq_length=16",
+                                f"--output_dir={tmp_path / 'hub'}"],
+        "bert embed": [f"--init_checkpoint={w.ckpt}", f"--input_file={w.path('predict.txt')}",
+                       f"--output_file={tmp_path / 'vectors.npy'}", "--max_seq_length=16"],
+    }
+    for script, flags in runs.items():
+        result = kit.run(kit.command(script, *flags, f"--export_dir={export}",
+                                     "--export_version=1"))
+        assert taken in error_line(result), script
+    assert sorted(os.listdir(tmp_path)) == ["export"]  # no run, no hub/, no vectors
+    assert os.listdir(export) == ["1"]
+
+
+def test_two_embeds_into_one_output_file(world, tmp_path):
+    """Both once exited 0 and one output was lost: now exactly one writes the
+    file, the other stops with one line, and the file is a whole .npy."""
+    import numpy as np
+
+    kit, w = world
+    out = tmp_path / "vectors.npy"
+    texts = tmp_path / "texts.txt"
+    texts.write_text("".join(f"a good movie number {i}\n" for i in range(2000)))
+    argv = kit.command("bert embed", f"--init_checkpoint={w.ckpt}", f"--input_file={texts}",
+                       f"--output_file={out}", "--max_seq_length=16")
+    env = dict(os.environ, **kit.ENV)
+    logs = [tempfile.TemporaryFile() for _ in range(2)]
+    processes = [subprocess.Popen(argv, env=env, cwd=str(kit.REPO), stdout=subprocess.DEVNULL,
+                                  stderr=log) for log in logs]
+    outcomes = []
+    for process, log in zip(processes, logs):
+        process.wait(timeout=300)
+        log.seek(0)
+        outcomes.append((process.returncode, log.read().decode("utf-8", "replace")))
+    assert sorted(code for code, _ in outcomes) == [0, 1], [err[-2000:] for _, err in outcomes]
+    [stderr] = [err for code, err in outcomes if code == 1]
+    lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and str(out) in lines[0] and "Traceback" not in stderr, stderr[-2000:]
+    assert np.load(out).shape == (2000, kit.TINY_CONFIG["hidden_size"])
+    assert sorted(os.listdir(tmp_path)) == ["texts.txt", "vectors.npy"]  # no temporary left
 
 
 @pytest.mark.parametrize("dtype,expected", [("float32", "float32"), ("bfloat16", "bfloat16"),

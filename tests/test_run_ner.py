@@ -4,7 +4,6 @@ this project), the feature-based path, and one-line errors for bad input."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -116,8 +115,8 @@ print(json.dumps({{k: v.numpy().tolist() for k, v in out.items() if k != "tag_pr
                  default=lambda b: b.decode()))
 """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-c", script], cwd=str(trained["root"]), env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = processes.run([sys.executable, "-c", script], cwd=str(trained["root"]), env=env,
+                           capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["num_words"] == [5, 4, 0]

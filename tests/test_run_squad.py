@@ -3,7 +3,6 @@
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 
@@ -95,14 +94,22 @@ LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
 """)
 
 
-def test_train_predict_export_round_trip(tiny_checkpoint, tmp_path):
-    data = squad_file(tmp_path / "tiny.json")
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def squad_run(tiny_checkpoint, tmp_path_factory):
+    """One fine-tuning run of the tiny file: trained, predicted, exported."""
+    root = tmp_path_factory.mktemp("squad_run")
+    data = squad_file(root / "tiny.json")
+    out = root / "out"
     proc = run_cli("--do_train", "--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
                    f"--train_file={data}", f"--predict_file={data}", f"--output_dir={out}",
                    "--train_batch_size=4", "--num_train_epochs=2",
                    f"--export_dir={out / 'export'}", *COMMON)
-    assert "Num split examples" in proc.stderr
+    return dict(data=data, out=out, log=proc.stderr)
+
+
+def test_train_predict_export_round_trip(squad_run, tmp_path):
+    data, out = squad_run["data"], squad_run["out"]
+    assert "Num split examples" in squad_run["log"]
     predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
     nbest = json.loads((out / "nbest_predictions.json").read_text(encoding="utf-8"))
     results = json.loads((out / "eval_results.json").read_text())
@@ -121,10 +128,10 @@ def test_train_predict_export_round_trip(tiny_checkpoint, tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env.pop("PYTHONPATH", None)
     [version] = list((out / "export").iterdir())  # TF Serving's layout: one version
-    proc = subprocess.run([sys.executable, str(tmp_path / "loader.py"), str(version),
-                           str(tmp_path / "a.json"), str(tmp_path / "q.json")],
-                          capture_output=True, text=True, env=env, cwd=str(tmp_path),
-                          timeout=300)
+    proc = processes.run([sys.executable, str(tmp_path / "loader.py"), str(version),
+                          str(tmp_path / "a.json"), str(tmp_path / "q.json")],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                         timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     served = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
     for qas_id, _, context in questions:
@@ -241,12 +248,8 @@ def test_split_by_article_command(tmp_path):
         "least 1 and the dev part too")
 
 
-def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(tiny_checkpoint, tmp_path):
-    data = squad_file(tmp_path / "tiny.json")
-    out = tmp_path / "out"
-    run_cli("--do_train", "--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
-            f"--train_file={data}", f"--predict_file={data}", f"--output_dir={out}",
-            "--train_batch_size=4", *COMMON)
+def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(tiny_checkpoint, squad_run, tmp_path):
+    data, out = squad_run["data"], squad_run["out"]
     again = tmp_path / "again"
     proc = run_cli("--do_predict", f"--init_checkpoint={out}", f"--predict_file={data}",
                    f"--output_dir={again}", *COMMON)

@@ -4,12 +4,12 @@ agreeing with the Trainer's probabilities, and a one-line error for a missing en
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from support import processes
 from test_run_ner import make_checkpoint, run
 
 DATA = """video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,label
@@ -62,8 +62,8 @@ out = serve(context=tf.constant(["The man walks to the city.", "She went to New 
 print(json.dumps(out["probabilities"].numpy().tolist()))
 """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-c", script], cwd=str(trained["root"]), env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = processes.run([sys.executable, "-c", script], cwd=str(trained["root"]), env=env,
+                           capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     served = np.asarray(json.loads(result.stdout.strip().splitlines()[-1]))
     expected = np.loadtxt(trained["out"] / "test_results.tsv", delimiter="\t")[:2]

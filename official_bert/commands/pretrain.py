@@ -5,21 +5,37 @@ google-research/bert's `run_pretraining.py` flags, plus distribution
 XLA (`--jit_compile`), `--optimizer {adamw,lamb}`,
 `--gradient_accumulation_steps` and `--dynamic_masking`. Input: TFRecords of
 `data_prep/create_pretraining_data.py` or of google-research/bert's generator,
-checked before the model is built. The output directory is itself an
-`--init_checkpoint` for fine-tuning and for a second phase; running the same
-command again resumes. What it writes: `official_bert/tasks/pretraining.py`.
+checked before the model is built; or text (`--input_format`): the corpus
+itself, or a fine-tuning set's own CoNLL / TSV file (masked LM only). The
+output directory is itself an `--init_checkpoint` for fine-tuning and for a
+second phase; running the same command again resumes. `--init_checkpoint` may
+be any BERT checkpoint, one without pre-training heads included (the log says
+which heads start fresh). Every progress line and eval_results.txt show
+masked_lm_unigram_baseline beside masked_lm_accuracy: the accuracy of always
+guessing the most frequent masked token. What it writes:
+`official_bert/tasks/pretraining.py`.
 
 Example (phase 1 at length 128, then phase 2 at 512 from phase 1's output):
   python run_pretraining.py --do_train --do_eval \\
-    --input_file='/data/pretrain-128-*.tfrecord' --bert_config_file=bert_config.json \\
-    --vocab_file=vocab.txt --max_seq_length=128 --max_predictions_per_seq=20 \\
+    --input_file='/data/pretrain-128-*.tfrecord' --eval_input_file=/data/heldout-128.tfrecord \\
+    --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
+    --max_seq_length=128 --max_predictions_per_seq=20 \\
     --train_batch_size=256 --learning_rate=1e-4 --num_train_steps=900000 \\
     --num_warmup_steps=10000 --output_dir=/runs/phase1
   python run_pretraining.py --do_train --do_eval \\
-    --input_file='/data/pretrain-512-*.tfrecord' --init_checkpoint=/runs/phase1 \\
-    --max_seq_length=512 --max_predictions_per_seq=80 --train_batch_size=256 \\
+    --input_file='/data/pretrain-512-*.tfrecord' --eval_input_file=/data/heldout-512.tfrecord \\
+    --init_checkpoint=/runs/phase1 --max_seq_length=512 --max_predictions_per_seq=80 \\
+    --train_batch_size=256 \\
     --learning_rate=1e-4 --num_train_steps=100000 --num_warmup_steps=10000 \\
     --output_dir=/runs/phase2
+
+Task-adaptive pre-training: all-MiniLM-L6-v2 (no masked-LM head) continued on
+WNUT-17's training sentences, evaluated on its dev sentences:
+  python run_pretraining.py --do_train --do_eval --init_checkpoint=/models/all-MiniLM-L6-v2 \\
+    --input_format=conll --input_file=wnut17/wnut17train.conll \\
+    --eval_input_file=wnut17/emerging.dev.conll --max_seq_length=64 \\
+    --max_predictions_per_seq=10 --train_batch_size=32 --learning_rate=1e-4 \\
+    --num_train_steps=300 --num_warmup_steps=30 --output_dir=/runs/wnut17_tapt
 """
 
 from __future__ import annotations

@@ -631,6 +631,13 @@ class BertPretrainer(SerializableHead):
             ["masked_lm", "next_sentence"] (a checkpoint of `BertModel` alone
             has neither), each weight in `restored` or `initialized`.
 
+        A head the checkpoint lacks keeps its initial weights (a sentence
+        encoder such as all-MiniLM-L6-v2 ships neither): the transform drawn
+        as google's (truncated normal, `initializer_range`), LayerNorm 1 and
+        0, output bias 0, while the output projection is the encoder's word
+        embeddings whatever the checkpoint holds (tied: there is no separate
+        output matrix to load or to miss).
+
         Raises:
             ValueError: a head is only partly present or has the wrong shape.
         """

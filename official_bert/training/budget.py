@@ -6,8 +6,8 @@ it and reaches 0 when it is spent. Here:
 
 * the clock counts training steps only. It runs inside the training
   `tf.function` (`Trainer.time_fn`, `tf.timestamp`): read when a host call of
-  steps starts, before each step, and when the call ends, each time after the
-  previous step's loss is on the host (on a GPU: after the step has run).
+  steps starts and after each step, once its loss is on the host (on a GPU:
+  once the step has run).
   Start-up (reading inputs, building and restoring the model, tracing and
   optimizing the training graph), logging, checkpoint writes and evaluation
   are not counted; XLA's compilation at the first step is;
@@ -19,10 +19,11 @@ it and reaches 0 when it is spent. Here:
   (SIGTERM, SIGKILL, a crash) and run again continues from the checkpoint's
   time: it stops at the same total training time, within a step, with the same
   learning-rate curve;
-* on several workers, whose clocks differ, the workers agree on their mean
-  after each host call (a collective), so that they apply one learning rate
-  and stop at the same step (there at the end of a host call of
-  --iterations_per_loop steps, not within it).
+* on several workers, whose clocks differ, each host call of steps is timed
+  by the host (the first one's graph set-up included), and the workers agree
+  on their mean (a collective), so that they apply one learning rate (constant
+  within a call) and stop at the same step: at the end of a host call of
+  --iterations_per_loop steps, not within it.
 """
 
 from __future__ import annotations
@@ -106,21 +107,33 @@ class TimeBudget:
         self.seconds_spent = float(seconds)
         self.elapsed.assign(seconds)
 
-    def advance_in_graph(self, base, started, now):
-        """Inside a `tf.function` call that began at time `started` with the
-        clock at `base`: sets the clock to time `now`; whether it is spent."""
+    def advance_in_graph(self, base, started, time_fn, after) -> None:
+        """Inside a `tf.function` call that began at `time_fn()` `started` with
+        the clock at `base`: sets the clock to `time_fn()` once the tensor
+        `after` (the step's loss) is on the host: on a GPU, once the step has
+        run, not when its kernels were queued."""
+        with tf.device("CPU:0"):
+            done = tf.identity(after)
+        with tf.control_dependencies([done]):
+            now = time_fn()
         self.elapsed.assign(base + tf.cast(now - started, tf.float32))
+
+    def spent_in_graph(self):
+        """Whether the budget is spent (a bool tensor, inside a `tf.function`)."""
         return self.elapsed >= self.seconds
 
-    def read(self, strategy: tf.distribute.Strategy) -> None:
-        """After a host call of steps: takes the clock the call advanced (on
-        several workers, their mean: a collective)."""
-        seconds = float(self.elapsed.numpy())
+    def read(self, strategy: tf.distribute.Strategy, call_seconds: float | None = None) -> None:
+        """After a host call of steps: takes the clock the call advanced, or
+        adds `call_seconds` (the call timed by the host, on several workers)
+        and agrees on the workers' mean (a collective)."""
+        if call_seconds is None:
+            self.seconds_spent = float(self.elapsed.numpy())
+            return
+        seconds = self.seconds_spent + call_seconds
         if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
             local = strategy.run(lambda: tf.constant(seconds, tf.float32))
             seconds = float(strategy.reduce(tf.distribute.ReduceOp.MEAN, local, axis=None))
-            self.elapsed.assign(seconds)
-        self.seconds_spent = seconds
+        self.advance(seconds)
 
     def resume(self, step: int) -> bool:
         """Takes the clock from `elapsed` (as a checkpoint restored it) before

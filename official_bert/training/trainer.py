@@ -323,20 +323,14 @@ class Trainer:
     def _build_train_loop(self):
         strategy = self.strategy
 
-        budget = self.budget
-        # The budget stops a call before a step, as SIGTERM's flag, except on several
-        # workers (their clocks differ: `TimeBudget.read` agrees on one after a call).
-        check_budget = budget is not None and self._stop_in_loop
+        # The budget's clock runs in the call, read after every step, and a spent
+        # budget stops the call before the next step (as SIGTERM's flag), except on
+        # several workers: their clocks differ, and their learning rates must not
+        # (`_call_train_loop` times the call instead).
+        budget = self.budget if self._stop_in_loop else None
 
         def reduce(x):
             return strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
-
-        def now(loss):
-            # Once the loss is on the host: on a GPU, once the step has run.
-            with tf.device("CPU:0"):
-                done = tf.identity(loss)
-            with tf.control_dependencies([done]):
-                return self.time_fn()
 
         @tf.function
         def train_loop(iterator, num_steps):
@@ -346,17 +340,19 @@ class Trainer:
             loss = reduce(loss)
             metrics = tf.nest.map_structure(reduce, metrics)
             self.global_step.assign_add(1)
+            if budget is not None:
+                budget.advance_in_graph(base, started, self.time_fn, after=loss)
             for _ in tf.range(num_steps - 1):
                 if self._stop_in_loop and self._stop:
                     break
-                if check_budget and budget.advance_in_graph(base, started, now(loss)):
+                if budget is not None and budget.spent_in_graph():
                     break
                 l, m = strategy.run(self._replica_train_step, args=(next(iterator),))
                 loss += reduce(l)
                 metrics = tf.nest.map_structure(lambda a, b: a + reduce(b), metrics, m)
                 self.global_step.assign_add(1)
-            if budget is not None:
-                budget.advance_in_graph(base, started, now(loss))
+                if budget is not None:
+                    budget.advance_in_graph(base, started, self.time_fn, after=loss)
             return loss, metrics
 
         return train_loop
@@ -452,11 +448,9 @@ class Trainer:
                 (step // evaluate_every + 1) * evaluate_every if evaluate_every else step + 10**9,
             )
             try:
-                loss, metrics = self._train_loop(iterator, tf.constant(boundary - step))
+                loss, metrics = self._call_train_loop(iterator, boundary - step)
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
-            if self.budget is not None:
-                self.budget.read(self.strategy)
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
             window_steps += done
@@ -526,6 +520,21 @@ class Trainer:
                          step, self.config.num_train_steps)
             return True
         return self.budget is not None and self.budget.resume(step)
+
+    def _call_train_loop(self, iterator, num_steps):
+        """One host call of `num_steps` updates (fewer when SIGTERM or the
+        budget ends it); then the host reads the budget's clock. On several
+        workers, the call is timed on `time_fn` from here."""
+        timed_here = self.budget is not None and not self._stop_in_loop
+        started = float(self.time_fn()) if timed_here else None
+        loss, metrics = self._train_loop(iterator, tf.constant(num_steps))
+        if self.budget is not None:
+            seconds = None
+            if timed_here:
+                float(loss)  # waits for the steps to finish
+                seconds = float(self.time_fn()) - started
+            self.budget.read(self.strategy, seconds)
+        return loss, metrics
 
     def _stop_requested(self, termination) -> bool:
         """Whether a worker received SIGTERM; on several workers all agree (a

@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
 import sys
 import zipfile
 
@@ -322,4 +323,131 @@ def same_as_without_bom(*inputs, outputs=(), fresh=(), stdout=False):
             return False, f"the BOM was copied into {', '.join(kept)}"
         what = ", ".join([*outputs, *(["standard output"] if stdout else [])])
         return True, f"{what}: the same as without the BOM"
+    return follow
+
+
+# === Issue 36: what a run directory is, and what killed runs leave ===
+
+
+def trained_classifier(c: Ctx):
+    """out/: the sweep's run_classifier.py run, trained (its run.json records it)."""
+    result = kit.run(kit.command(*c.resolve(argv.classify())))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def symlink(path, target):
+    """The world's `path`: a symbolic link to its `target`."""
+    return lambda c: os.symlink(c.p(target), c.p(path))
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def killed_run_leftovers(directory):
+    """In `directory` (a run directory): TensorFlow's staging of a checkpoint and a
+    temporary file, as a killed run leaves them (their writer is gone)."""
+    def setup(c: Ctx):
+        kit.write(c.p(directory, "ckpt-99_temp", "part-00000-of-00001.index"), "half")
+        kit.write(c.p(directory, f".eval_results.txt.tmp-{_dead_pid()}-0a1b2c3d"), "half")
+    return setup
+
+
+def killed_while_evaluating(case_argv):
+    """Runs `case_argv` (run_classifier.py with --eval_every_steps) SIGKILLed as it
+    starts to evaluate step 2, which it has saved."""
+    def setup(c: Ctx):
+        script = ("import os, signal, sys\n"
+                  "from official_bert.tasks import evaluation\n"
+                  "original = evaluation.BestCheckpoint.evaluate\n"
+                  "def evaluate(self, step):\n"
+                  "    if step == 2:\n"
+                  "        os.kill(os.getpid(), signal.SIGKILL)\n"
+                  "    return original(self, step)\n"
+                  "evaluation.BestCheckpoint.evaluate = evaluate\n"
+                  "from official_bert.commands import classify\n"
+                  "classify.entry(sys.argv)\n")
+        result = kit.run([sys.executable, "-c", script, *c.resolve(case_argv)[1:]])
+        assert result.returncode == -9, result.stderr[-2000:]
+    return setup
+
+
+def rerun_with(*extra, resumes=True):
+    """A follow-up: the command again with `extra` (the fix its error named)
+    must succeed, and resume the run when `resumes`."""
+    def follow(c: Ctx, case) -> tuple:
+        result = kit.run(kit.command(*c.resolve([*case.argv, *extra])), timeout=case.timeout)
+        ok = result.returncode == 0 and (not resumes or "Resumed from" in result.stderr)
+        return ok, f"rerun with {' '.join(extra)}: " + (
+            ("resumed" if resumes else "succeeded") if ok else _last_line(result))
+    return follow
+
+
+def records_change(directory, key):
+    """A control's follow-up: `directory`'s run.json keeps the change of `key` in
+    its history."""
+    def follow(c: Ctx, case) -> tuple:
+        record = json.loads(pathlib.Path(c.p(directory, "run.json")).read_text())
+        changes = [h["changed"] for h in record.get("history", []) if "changed" in h]
+        ok = any(key in change for change in changes)
+        return ok, f"run.json records the change of {key}" if ok else (
+            f"run.json's history lacks {key}: {changes}")
+    return follow
+
+
+def evaluated_steps(directory, steps):
+    """A control's follow-up: `directory`'s eval_history.jsonl holds `steps`."""
+    def follow(c: Ctx, case) -> tuple:
+        path = pathlib.Path(c.p(directory, "eval_history.jsonl"))
+        found = [json.loads(line)["global_step"] for line in path.read_text().splitlines()]
+        ok = sorted(found) == sorted(steps)
+        return ok, f"evaluated steps {found}" + ("" if ok else f", not {steps}")
+    return follow
+
+
+def leftovers_removed(directory):
+    """A control's follow-up: `killed_run_leftovers` are gone from `directory`."""
+    def follow(c: Ctx, case) -> tuple:
+        left = [n for n in os.listdir(c.p(directory)) if "_temp" in n or ".tmp-" in n]
+        return not left, "the killed run's leftovers were removed" if not left else (
+            f"left: {', '.join(left)}")
+    return follow
+
+
+def absent(*paths):
+    """A follow-up after a clean error: none of the world's `paths` was written."""
+    def follow(c: Ctx, case) -> tuple:
+        there = [p for p in paths if os.path.exists(c.p(p))]
+        return not there, "nothing written" if not there else f"written: {', '.join(there)}"
+    return follow
+
+
+def kept(path, content):
+    """A follow-up after a clean error: the world's `path` still holds `content`."""
+    def follow(c: Ctx, case) -> tuple:
+        ok = pathlib.Path(c.p(path)).read_bytes() == content
+        return ok, f"{path} kept" if ok else f"{path} was replaced"
+    return follow
+
+
+def remember(directory):
+    """A last setup step: notes every file of `directory` (for `unchanged`)."""
+    def setup(c: Ctx):
+        snapshot = kit.snapshot(c.p(directory))
+        kit.write(c.p(f".{directory}.snapshot.json"), json.dumps(snapshot))
+    return setup
+
+
+def unchanged(directory):
+    """A follow-up after a clean error: `directory` is as `remember` noted it
+    (nothing written, nothing removed)."""
+    def follow(c: Ctx, case) -> tuple:
+        before = json.loads(pathlib.Path(c.p(f".{directory}.snapshot.json")).read_text())
+        after = kit.snapshot(c.p(directory))
+        differ = sorted(set(kit.changed(before, after)) | (set(after) - set(before)))
+        names = [os.path.relpath(p, c.p(directory)) for p in differ]
+        return not differ, f"{directory}/ unchanged" if not differ else (
+            f"{directory}/ changed: {', '.join(names)}")
     return follow

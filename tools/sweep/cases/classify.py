@@ -4,8 +4,10 @@ from tests.support import fault_kit as kit
 
 from ..argv import classify
 from ..case import Case, at
-from ..setups import (add_bom, binary, config, hf_checkpoint, mkdir, remove,
-                      same_as_without_bom, text, truncate, vocab_without)
+from ..setups import (add_bom, binary, config, evaluated_steps, hf_checkpoint,
+                      killed_run_leftovers, killed_while_evaluating, leftovers_removed, mkdir,
+                      records_change, remember, remove, rerun_with, same_as_without_bom, symlink,
+                      text, trained_classifier, truncate, unchanged, vocab_without)
 
 COMMAND = "classify"
 
@@ -18,6 +20,9 @@ FLAGS = ("--train_batch_size=0", "--num_train_epochs=0", "--num_train_epochs=-1"
          "--learning_rate=-1", "--warmup_proportion=2", "--task_name=sst-3",
          "--distribution_strategy=nope", "--export_version=0")
 WINDOWS = ("--long_document=windows", "--doc_stride=4", "--max_windows=4")
+# 8 examples, batch 4: steps 1 and 2, saved and evaluated at step 2.
+EVAL_WHILE_TRAINING = classify("--do_eval", "--eval_every_steps=2", "--save_checkpoints_steps=2")
+CUSTOM = ("--task_name=custom", "--text_a_column=sentence", "--labels=0,1")
 
 CASES = [
     Case("good input", classify(), control=True),
@@ -112,6 +117,38 @@ CASES = [
          setup=add_bom("ckpt/vocab.txt"), control=True,
          after=same_as_without_bom("ckpt/vocab.txt", outputs=["out/eval_results.txt"],
                                    fresh=["out"])),
+    # Issue 36: a run directory knows what it is; outputs are checked before any work.
+    Case("--output_dir is --init_checkpoint's directory", classify(out="ckpt"),
+         setup=remember("ckpt"), names=["ckpt"], after=unchanged("ckpt")),
+    Case("--output_dir: a link to --init_checkpoint's directory", classify(out="link"),
+         setup=(symlink("link", "ckpt"), remember("ckpt")), names=["link"],
+         after=unchanged("ckpt")),
+    Case("resume with another --max_seq_length", classify("--max_seq_length=24"),
+         setup=(trained_classifier, remember("out")), names=["--max_seq_length was 16, now 24"],
+         after=unchanged("out")),
+    Case("resume as another task (custom, same labels)", classify(*CUSTOM),
+         setup=(trained_classifier, remember("out")),
+         names=["--task_name was sst-2, now custom"], after=unchanged("out")),
+    Case("resume with another --learning_rate", classify("--learning_rate=1e-3"),
+         setup=trained_classifier, names=["--allow_changed_settings"],
+         after=rerun_with("--allow_changed_settings")),
+    Case("resume with another --learning_rate, allowed", classify(
+        "--learning_rate=1e-3", "--allow_changed_settings"), setup=trained_classifier,
+         control=True, after=records_change("out", "learning_rate")),
+    Case("a run killed while it evaluated: the resume evaluates that step", EVAL_WHILE_TRAINING,
+         setup=killed_while_evaluating(EVAL_WHILE_TRAINING), control=True,
+         after=evaluated_steps("out", [2])),
+    Case("leftovers of a killed run (ckpt-N_temp, a temporary)", classify(modes=EVAL),
+         setup=(trained_classifier, killed_run_leftovers("out")), control=True,
+         after=leftovers_removed("out")),
+    Case("--output_dir on a location that refuses writes", classify("--output_dir=/sys/bert_run"),
+         names=["--output_dir /sys/bert_run"]),
+    Case("--export_dir on a location that refuses writes",
+         classify("--export_dir=/sys/bert_export"), names=["--export_dir /sys/bert_export"],
+         outputs=OUT),
+    Case("--export_version taken (before training)",
+         classify(f"--export_dir={at('exp')}", "--export_version=1"), setup=mkdir("exp/1"),
+         names=["exp/1 exists"], outputs=OUT),
     Case("train.tsv and dev.tsv with a BOM: the BOM-less results", classify(modes=EVAL),
          setup=(add_bom("glue/train.tsv"), add_bom("glue/dev.tsv")), control=True,
          after=same_as_without_bom("glue/train.tsv", "glue/dev.tsv",

@@ -60,4 +60,7 @@ CASES = [
       for label, damage in BAD_WNLI],
     Case("disk full (2 KB file-size limit)", download("wnut17"), setup=local_files,
          file_size_limit=2048, names=["data"], outputs=OUT, after=rerun_succeeds),
+    # Issue 36: the output checked before any work.
+    Case("--output_dir on a location that refuses writes", download(
+        "wnut17", output="/sys/bert_data"), setup=local_files, names=["/sys/bert_data"]),
 ]

@@ -2,7 +2,7 @@
 
 from ..argv import embed
 from ..case import Case, at
-from ..setups import GEN, same_as_without_bom, text, with_bom
+from ..setups import GEN, kept, mkdir, same_as_without_bom, text, with_bom
 
 COMMAND = "embed"
 
@@ -32,4 +32,13 @@ CASES = [
     Case("input with a BOM: the BOM-less vectors", embed(input_file=at("bom.txt")),
          setup=(with_bom("bom.txt", "a good movie\nthe film is awful\n"), GEN), control=True,
          after=same_as_without_bom("bom.txt", outputs=OUT, fresh=["gen"])),
+    # Issue 36: outputs checked before any work; one new file, one writer.
+    Case("--output_file on a location that refuses writes",
+         embed(output_file="/sys/bert_vectors.npy"), names=["--output_file /sys/bert_vectors.npy"]),
+    Case("--export_version taken (before embedding)",
+         embed(f"--export_dir={at('exp')}", "--export_version=1"), setup=(GEN, mkdir("exp/1")),
+         names=["exp/1 exists"], outputs=OUT),
+    Case("another process writes --output_file meanwhile",
+         ["-m tools.sweep.embed_with_rival", *embed()[1:]], setup=GEN, names=["vectors.npy"],
+         after=kept("gen/vectors.npy", b"the rival's output\n")),
 ]

@@ -2,7 +2,7 @@
 
 from ..argv import export_encoder, without
 from ..case import Case, at
-from ..setups import GEN, hf_checkpoint, text, truncate
+from ..setups import GEN, hf_checkpoint, mkdir, text, truncate
 
 COMMAND = "export-encoder"
 
@@ -47,4 +47,10 @@ CASES = [
          names=["model.safetensors"], outputs=OUT),
     Case("stray positional argument", export_encoder("extra"), setup=GEN, names=["extra"],
          outputs=OUT),
+    # Issue 36: every output checked before any work.
+    Case("--output_dir on a location that refuses writes",
+         export_encoder(output_dir="/sys/bert_hub"), names=["--output_dir /sys/bert_hub"]),
+    Case("--export_version taken (before preprocessor/ and encoder/)",
+         export_encoder(f"--export_dir={at('exp')}", "--export_version=1"),
+         setup=(GEN, mkdir("exp/1")), names=["exp/1 exists"], outputs=OUT),
 ]

@@ -4,7 +4,8 @@ from tests.support import fault_kit as kit
 
 from ..argv import ner
 from ..case import Case, at
-from ..setups import add_bom, binary, same_as_without_bom, text, with_bom
+from ..setups import (add_bom, binary, remember, same_as_without_bom, text, trained_classifier,
+                      unchanged, with_bom)
 
 COMMAND = "ner"
 
@@ -33,4 +34,8 @@ CASES = [
          control=True,
          after=same_as_without_bom("conll/train.txt", "conll/test.txt",
                                    outputs=["out/test_predictions.conll"], fresh=["out"])),
+    # Issue 36: another task's finished run directory (once a shape ValueError, after label_list.txt was written into it).
+    Case("--output_dir holds a classifier's run", ner(),
+         setup=(trained_classifier, remember("out")), names=["holds a classification"],
+         after=unchanged("out")),
 ]

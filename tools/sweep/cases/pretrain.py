@@ -2,8 +2,9 @@
 
 from ..argv import pretrain, pretrain_text
 from ..case import Case, at
-from ..setups import (binary, config, config_file, corrupt, not_utf8_corpus, records,
-                      rerun_resumes, resumes_after_delete, text, trained_run, truncate,
+from ..setups import (binary, config, config_file, corrupt, killed_run_leftovers,
+                      leftovers_removed, not_utf8_corpus, records, remember, rerun_resumes,
+                      rerun_with, resumes_after_delete, text, trained_run, truncate, unchanged,
                       vocab_without)
 
 COMMAND = "pretrain"
@@ -95,6 +96,26 @@ CASES = [
          names=["--dynamic_masking"], outputs=OUT),
     Case("--input_format=csv", pretrain("--input_format=csv"), names=["input_format"],
          outputs=OUT),
+    # A fine-tuning file's own text (task-adaptive pre-training, issue 34).
+    Case("--input_format=conll (control)", pretrain("--input_format=conll",
+                                                    inputs=at("conll", "train.txt")), control=True),
+    Case("--input_format=table --text_column=sentence (control)",
+         pretrain("--input_format=table", "--text_column=sentence",
+                  inputs=at("glue", "train.tsv")), control=True),
+    Case("--input_format=table without --text_column",
+         pretrain("--input_format=table", inputs=at("glue", "train.tsv")),
+         names=["--text_column"], outputs=OUT),
+    Case("--input_format=table: --text_column not in the header",
+         pretrain("--input_format=table", "--text_column=text", inputs=at("glue", "train.tsv")),
+         names=["train.tsv"], outputs=OUT),
+    Case("--input_format=conll: a TSV as the CoNLL file",
+         pretrain("--input_format=conll", inputs=at("glue", "train.tsv")), names=["train.tsv"],
+         outputs=OUT),
+    Case("--input_format=conll: empty file", pretrain("--input_format=conll", inputs=at("e.txt")),
+         setup=text("e.txt", "\n\n"), names=["e.txt"], outputs=OUT),
+    Case("--text_column with --input_format=conll",
+         pretrain("--input_format=conll", "--text_column=sentence",
+                  inputs=at("conll", "train.txt")), names=["--text_column"], outputs=OUT),
     Case("--max_ngram_size=3 --dynamic_masking (control)",
          pretrain("--dynamic_masking", "--max_ngram_size=3"), control=True),
     *[Case(f"{flag} --dynamic_masking", pretrain("--dynamic_masking", flag),
@@ -114,4 +135,16 @@ CASES = [
          outputs=OUT),
     Case("--serving_dtype=bfloat16 without --export_dir", pretrain("--serving_dtype=bfloat16"),
          names=["--serving_dtype"], outputs=OUT),
+    # Issue 36: a run directory knows what it is; killed runs' leftovers are cleaned.
+    Case("resume for more steps without --allow_changed_settings", pretrain(steps=6),
+         setup=(trained_run, remember("run")), names=["--num_train_steps was 4, now 6"],
+         after=unchanged("run")),
+    Case("resume for more steps, then with --allow_changed_settings", pretrain(steps=6),
+         setup=trained_run, names=["--allow_changed_settings"],
+         after=rerun_with("--allow_changed_settings")),
+    Case("--output_dir is --init_checkpoint's directory", pretrain(ckpt="ckpt", out="ckpt"),
+         setup=remember("ckpt"), names=["ckpt"], after=unchanged("ckpt")),
+    Case("leftovers of a killed run (ckpt-N_temp, a temporary)", pretrain(steps=4),
+         setup=(trained_run, killed_run_leftovers("run")), control=True,
+         after=leftovers_removed("run")),
 ]

@@ -6,7 +6,7 @@ from tests.support import fault_kit as kit
 
 from ..argv import squad
 from ..case import Case, at
-from ..setups import binary, text
+from ..setups import binary, remember, text, trained_classifier, unchanged
 
 COMMAND = "squad"
 
@@ -69,4 +69,11 @@ CASES = [
          squad(predict=at("squad", "mixed.json")),
          setup=text("squad/mixed.json", _paragraphs("", "the cat sat on the mat .", "  ")),
          control=True),
+    # Issue 36: another task's finished run directory (once a shape ValueError).
+    Case("--output_dir holds a classifier's run", squad(),
+         setup=(trained_classifier, remember("out")), names=["holds a classification"],
+         after=unchanged("out")),
+    Case("predict with another task's run directory", squad(train=False, predict=at(
+        "squad", "dev.json")), setup=(trained_classifier, remember("out")),
+         names=["holds a classification"], after=unchanged("out")),
 ]

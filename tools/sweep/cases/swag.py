@@ -4,7 +4,7 @@ from tests.support import fault_kit as kit
 
 from ..argv import swag
 from ..case import Case, at
-from ..setups import binary, text
+from ..setups import binary, remember, text, trained_classifier, unchanged
 
 COMMAND = "swag"
 
@@ -29,4 +29,8 @@ CASES = [
          outputs=OUT),
     Case("binary file", swag(), setup=binary("swag/train.csv"), names=["train.csv"],
          outputs=OUT),
+    # Issue 36: another task's finished run directory (once a shape ValueError).
+    Case("--output_dir holds a classifier's run", swag(),
+         setup=(trained_classifier, remember("out")), names=["holds a classification"],
+         after=unchanged("out")),
 ]

@@ -469,10 +469,10 @@ def tapt_steps(args) -> list:
 def plan(args) -> list:
     """Every step of the sections asked for, in order."""
     rows = [row for row in args.rows if row != "transformers" or args.transformers_python]
-    if rows != args.rows:
-        print("the transformers row is skipped (no --transformers_python)", flush=True)
     steps = []
     if {"pretrain", "glue"} & set(args.sections):
+        if rows != args.rows:
+            print("the transformers row is skipped (no --transformers_python)", flush=True)
         steps += corpus_steps(args)
         for row in rows:
             if row in ("paper", "efficient"):

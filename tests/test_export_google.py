@@ -30,7 +30,6 @@ from official_bert.google_export import export
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from test_run_classifier import trained  # noqa: F401  (a fixture: a fine-tuned classifier run)
-from test_run_squad import tiny_checkpoint  # noqa: F401  (a fixture)
 
 V, H, L, A, I, P, T = 64, 16, 2, 4, 32, 32, 2  # vocab, hidden, layers, heads, intermediate, positions, types
 
@@ -344,16 +343,12 @@ def test_a_fine_tuned_classifier_exports_run_classifiers_head(trained, tmp_path)
                                atol=1e-5)
 
 
-def test_a_fine_tuned_squad_run_exports_run_squads_head(tiny_checkpoint, tmp_path):  # noqa: F811
+def test_a_fine_tuned_squad_run_exports_run_squads_head(squad_run, tmp_path):
     """google's run_squad.py `create_model`: `cls/squad/output_weights` [2, H] and
     `cls/squad/output_bias` [2] beside the encoder, read back bit-exactly."""
-    from test_run_squad import COMMON, VOCAB, run_cli, squad_file
+    from test_run_squad import VOCAB
 
-    data = squad_file(tmp_path / "tiny.json")
-    run_cli("--do_train", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}", f"--train_file={data}",
-            f"--output_dir={tmp_path / 'squad'}", "--train_batch_size=4",
-            "--num_train_epochs=1", *COMMON)
-    prefix, found, _ = _exported_run(tmp_path / "squad", tmp_path / "google")
+    prefix, found, _ = _exported_run(squad_run["out"], tmp_path / "google")
     assert found == {**google_variables(1, vocab=len(VOCAB), positions=64),
                      "cls/squad/output_weights": [2, H], "cls/squad/output_bias": [2]}
-    _same_weights_back(tmp_path / "squad", prefix)
+    _same_weights_back(squad_run["out"], prefix)

@@ -29,7 +29,7 @@ import types
 
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, processes
 
 DRIVER = r"""
 import json, os, signal, sys, time, types
@@ -91,10 +91,9 @@ def raced(tmp_path_factory):
                PYTHONPATH=str(REPO_ROOT))
 
     def start(mode, seed):
-        return subprocess.Popen([sys.executable, "-c", DRIVER, str(REPO_ROOT), mode,
-                                 str(export_dir), str(barrier), now, str(seed)],
-                                cwd=str(root), env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return processes.start([sys.executable, "-c", DRIVER, str(REPO_ROOT), mode,
+                                str(export_dir), str(barrier), now, str(seed)],
+                               cwd=str(root), env=env)
 
     killed = start("die", 1)
     killed.communicate(timeout=600)

@@ -64,9 +64,9 @@ def read_results(path):
     return dict(line.split(" = ") for line in path.read_text().splitlines())
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    root = tmp_path_factory.mktemp("classifier")
+def train_tiny_classifier(root):
+    """The run every test of a fine-tuned classifier reads: run_classifier.py trained,
+    evaluated and predicted under `root` (conftest's session fixture `classifier_run`)."""
     ckpt = make_checkpoint(str(root / "ckpt"))
     data = write_sst2(root / "sst", (TRAIN, TRAIN_LABELS), (DEV, DEV_LABELS), DEV)
     out = root / "out"
@@ -77,6 +77,11 @@ def trained(tmp_path_factory):
                  "--log_steps=1", f"--output_dir={out}")
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(root=root, ckpt=ckpt, data=data, out=out, log=result.stderr)
+
+
+@pytest.fixture(scope="module")
+def trained(classifier_run):
+    return classifier_run
 
 
 def test_eval_counts_every_example_once(trained):

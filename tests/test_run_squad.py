@@ -48,13 +48,18 @@ def squad_file(path, version_2=False):
 
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("squad"))
+
+
+def make_tiny_checkpoint(root):
+    """Writes a random tiny encoder (H=16, seed 3) with the SQuAD words' vocabulary to
+    `root`/ckpt; returns `root`."""
     import keras
 
     from official_bert import checkpoints
     from official_bert.modeling.configs import BertConfig
     from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 
-    root = tmp_path_factory.mktemp("squad")
     vocab = root / "vocab.txt"
     vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
     keras.utils.set_random_seed(3)
@@ -94,13 +99,13 @@ LOADER = WITHOUT_THE_PROJECT + textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="module")
-def squad_run(tiny_checkpoint, tmp_path_factory):
-    """One fine-tuning run of the tiny file: trained, predicted, exported."""
-    root = tmp_path_factory.mktemp("squad_run")
+def train_tiny_squad(root):
+    """The run every test of a fine-tuned span labeler reads: run_squad.py trained,
+    predicted and exported under `root` (conftest's session fixture `squad_run`)."""
+    ckpt = make_tiny_checkpoint(root) / "ckpt"
     data = squad_file(root / "tiny.json")
     out = root / "out"
-    proc = run_cli("--do_train", "--do_predict", f"--init_checkpoint={tiny_checkpoint / 'ckpt'}",
+    proc = run_cli("--do_train", "--do_predict", f"--init_checkpoint={ckpt}",
                    f"--train_file={data}", f"--predict_file={data}", f"--output_dir={out}",
                    "--train_batch_size=4", "--num_train_epochs=2",
                    f"--export_dir={out / 'export'}", *COMMON)

@@ -35,7 +35,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from support import REPO_ROOT, WITHOUT_THE_PROJECT
+from support import REPO_ROOT, WITHOUT_THE_PROJECT, processes
 from support.serving_exports import (CONTEXTS, ENCODER_TEXT, LABELS, NER_MAX_BATCH, NER_TEXT, SEQ,
                                      TEXT_A, TEXT_B, VOCAB, export_all)
 from support.serving_exports import pack as _pack
@@ -242,7 +242,7 @@ def saved_model_cli(exports, tmp_path_factory):
                         ["run", "--dir", path, "--tag_set", "serve", "--signature_def",
                          "serve_ids", "--input_exprs", _input_exprs(ids), "--outdir",
                          str(tmp / task), "--overwrite"]]
-            result = subprocess.run(
+            result = processes.run(
                 [sys.executable, "-c", SAVED_MODEL_CLI, json.dumps(commands)], cwd=str(tmp),
                 env=ENV, capture_output=True, text=True, timeout=600)
             assert result.returncode == 0, result.stderr[-4000:]
@@ -676,7 +676,7 @@ def ids_only(exports, tmp_path_factory):
     version), run as a user runs it; returns the copy's version directory."""
     tmp = tmp_path_factory.mktemp("ids_only")
     source = os.path.dirname(exports["classification"]["dir"])
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-m", "official_bert.cli", "export-ids-only",
          f"--saved_model={source}", f"--export_dir={tmp / 'ids'}", "--export_version=7"],
         cwd=str(REPO_ROOT), env=dict(ENV, PYTHONPATH=str(REPO_ROOT)), capture_output=True,
@@ -945,9 +945,9 @@ def test_hub_pair_in_a_fresh_keras_model(encoder_export):
             "texts_a": TEXT_A[:4], "texts_b": TEXT_B[:4],
             "ids": {k: v.tolist() for k, v in case["ids"].items()},
             "positions": case["positions"].tolist()}
-    result = subprocess.run([sys.executable, "-c", HUB_USER, json.dumps(args)],
-                            cwd=str(case["root"]), env=ENV, capture_output=True, text=True,
-                            timeout=600)
+    result = processes.run([sys.executable, "-c", HUB_USER, json.dumps(args)],
+                           cwd=str(case["root"]), env=ENV, capture_output=True, text=True,
+                           timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     # The preprocessor: FullTokenizer's ids, packed as the project packs them.

@@ -20,13 +20,12 @@ does.
 
 import json
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from support import REPO_ROOT, WITHOUT_THE_PROJECT
+from support import REPO_ROOT, WITHOUT_THE_PROJECT, processes
 from support.serving_exports import SEQ, VOCAB, pack, random_encoder
 from test_serving import ENV
 
@@ -135,9 +134,9 @@ def served(exports, tmp_path_factory):
         for task, case in exports.items() for name, (request, _) in case["requests"].items()}
     (tmp / "calls.json").write_text(json.dumps(calls), encoding="utf-8")
     (tmp / "loader.py").write_text(LOADER)
-    result = subprocess.run([sys.executable, str(tmp / "loader.py"), str(tmp / "calls.json"),
-                             str(tmp / "out.json")], cwd=str(tmp), env=ENV,
-                            capture_output=True, text=True, timeout=600)
+    result = processes.run([sys.executable, str(tmp / "loader.py"), str(tmp / "calls.json"),
+                            str(tmp / "out.json")], cwd=str(tmp), env=ENV,
+                           capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads((tmp / "out.json").read_text(encoding="utf-8"))
 

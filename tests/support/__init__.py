@@ -6,10 +6,12 @@
     WITHOUT_THE_PROJECT          the first lines of a script that must not see the project
     load_script(path)            a script of tools/ or benchmarks/ as a module, for its tests
 
-and the kits, one module each: `fault_kit` (a tiny world of every input the project
-reads, damage, a runner and the outcome of a run), `download_mirror` (a local
-stand-in for the dataset servers), `serving_exports` (one tiny export per task),
-`toy_training` (a toy task, run in a subprocess) and `trajectory_case` (the
+and the kits, one module each: `processes` (commands run as processes from a fork
+server that has imported TensorFlow once: `processes.run` and `processes.start`
+for `subprocess.run` and `Popen`), `fault_kit` (a tiny world of every input the
+project reads, damage, a runner and the outcome of a run), `download_mirror` (a
+local stand-in for the dataset servers), `serving_exports` (one tiny export per
+task), `toy_training` (a toy task, run in a subprocess) and `trajectory_case` (the
 fine-tuning case shared with tools/parity/hf_trajectory.py).
 
 Who imports whom: the library (official_bert, data_prep) imports none of this;

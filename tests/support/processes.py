@@ -65,14 +65,15 @@ _SERVER = r"""
 import importlib, json, os, runpy, select, sys, traceback, types
 
 requests, replies = int(sys.argv[1]), int(sys.argv[2])
-sys.path.insert(0, sys.argv[3])
-for name in json.loads(sys.argv[4]):
+for name in json.loads(sys.argv[3]):
     try:
         importlib.import_module(name)
-    except ImportError:  # a module renamed or gone: the children import what they need
+    except ImportError:  # not installed: the children import what they need
         pass
-sys.path.pop(0)
-home = [p for p in sys.path if p]  # without -c's "": a script's python has no cwd on it
+# sys.path as a child starts it: without -c's "" (a script's python has no cwd on it) and
+# without the server's PYTHONPATH (a child puts its own first).
+own = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+home = [p for p in sys.path if p and p not in own]
 
 
 def child(request):
@@ -168,7 +169,7 @@ class _Server:
         request_read, self._requests = os.pipe()
         reply_read, reply_write = os.pipe()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(request_read), str(reply_write), str(REPO),
+            [sys.executable, "-c", _SERVER, str(request_read), str(reply_write),
              json.dumps(_PRELOAD)],
             pass_fds=(request_read, reply_write), env=self.env, cwd=str(REPO),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -131,8 +131,11 @@ def check_args(parser, args) -> None:
             parser.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
     if not all(s.isdigit() for s in args.seeds) or not args.seeds:
         parser.error(f"--seeds must be comma-separated integers, got {args.seeds}")
-    if args.budget_minutes <= 0 or not 0 < args.heldout_fraction < 0.5:
-        parser.error("--budget_minutes must be positive and --heldout_fraction in (0, 0.5)")
+    for name in ("budget_minutes", "tapt_minutes", "glue_epochs", "ner_epochs"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
+    if not 0 < args.heldout_fraction < 0.5:
+        parser.error(f"--heldout_fraction must be in (0, 0.5), got {args.heldout_fraction}")
     if not 0 < args.efficient_masking_rate < 1:
         parser.error(f"--efficient_masking_rate must be in (0, 1), got "
                      f"{args.efficient_masking_rate}")

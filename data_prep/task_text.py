@@ -42,13 +42,13 @@ def text_columns(value: str | None, input_format: str) -> list[str]:
     names = [name.strip() for name in (value or "").split(",") if name.strip()]
     if input_format != "table":
         if names:
-            raise UserError(f"--text_column is for --input_format=table; "
+            raise UserError("--text_column is for --input_format=table; "
                             f"--input_format={input_format} does not use it: leave it out")
         return []
     if not names or len(names) > 2:
-        raise UserError(f"--input_format=table needs --text_column: the header name (or JSON "
-                        f"key) of the text column, or two comma-separated for a pair task "
-                        f"(e.g. sentence for SST-2, sentence1,sentence2 for RTE)"
+        raise UserError("--input_format=table needs --text_column: the header name (or JSON "
+                        "key) of the text column, or two comma-separated for a pair task "
+                        "(e.g. sentence for SST-2, sentence1,sentence2 for RTE)"
                         + (f"; got {value!r}" if value else ""))
     return names
 

@@ -200,6 +200,39 @@ def test_stops_inside_a_host_call_mirrored_with_xla(budgeted, data):
     assert logged[5][1] == 0.0
 
 
+@pytest.mark.slow  # two worker processes
+def test_two_workers_agree_on_the_clock_and_stop_together(budgeted, data, tmp_path):
+    # multi_worker_mirrored on localhost: each host call (one step here) is timed by the
+    # host, 7 s on the fake clock, and the workers agree on their mean: both stop after
+    # step 5 with the same losses and rates, and the chief's ckpt-5 holds 35 s.
+    import json
+    import subprocess
+
+    from test_run_pretraining import _free_ports
+
+    out = data / "budget_workers"
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    procs = []
+    for index in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+                   PYTHONPATH=str(REPO), FAKE_SECONDS_PER_STEP=str(TICK), TMPDIR=str(tmp_path),
+                   TF_CONFIG=json.dumps({"cluster": cluster,
+                                         "task": {"type": "worker", "index": index}}))
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", WRAPPER, SCRIPT, *common(data, out, "--do_train", *BUDGET,
+                                                            "--distribution_strategy="
+                                                            "multi_worker_mirrored")],
+            cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, stderr) in zip(procs, outputs):
+        assert p.returncode == 0, stderr[-3000:]
+    chief, other = (results(stdout) for stdout, _ in outputs)
+    assert sorted(chief) == [1, 2, 3, 4, 5] and chief == other
+    for step, (_, rate) in chief.items():
+        assert rate == pytest.approx(expected_rate(step * TICK), rel=1e-5, abs=1e-12), step
+    assert train_seconds(out / "ckpt-5") == 5 * TICK
+
+
 # --- the default is as before ----------------------------------------------------------
 
 # The losses of common()'s 8 steps without a budget, printed by run_pretraining.py at
@@ -217,7 +250,7 @@ def test_without_a_budget_training_is_as_before(data):
     np.testing.assert_allclose(losses, LOSSES_BEFORE_THE_BUDGET, rtol=0, atol=1e-6)
     names = [name for name, _ in tf.train.list_variables(str(out / "ckpt-8"))]
     assert not any("train_seconds" in name for name in names)
-    assert "Time budget" not in result.stderr and "trained" not in result.stderr
+    assert "Time budget" not in result.stderr and "min left" not in result.stderr
 
 
 # --- the training loop on the real clock -----------------------------------------------
@@ -270,3 +303,33 @@ def test_the_steps_bound_a_budget_and_say_so(tmp_path, caplog):
     assert int(trainer.global_step.numpy()) == 3
     assert "Reached --num_train_steps=3 before the budget" in caplog.text
     assert 0 < train_seconds(tmp_path / "ckpt-3") < 3600
+
+
+# --- fine-tuning --------------------------------------------------------------------
+
+
+def test_fine_tuning_stops_at_the_budget_and_evaluates_there(tmp_path):
+    # run_classifier.py: 4 epochs of 2 steps, a 12 s budget on the 7 s fake clock: it
+    # stops after step 2 and evaluates (while training and after it) the model of step 2.
+    from test_run_classifier import DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, \
+        write_sst2
+
+    checkpoint = make_checkpoint(str(tmp_path / "ckpt"))
+    sst = write_sst2(tmp_path / "sst", (TRAIN, TRAIN_LABELS), (DEV, DEV_LABELS))
+    out = tmp_path / "out"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+               PYTHONPATH=str(REPO), FAKE_SECONDS_PER_STEP=str(TICK))
+    result = processes.run(
+        [sys.executable, "-c", WRAPPER, str(REPO / "run_classifier.py"), "--task_name=sst-2",
+         f"--data_dir={sst}", f"--init_checkpoint={checkpoint}", "--do_train", "--do_eval",
+         "--max_seq_length=16", "--train_batch_size=4", "--eval_batch_size=2",
+         "--num_train_epochs=4", "--learning_rate=1e-3", "--log_steps=1",
+         "--eval_every_steps=1", "--max_train_minutes=0.2", f"--output_dir={out}"],
+        cwd=REPO, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(results(result.stdout)) == [1, 2]
+    assert train_seconds(out / "ckpt-2") == 2 * TICK
+    evaluated = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text()
+                     .splitlines())
+    assert evaluated["global_step"] == "2"
+    assert len((out / "eval_history.jsonl").read_text().splitlines()) == 2

@@ -216,7 +216,8 @@ def test_minilm_gets_a_fresh_masked_lm_head_tied_to_its_embeddings(minilm_dir, m
     assert chance - 0.5 < loss < chance + 1.5, (loss, chance)  # a fresh head: at chance
 
 
-@pytest.mark.slow  # a minute or more on 2 cores: MiniLM's 30,522 x 384 embeddings and their Adam state
+# A minute or more on 2 cores: MiniLM's 30,522 x 384 embeddings and their Adam state.
+@pytest.mark.slow
 def test_run_pretraining_continues_minilm_on_a_conll_file(minilm_dir, tmp_path):
     from official_bert import checkpoints
 

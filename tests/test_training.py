@@ -40,8 +40,9 @@ def baseline(tmp_path_factory):
 
 def test_mirrored_and_accumulation_match_one_device(baseline, tmp_path):
     # The toy loss is token-weighted, so each replica's denominator differs:
-    # only globally summed normalizers make these equal.
-    for strategy, accum in [("mirrored", 1), ("one_device", 2), ("mirrored", 2)]:
+    # only globally summed normalizers make these equal. (Mirrored alone, without
+    # accumulation, is tests/test_run_pretraining.py's case, on the masked LM's weights.)
+    for strategy, accum in [("one_device", 2), ("mirrored", 2)]:
         losses = _run(tmp_path / f"{strategy}{accum}", strategy, 6, accum)
         assert sorted(losses) == list(range(1, 7))
         diff = max(abs(losses[s] - baseline[s]) for s in losses)

@@ -14,10 +14,12 @@
          check again and only then write the record
       6. seed, dtype policy, distribution strategy, `Trainer` (which resumes
          from the latest checkpoint in --output_dir, or initializes the encoder
-         and any matching head from --init_checkpoint)
-      7. evaluate the steps a killed run was to evaluate and did not; train (with --eval_every_steps: evaluations while training, the best
-         model kept, early stopping: `evaluation.BestCheckpoint`; SIGTERM saves
-         and exits 75) → evaluate (eval_results.txt) → predict → export
+         and any matching head from --init_checkpoint); then run.json records
+         this session
+      7. evaluate the steps a killed run was to evaluate and did not; train
+         (with --eval_every_steps: evaluations while training, the best model
+         kept, early stopping: `evaluation.BestCheckpoint`; SIGTERM saves and
+         exits 75) → evaluate (eval_results.txt) → predict → export
 
 A task family (`tasks/classification.py`, `squad.py`, ...) subclasses
 `base.Task` and fills in only what is its own: how it reads its files, its

@@ -416,14 +416,6 @@ def leftovers_removed(directory):
     return follow
 
 
-def absent(*paths):
-    """A follow-up after a clean error: none of the world's `paths` was written."""
-    def follow(c: Ctx, case) -> tuple:
-        there = [p for p in paths if os.path.exists(c.p(p))]
-        return not there, "nothing written" if not there else f"written: {', '.join(there)}"
-    return follow
-
-
 def kept(path, content):
     """A follow-up after a clean error: the world's `path` still holds `content`."""
     def follow(c: Ctx, case) -> tuple:

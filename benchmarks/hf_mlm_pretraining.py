@@ -45,7 +45,8 @@ import time
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train_file", required=True, help="Pre-training text (one sentence a line).")
+    parser.add_argument("--train_file", required=True,
+                        help="Pre-training text (one sentence a line).")
     parser.add_argument("--eval_file", required=True, help="Held-out text, the same format.")
     parser.add_argument("--vocab_file", required=True)
     parser.add_argument("--bert_config_file", required=True)

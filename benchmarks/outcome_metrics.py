@@ -90,10 +90,11 @@ def format_tables(report: dict) -> str:
     s = report["settings"]
     out = []
     if report.get("pretrain"):
-        out += [f"Pre-training, {s['budget_minutes']:g} min of training per row, L={s['num_layers']} "
-                f"H={s['hidden_size']} A={s['num_heads']}, seq {s['seq_length']}, vocabulary "
-                f"{s['vocab_size']}; held-out masked LM (15%, the same masks for every row), "
-                f"unigram baseline {fmt(report.get('unigram_baseline'), 4)}:", "",
+        out += [f"Pre-training, {s['budget_minutes']:g} min of training per row, "
+                f"L={s['num_layers']} H={s['hidden_size']} A={s['num_heads']}, seq "
+                f"{s['seq_length']}, vocabulary {s['vocab_size']}; held-out masked LM (15%, the "
+                f"same masks for every row), unigram baseline "
+                f"{fmt(report.get('unigram_baseline'), 4)}:", "",
                 "| row | recipe | tokens/s | tokens seen | held-out MLM accuracy |",
                 "|---|---|---|---|---|"]
         for row, r in report["pretrain"].items():
@@ -114,6 +115,11 @@ def format_tables(report: dict) -> str:
         out += [f"WNUT-17 entity F1 (dev), median of {len(s['seeds'])} seed(s) (min–max):", "",
                 "| model | entity F1 |", "|---|---|"]
         out += [f"| {name} | {spread(r)} |" for name, r in report["tapt"].items()]
+        mlm = report.get("tapt_masked_lm") or {}
+        out += ["", f"The adapted model's masked LM on WNUT-17's dev sentences: accuracy "
+                f"{fmt(mlm.get('masked_lm_accuracy'), 4)} (unigram baseline "
+                f"{fmt(mlm.get('masked_lm_unigram_baseline'), 4)}) after "
+                f"{fmt(mlm.get('steps'))} steps."]
     return "\n".join(out)
 
 

@@ -3,11 +3,13 @@
 The schedule at given fractions of the budget against a hand computation;
 tiny pre-training runs (run_pretraining.py) on a fake clock, where every step
 takes 7 s, that stop at the step crossing the budget and save there, between
-host calls and inside one (mirrored over two CPUs, with XLA: slow); a run SIGKILLed
-midway and run again that stops at the same total time with the same
-learning rates and losses; the default (no budget) with the losses it had
-before the budget existed; a real-clock run of the training loop that stops
-within a step of its budget; and one-line errors for bad values.
+host calls and inside one (mirrored over two CPUs, with XLA: slow), and on
+two workers that agree on the clock (slow); a run SIGKILLed midway and run
+again that stops at the same total time with the same learning rates and
+losses; the default (no budget) with the losses it had before the budget
+existed; a real-clock run of the training loop that stops within a step of
+its budget; fine-tuning (run_classifier.py) stopped and evaluated at the
+budget; and one-line errors for bad values.
 
 The fake clock replaces `Trainer.time_fn`, which the training `tf.function`
 reads when a host call starts and after each step, with a counter that

@@ -103,6 +103,8 @@ def test_the_tables_show_every_row_with_its_spread():
             "RTE": outcome_metrics.seed_summary([55.0, 57.0, 60.0]),
             "CoLA": outcome_metrics.seed_summary([10.0, 12.5, 20.0])}, "average": 35.25}},
         "tapt": {"all-MiniLM-L6-v2": outcome_metrics.seed_summary([45.0, 46.0, 47.0])},
+        "tapt_masked_lm": {"masked_lm_accuracy": 0.41, "masked_lm_unigram_baseline": 0.05,
+                           "steps": 1200},
     }
     text = outcome_metrics.format_tables(report)
     assert "60 min of training per row" in text and "unigram baseline 0.0423" in text
@@ -111,6 +113,7 @@ def test_the_tables_show_every_row_with_its_spread():
     assert "| row | RTE | CoLA | average |" in text
     assert "| paper | 57.0 (55.0–60.0) | 12.5 (10.0–20.0) | 35.2 |" in text
     assert "| all-MiniLM-L6-v2 | 46.0 (45.0–47.0) |" in text
+    assert "accuracy 0.4100 (unigram baseline 0.0500) after 1,200 steps" in text
     json.dumps(report)  # the JSON written is this report
 
 
@@ -148,13 +151,15 @@ def test_every_glue_task_seed_and_row_is_one_step_with_one_setting():
     assert "--init_checkpoint=<pretrain/paper>" in paper_sst2
     assert "--max_train_examples=500" in paper_sst2 and "--seed=43" in paper_sst2
     for argv in (none_rte, paper_sst2):
-        assert {"--num_train_epochs=3", "--learning_rate=5e-05", "--train_batch_size=32"} <= set(argv)
+        assert {"--num_train_epochs=3", "--learning_rate=5e-05",
+                "--train_batch_size=32"} <= set(argv)
 
 
 def test_finished_steps_are_reused_and_a_changed_command_runs_anew(tmp_path, capsys):
     counter = tmp_path / "runs.txt"
     script = ("import pathlib, sys; out = pathlib.Path(sys.argv[1]); "
-              f"open({str(counter)!r}, 'a').write('x'); (out / 'value.txt').write_text(sys.argv[2])")
+              f"open({str(counter)!r}, 'a').write('x'); "
+              "(out / 'value.txt').write_text(sys.argv[2])")
 
     def steps(value):
         return [step_runner.Step("make", "make", 1, lambda r: [
@@ -222,7 +227,7 @@ def test_this_projects_rows_end_to_end_at_a_tiny_scale(tmp_path):
             "--sections=pretrain,glue", "--rows=none,paper,efficient", "--budget_minutes=0.1",
             "--num_layers=1", "--hidden_size=32", "--num_heads=2", "--vocab_size=600",
             "--heldout_fraction=0.2", "--paper_dupe_factor=2", "--tasks=RTE", "--seeds=42",
-            "--glue_epochs=1", "--log_steps=5", "--calibration_steps=8",
+            "--glue_epochs=1", "--log_steps=5",
             f"--work_dir={tmp_path / 'work'}", f"--json_output={tmp_path / 'out.json'}"]
     outcome.main(argv)
     report = json.loads((tmp_path / "out.json").read_text())

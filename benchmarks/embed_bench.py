@@ -37,7 +37,7 @@ import tempfile
 import time
 
 from absl import app, flags
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

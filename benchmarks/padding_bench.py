@@ -43,7 +43,7 @@ import tempfile
 import time
 
 from absl import app, flags
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))

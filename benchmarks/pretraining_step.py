@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 from absl import app, flags
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from benchmarks import common  # noqa: E402

@@ -2,7 +2,7 @@
 the config built from the parsed flags.
 
 Every setting is a field of a config dataclass (`official_bert.settings.setting`,
-the configs in `official_bert.tasks.configs` and the commands' own);
+the configs in `official_bert.configs` and the commands' own);
 `define_flags` defines one absl flag per setting, so a flag has the field's
 name, type, default and help and the two cannot disagree
 (`tests/test_settings.py`). A command lists its configs once, as `CONFIGS`,
@@ -12,7 +12,7 @@ Nothing here parses argv.
 Example (a task command):
 
     from official_bert import cli_flags
-    from official_bert.tasks.configs import GoogleTpuFlags, RunConfig, SquadConfig
+    from official_bert.configs import GoogleTpuFlags, RunConfig, SquadConfig
     CONFIGS = (SquadConfig, RunConfig, GoogleTpuFlags)
     cli_flags.define_flags(SquadConfig)
     cli_flags.define_run_flags(RunConfig)
@@ -30,7 +30,7 @@ import sys
 from absl import flags, logging
 
 from official_bert.settings import settings_of
-from official_bert.tasks.configs import (DistributionSettings, ExportSettings, GoogleTpuFlags,
+from official_bert.configs import (DistributionSettings, ExportSettings, GoogleTpuFlags,
                                          ModelFilesConfig, RunConfig, TrainingSettings)
 
 # training.distribution loads TensorFlow: `run_config` imports it once the flags

@@ -29,7 +29,7 @@ from official_bert.run_directory import has_checkpoint
 from official_bert.text import tokenization
 
 if TYPE_CHECKING:  # the configs' module is above this one; only its type is named
-    from official_bert.tasks.configs import ModelFilesConfig
+    from official_bert.configs import ModelFilesConfig
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from official_bert.errors import UserError
 from official_bert.tasks import base, evaluation
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from test_run_classifier import (DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, run,
                                  write_sst2)
 

@@ -56,7 +56,7 @@ def test_every_reader_of_a_vocabulary_refuses_a_repeated_token(tmp_path):
     from data_prep.pretraining_corpus import load_vocab_info
     from official_bert.model_files import resolve_model_files
     from official_bert.modeling.configs import BertConfig
-    from official_bert.tasks.configs import ModelFilesConfig
+    from official_bert.configs import ModelFilesConfig
     from official_bert.text.text_layers import BertTokenizerLayer
 
     # The surrounding white space is not part of a token (Google's strip): "cat " is "cat".
@@ -144,7 +144,7 @@ def test_the_rule(tmp_path):
 def test_a_bom_vocabulary_loads_with_the_right_ids(tmp_path):
     from official_bert.model_files import resolve_model_files
     from official_bert.modeling.configs import BertConfig
-    from official_bert.tasks.configs import ModelFilesConfig
+    from official_bert.configs import ModelFilesConfig
 
     marked, plain = twins(tmp_path, "vocab.txt", "".join(t + "\n" for t in VOCAB))
     assert tokenization.load_vocab_list(marked) == tokenization.load_vocab_list(plain) == VOCAB

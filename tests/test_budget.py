@@ -27,7 +27,7 @@ import tensorflow as tf
 from support import processes
 from test_run_pretraining import SCRIPT, REPO, common, data, results  # noqa: F401 (data: a fixture)
 from official_bert.errors import UserError
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from official_bert.training import optimization
 from official_bert.training.budget import TimeBudget
 

@@ -15,7 +15,7 @@ import pytest
 
 from data_prep import extend_vocab as ev
 from official_bert.errors import UserError
-from official_bert.tasks.configs import ExtendVocabConfig
+from official_bert.configs import ExtendVocabConfig
 from support import REPO_ROOT, processes, tiny_config
 from test_run_classifier import run, write_sst2
 

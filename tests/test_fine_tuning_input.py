@@ -5,9 +5,9 @@ in every row of a batch."""
 import numpy as np
 import pytest
 
-from official_bert.tasks import configs
+from official_bert import configs
 from official_bert.training import input_pipeline
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 
 class _Context:

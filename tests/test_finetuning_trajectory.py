@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from support import trajectory_case as case
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 # tools/parity/hf_trajectory.py, transformers 5.18.0, torch 2.14.1, CPU float32.
 TRANSFORMERS_NER_LOSSES = [1.893173, 1.960726, 1.853652, 1.641667, 1.427147, 1.346729,

@@ -454,7 +454,7 @@ def test_googles_mrpc_command_on_a_hugging_face_directory(stand_ins, tmp_path):
 
 def test_googles_names_are_kept_when_the_files_exist(stand_ins, tmp_path):
     from official_bert.model_files import google_names_in_a_hugging_face_directory
-    from official_bert.tasks.configs import ModelFilesConfig
+    from official_bert.configs import ModelFilesConfig
 
     base = stand_ins["BERT_BASE_DIR"]
     given = ModelFilesConfig(init_checkpoint=str(base / "bert_model.ckpt"),

@@ -212,7 +212,7 @@ def test_multi_worker_and_tpu_do_not_look_for_gpus(standins, monkeypatch):
 
 def test_a_negative_num_gpus_is_refused():
     from official_bert.errors import UserError
-    from official_bert.tasks.configs import RunConfig
+    from official_bert.configs import RunConfig
 
     assert RunConfig().num_gpus is None
     with pytest.raises(UserError, match="--num_gpus and --num_cpu_devices cannot be negative"):

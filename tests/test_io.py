@@ -23,7 +23,7 @@ import pytest
 
 from official_bert import file_sets, io, run_lock
 from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from support import processes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

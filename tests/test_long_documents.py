@@ -21,7 +21,7 @@ from official_bert.errors import UserError
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
 from official_bert.text.text_layers import PACKED_KEYS
 from official_bert.text.tokenization import FullTokenizer
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 FILLER = [f"w{i}" for i in range(20)]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta"] + FILLER

@@ -23,7 +23,7 @@ from official_bert.training import distribution
 from official_bert.training import optimization
 from official_bert.training import trainer as training
 from official_bert.modeling.encoder import BertEncoder
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 V, H, B, S, P = 64, 16, 2, 12, 3
 

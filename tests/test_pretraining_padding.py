@@ -30,7 +30,7 @@ from data_prep.create_pretraining_data import PretrainingDataConfig, create_pret
 from official_bert.errors import UserError
 from official_bert.training import input_pipeline
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from support import processes, tiny_config
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from test_run_classifier import (DEV, DEV_LABELS, REPO, TRAIN, TRAIN_LABELS, VOCAB, make_checkpoint,
                                  write_sst2)
 

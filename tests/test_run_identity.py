@@ -26,7 +26,7 @@ from official_bert.errors import RunDirectoryError, UserError
 from official_bert.run_directory import RunDirectory
 from official_bert.tasks import base, evaluation
 from official_bert.tasks.classification import ClassificationTask
-from official_bert.tasks.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
+from official_bert.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
                                          RunConfig, SquadConfig, SquadRunConfig, SwagRunConfig)
 from official_bert.tasks.multiple_choice import MultipleChoiceTask
 from official_bert.tasks.ner import NerTask

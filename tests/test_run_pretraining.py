@@ -27,7 +27,7 @@ import pytest
 
 from support import SHARED, WITHOUT_THE_PROJECT, processes
 from test_pretraining_input import synthetic_corpus, synthetic_vocab
-from official_bert.tasks.configs import ExportEncoderConfig, RunConfig
+from official_bert.configs import ExportEncoderConfig, RunConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = str(REPO / "run_pretraining.py")

@@ -41,7 +41,7 @@ from support.serving_exports import (CONTEXTS, ENCODER_TEXT, LABELS, NER_MAX_BAT
 from support.serving_exports import pack as _pack
 from support.serving_exports import random_encoder as _encoder
 from support.serving_exports import scale_head as _scale
-from official_bert.tasks.configs import ExportEncoderConfig
+from official_bert.configs import ExportEncoderConfig
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
 ENV.pop("PYTHONPATH", None)

@@ -23,7 +23,7 @@ import typing
 import pytest
 
 from official_bert import cli, settings
-from official_bert.tasks import configs
+from official_bert import configs
 from support import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_no_flag_is_defined_by_hand():
 def test_the_configs_module_loads_no_tensorflow():
     """`--help` stays fast: the configs every command's flags come from import
     no TensorFlow."""
-    code = ("import sys, official_bert.tasks.configs, official_bert.cli_flags; "
+    code = ("import sys, official_bert.configs, official_bert.cli_flags; "
             "print(any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], text=True, capture_output=True,
                          check=True).stdout

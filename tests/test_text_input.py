@@ -29,7 +29,7 @@ from test_create_pretraining_data import (  # noqa: F401 - fixtures
     corpus, gen, google_feature_spec, mask_stats, read_records, vocab)
 from test_pretraining_input import collect
 from test_run_pretraining import CONFIG, read_results, results, run
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 
 def records(dataset):

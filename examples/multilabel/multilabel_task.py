@@ -26,7 +26,7 @@ from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier
 from official_bert.settings import setting
 from official_bert.tasks import base
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from official_bert.training import input_pipeline
 
 

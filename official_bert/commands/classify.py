@@ -23,7 +23,7 @@ from __future__ import annotations
 from absl import flags
 
 from official_bert import app, cli_flags
-from official_bert.tasks.configs import ClassificationConfig, GoogleTpuFlags, RunConfig
+from official_bert.configs import ClassificationConfig, GoogleTpuFlags, RunConfig
 
 # tasks.classification loads TensorFlow: `main` imports it once the flags are parsed, so
 # that defining the flags (and `--help`) stays fast.

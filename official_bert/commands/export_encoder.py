@@ -27,7 +27,7 @@ from __future__ import annotations
 from absl import flags
 
 from official_bert import app, cli_flags
-from official_bert.tasks.configs import ExportEncoderConfig
+from official_bert.configs import ExportEncoderConfig
 
 # The export (`serving.encoder.export_checkpoint`) loads TensorFlow: it is imported
 # inside `main`, so defining the flags (and `--help`) stays fast.

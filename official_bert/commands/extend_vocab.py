@@ -27,7 +27,7 @@ import sys
 from absl import flags
 
 from official_bert import app, cli_flags
-from official_bert.tasks.configs import ExtendVocabConfig
+from official_bert.configs import ExtendVocabConfig
 
 # official_bert.vocab_extension reads checkpoints (TensorFlow): `main` imports it
 # once the flags are parsed, so that `--help` stays fast.

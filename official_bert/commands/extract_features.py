@@ -16,7 +16,7 @@ from __future__ import annotations
 from absl import flags, logging
 
 from official_bert import app, cli_flags, settings
-from official_bert.tasks.configs import FeatureExtractionConfig, UnusedTpuFlags
+from official_bert.configs import FeatureExtractionConfig, UnusedTpuFlags
 
 # tasks.features loads TensorFlow: `main` imports it once the flags are parsed, so
 # that defining the flags (and `--help`) stays fast.

@@ -271,9 +271,9 @@ def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
 # A tiny BERT learns next-sentence prediction long after the masked LM: after the demo's
 # few hundred steps on 28 speeches it is at chance (0.504 in a default run), which needs saying.
 NSP_NEAR_CHANCE = 0.55  # the held-out pairs are half random: 0.5 is chance
-NSP_NOTE = ("next sentence is near chance, 0.5, this early: telling a real next sentence "
-            "from a random one takes more than a few hundred steps on 28 speeches, and a model "
-            "this small learns it after a few thousand steps, 68% at 3,000 in the README")
+NSP_NOTE = ("next sentence is near chance, 0.5, this early: a few hundred steps on 28 speeches "
+            "are too few to tell a real next sentence from a random one; a model this small "
+            "learns it after a few thousand steps, 68% at 3,000 in the README")
 
 
 def pretrain_summary(pretrain_dir: pathlib.Path, results: dict) -> dict:
@@ -293,8 +293,8 @@ def masked_lm_figures(entry: dict) -> str:
     summaries of earlier versions lack)."""
     text = f"masked-LM acc {entry['masked_lm_accuracy']:.3f}"
     if "masked_lm_unigram_baseline" in entry:
-        text += (f" (always guessing the most frequent token: "
-                 f"{entry['masked_lm_unigram_baseline']:.3f})")
+        text += (f" vs {entry['masked_lm_unigram_baseline']:.3f} for always guessing the most "
+                 "frequent token")
     return text
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from absl import flags
 
 from official_bert import app, cli_flags
-from official_bert.tasks.configs import GoogleTpuFlags, SquadConfig, SquadRunConfig
+from official_bert.configs import GoogleTpuFlags, SquadConfig, SquadRunConfig
 
 # tasks.squad loads TensorFlow: `main` imports it once the flags are parsed, so
 # that defining the flags (and `--help`) stays fast.

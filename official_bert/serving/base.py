@@ -329,7 +329,7 @@ def with_weights_in(model, dtype: str):
     """
     if dtype == "float32":
         return model
-    if dtype != "bfloat16":  # (the flag's values: `tasks.configs.SERVING_DTYPES`)
+    if dtype != "bfloat16":  # (the flag's values: `configs.SERVING_DTYPES`)
         raise ValueError(f"serving dtype {dtype!r}: use float32 or bfloat16")
     if isinstance(model, BertEncoder):
         copy = BertEncoder.from_config({**model.get_config(), "dtype": dtype})

@@ -32,7 +32,7 @@ from official_bert.modeling.heads import BertPretrainer
 from official_bert.serving import edge, hub
 from official_bert.serving.base import (MAX_BATCH_SIZE, ExportModule,
                                         check_export_version_free, with_weights_in)
-from official_bert.tasks.configs import check_serving_dtype
+from official_bert.configs import check_serving_dtype
 from official_bert.text import text_layers
 
 

@@ -15,7 +15,7 @@ from official_bert import checkpoints
 from official_bert.errors import UserError
 from official_bert.model_files import SPECIAL_TOKENS, ModelFiles
 from official_bert.run_directory import RunDirectory
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 from official_bert.training import input_pipeline
 
 MODES = ("train", "eval", "predict")

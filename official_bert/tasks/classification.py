@@ -31,7 +31,7 @@ from official_bert.modeling.heads import WINDOW_POOLINGS, BertClassifier
 from official_bert.run_directory import CLASSIFIER_CONFIG
 from official_bert.serving import classification as serving
 from official_bert.tasks import base
-from official_bert.tasks.configs import ClassificationConfig, RunConfig
+from official_bert.configs import ClassificationConfig, RunConfig
 from official_bert.training import input_pipeline
 
 

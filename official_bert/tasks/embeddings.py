@@ -30,7 +30,7 @@ from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
 from official_bert.serving.base import check_export_version_free, with_weights_in
 from official_bert.serving.embedding import SentenceEmbeddingServing
-from official_bert.tasks.configs import EmbedConfig, check_serving_dtype, dtype_policy
+from official_bert.configs import EmbedConfig, check_serving_dtype, dtype_policy
 from official_bert.tasks.features import InputExample, featurize
 from official_bert.training.precision import log_precision
 

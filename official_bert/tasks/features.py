@@ -25,7 +25,7 @@ from absl import logging
 
 from official_bert import checkpoints, io, model_files
 from official_bert.errors import BadFileError, UserError
-from official_bert.tasks.configs import FeatureExtractionConfig, dtype_policy
+from official_bert.configs import FeatureExtractionConfig, dtype_policy
 from official_bert.text import tokenization
 from official_bert.training.precision import log_precision
 

@@ -23,7 +23,7 @@ from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import BertMultipleChoice
 from official_bert.serving import multiple_choice as serving
 from official_bert.tasks import base
-from official_bert.tasks.configs import MultipleChoiceConfig, RunConfig, SwagRunConfig
+from official_bert.configs import MultipleChoiceConfig, RunConfig, SwagRunConfig
 from official_bert.training import input_pipeline
 
 

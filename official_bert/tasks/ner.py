@@ -40,7 +40,7 @@ from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
 from official_bert.run_directory import LABEL_LIST, RunDirectory
 from official_bert.serving import ner as serving
 from official_bert.tasks import base, evaluation
-from official_bert.tasks.configs import NerConfig, RunConfig
+from official_bert.configs import NerConfig, RunConfig
 from official_bert.tasks.features import parse_layers
 from official_bert.training import input_pipeline
 

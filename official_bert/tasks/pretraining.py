@@ -46,7 +46,7 @@ from official_bert.modeling.heads import PRETRAINING_INPUTS, BertPretrainer
 from official_bert.run_directory import TOKENIZER_CONFIG
 from official_bert.serving import pretraining as serving
 from official_bert.tasks import base
-from official_bert.tasks.configs import PretrainingConfig, PretrainRunConfig, RunConfig
+from official_bert.configs import PretrainingConfig, PretrainRunConfig, RunConfig
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
 

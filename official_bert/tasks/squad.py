@@ -34,7 +34,7 @@ from official_bert.modeling.encoder import ENCODER_INPUTS, BertEncoder, dummy_in
 from official_bert.modeling.heads import BertSpanLabeler
 from official_bert.serving import squad as serving
 from official_bert.tasks import base
-from official_bert.tasks.configs import RunConfig, SquadConfig, SquadRunConfig
+from official_bert.configs import RunConfig, SquadConfig, SquadRunConfig
 from official_bert.training import input_pipeline
 
 

@@ -1,7 +1,7 @@
 """--dtype at run time: the Keras policy a run builds its model under, and the
 log line that says what the model computes in.
 
-The flag's values and their policies are `tasks.configs.DTYPE_POLICIES`
+The flag's values and their policies are `configs.DTYPE_POLICIES`
 (`RunConfig.dtype_policy` checks a value without TensorFlow).
 """
 

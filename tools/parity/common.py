@@ -17,7 +17,7 @@ import math
 import os
 import sys
 import time
-from official_bert.tasks.configs import RunConfig
+from official_bert.configs import RunConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if REPO not in sys.path:

@@ -73,6 +73,9 @@ class Runner:
     def run_all(self) -> dict:
         for index, step in enumerate(self.steps):
             self.results[step.name] = self.run(step, index)
+        if self.dry_run:
+            print(f"# {len(self.steps)} steps, about {clock(sum(s.estimate for s in self.steps))} "
+                  "(the steps' first estimates)", flush=True)
         return self.results
 
     def estimate(self, step) -> float:

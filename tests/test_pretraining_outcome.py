@@ -211,7 +211,8 @@ def test_this_projects_rows_end_to_end_at_a_tiny_scale(tmp_path):
     """Every step of the `none`, `paper` and `efficient` rows through the real
     commands, on 8 inaugural addresses, a 1-layer model, 6 s of pre-training and
     RTE cut to 64 training rows; then the same command again reuses every step.
-    About 2-3 minutes on 2 cores (each step starts a TensorFlow process)."""
+    About 3 minutes on 2 quiet cores, 5 on a loaded machine (each step starts a
+    TensorFlow process)."""
     corpus_dir, glue = tmp_path / "corpus", tmp_path / "glue" / "RTE"
     corpus_dir.mkdir()
     glue.mkdir(parents=True)

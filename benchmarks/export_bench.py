@@ -86,7 +86,7 @@ flags.DEFINE_string("_measure", None, "Internal: a fresh process's load/first-re
 
 
 def _paths(export, work_dir, name, bf16_export=None):
-    from official_bert.serving.base import latest_version_dir
+    from official_bert.serving.versions import latest_version_dir
 
     saved = latest_version_dir(export)
     if saved is None:

@@ -28,6 +28,7 @@ import os
 import random
 import shutil
 import sys
+import threading
 import time
 from typing import Callable, Iterator, Sequence
 
@@ -40,6 +41,7 @@ from data_prep.pretraining_instances import (InstanceMaker, PackedInstanceMaker,
                                              VocabInfo)
 from data_prep.pretraining_records import GenerationStats, count_summary
 from official_bert import file_sets, io
+from official_bert.progress import Progress
 from official_bert.errors import BadFileError, UserError
 
 __all__ = ["PretrainingDataConfig", "create_pretraining_data"]
@@ -354,6 +356,39 @@ def _progress_line(start: float, documents: int, instances: int) -> str:
             f"{instances} instances ({instances / elapsed:.0f}/s), {elapsed:.1f}s")
 
 
+class _GenerationProgress:
+    """The lines said while generating: documents done of the corpus's (counted
+    by a thread meanwhile: the line says the time left once it is known),
+    instances, the time elapsed. One every `progress_seconds` (0: none)."""
+
+    def __init__(self, inputs: Sequence[str], progress_seconds: float,
+                 log: Callable[[str], None]):
+        self.inputs, self.log = inputs, log
+        self.enabled = bool(progress_seconds)
+        self.progress = Progress(None, "documents", min_interval=progress_seconds,
+                                 max_interval=progress_seconds)
+
+    def count_documents(self) -> None:
+        """Counts the corpus's documents in a thread (a read of the corpus,
+        far quicker than generating). Started after the pool forks its workers."""
+        def count():
+            try:
+                self.progress.total = count_documents(self.inputs, limit=sys.maxsize)
+            except Exception:  # noqa: BLE001 (the workers report a bad file themselves)
+                pass
+
+        if self.enabled:
+            threading.Thread(target=count, name="count-documents", daemon=True).start()
+
+    def update(self, documents: int, instances: int) -> None:
+        if self.enabled and self.progress.update(documents):
+            elapsed = max(self.progress.elapsed, 1e-9)
+            line = self.progress.line()
+            head, _, timing = line.partition(" documents, ")
+            self.log(f"progress: {head} documents, {instances:,} instances "
+                     f"({instances / elapsed:.0f}/s), {timing}")
+
+
 def _count_workers(inputs: Sequence[str], outputs: Sequence[str], vocab_file: str,
                    config: PretrainingDataConfig, num_workers: int | None) -> int:
     """How many workers: as asked (all cores by default), but one for
@@ -381,20 +416,12 @@ def _worker_targets(outputs: Sequence[str], workers: int) -> list[tuple[str, ...
     return [tuple(_part_name(o, w, workers) for o in outputs) for w in range(workers)]
 
 
-def _run_jobs(jobs: Sequence[WorkerJob], progress_seconds: float, start: float,
-              log: Callable[[str], None]) -> list[dict]:
+def _run_jobs(jobs: Sequence[WorkerJob], progress: _GenerationProgress) -> list[dict]:
     """Every worker's stats: one worker in this process, more in a pool."""
     if len(jobs) > 1:
-        return _run_pool(jobs, progress_seconds, start, log)
-    last = [start]
-
-    def progress(stats):
-        now = time.monotonic()
-        if progress_seconds and now - last[0] >= progress_seconds:
-            last[0] = now
-            log(_progress_line(start, stats.documents, stats.instances))
-
-    return [run_worker(jobs[0], progress)]
+        return _run_pool(jobs, progress)
+    progress.count_documents()
+    return [run_worker(jobs[0], lambda stats: progress.update(stats.documents, stats.instances))]
 
 
 def _concatenate_parts(outputs: Sequence[str], staged: dict, temporaries: dict,
@@ -447,6 +474,7 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
     config.validate()
     start = time.monotonic()
     inputs = file_sets.expand_paths(input_file, "input_file")
+    progress = _GenerationProgress(inputs, progress_seconds, log)
     outputs = check_output_files(output_file, inputs)
     for path in outputs:
         io.refuse_output_over_input({"--output_file": path}, {"vocab_file": vocab_file})
@@ -463,7 +491,7 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
         f"max_seq_length {config.max_seq_length}")
     staged = {o: temporaries[o] if direct else io.temporary_name(o) for o in outputs}
     try:
-        results = _run_jobs(jobs, progress_seconds, start, log)
+        results = _run_jobs(jobs, progress)
         if not direct:
             _concatenate_parts(outputs, staged, temporaries, workers)
         summary = _summary(results, config, inputs, outputs, vocab_file, start)
@@ -481,18 +509,16 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
     return summary
 
 
-def _run_pool(jobs, progress_seconds, start, log):
+def _run_pool(jobs, progress: _GenerationProgress):
     ctx = _mp_context()
     counters = ctx.Array("q", 2 * len(jobs), lock=False)
     with ctx.Pool(len(jobs), initializer=_init_pool_worker, initargs=(counters,)) as pool:
         result = pool.map_async(_pool_worker, jobs, chunksize=1)
-        last = time.monotonic()
+        progress.count_documents()  # a thread: only once the workers are forked
         while not result.ready():
             result.wait(0.5)
-            now = time.monotonic()
-            if progress_seconds and now - last >= progress_seconds and not result.ready():
-                last = now
-                log(_progress_line(start, sum(counters[0::2]), sum(counters[1::2])))
+            if not result.ready():
+                progress.update(sum(counters[0::2]), sum(counters[1::2]))
         return result.get()
 
 

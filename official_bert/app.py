@@ -15,11 +15,20 @@ Three kinds of stop are printed as one `error: ...` line with exit status 1:
 Anything else is a bug: it keeps its traceback, followed by one line saying so
 and where to report it (`ISSUE_TRACKER`). Set OFFICIAL_BERT_TRACEBACK=1 to see
 the traceback of the one-line errors too.
+
+What a run prints (`configure_logging`, `quiet_tensorflow`): the project's
+INFO lines as plain messages, warnings as `warning: ...`; nothing of
+TensorFlow's internals (its C++ start-up lines, its Python INFO lines such as
+SavedModel writing's `Function ... contains input name(s) ...` or `Sharding
+callback duration`). `--verbosity=1` (`-v 1`), or OFFICIAL_BERT_VERBOSE=1,
+shows all of it again with absl's prefixes (level, time, thread, file:line);
+`--verbosity=-1` shows warnings and errors only.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging as std_logging
 import os
 import re
 import sys
@@ -109,11 +118,15 @@ def grouped_help(argv0: str, doc: str | None) -> str:
     defined: the script's own, then `official_bert.cli_flags`' groups (model
     files, training, distribution), leaving out absl's internals."""
     values = flags.FLAGS
-    parts = [(doc or "").strip(), "", f"usage: {os.path.basename(argv0)} [flags]"]
+    program = os.path.basename(argv0)
+    parts = [(doc or "").strip(), "", f"usage: {program} [flags]"]
     for module in values.flags_by_module_dict():
         if module.startswith("absl."):
             continue
         text = values.module_help(module).strip()
+        if text and (module == "__main__" or "." in module or os.sep in module):
+            # The command's own flags, grouped under its module's name: say the command's.
+            text = f"{program} flags:" + text[text.index("\n"):] if "\n" in text else ""
         if text:
             parts += ["", text]
     parts += ["", "--helpfull lists every flag, absl's included."]
@@ -121,10 +134,10 @@ def grouped_help(argv0: str, doc: str | None) -> str:
 
 
 def run(main, argv=None):
-    """`absl.app.run(main)`, with user errors printed as one line and
-    `--help` grouped (see `grouped_help`)."""
-    quiet_tensorflow()
+    """`absl.app.run(main)`, with user errors printed as one line,
+    `--help` grouped (see `grouped_help`) and quiet logs (`configure_logging`)."""
     args = sys.argv if argv is None else argv
+    quiet_tensorflow(args)
     if any(a in HELP_FLAGS for a in args[1:]):
         module = sys.modules.get(getattr(main, "__module__", "__main__"))
         try:
@@ -135,6 +148,7 @@ def run(main, argv=None):
 
     def guarded(args):
         try:
+            configure_logging()
             return main(args)
         except Exception as e:  # noqa: BLE001 - one line for user errors, else a bug report
             logging.flush()
@@ -155,18 +169,109 @@ def run(main, argv=None):
     absl_app.run(guarded, argv=argv)
 
 
-def quiet_tensorflow():
+def quiet_tensorflow(argv=None):
     """Silences TensorFlow's C++ start-up chatter (call before importing TF).
 
     TF_CPP_MIN_LOG_LEVEL does not reach what TensorFlow 2.21's runtime writes
     before its logging is set up (oneDNN and CUDA probes, CPU features, and on
     a machine without a GPU an "E ... failed call to cuInit" line that is no
     error), so those lines are dropped from the process's stderr on their way
-    out; everything else passes. OFFICIAL_BERT_VERBOSE=1 keeps them.
+    out; everything else passes. `--verbosity=1` (or more) on the command line
+    `argv` (default: sys.argv), or OFFICIAL_BERT_VERBOSE=1, keeps them.
     """
+    if verbose(argv):
+        return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if not os.environ.get("OFFICIAL_BERT_VERBOSE"):
-        _drop_native_noise()
+    _drop_native_noise()
+
+
+def command_line_verbosity(argv=None) -> int | None:
+    """The `--verbosity` / `-v` value on the command line `argv` (default:
+    sys.argv), read before absl parses the flags (TensorFlow's C++ logging is
+    set when it is imported); None when absent or not an integer."""
+    args = list(sys.argv if argv is None else argv)[1:]
+    value = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        name, equals, text = arg.lstrip("-").partition("=")
+        if not arg.startswith("-") or name not in ("verbosity", "v"):
+            continue
+        if not equals:
+            text = args[i + 1] if i + 1 < len(args) else ""
+        try:
+            value = int(text)
+        except ValueError:
+            pass
+    return value
+
+
+def verbose(argv=None) -> bool:
+    """Whether this run shows everything: `--verbosity` >= 1 or OFFICIAL_BERT_VERBOSE."""
+    return bool(os.environ.get("OFFICIAL_BERT_VERBOSE")) or (
+        command_line_verbosity(argv) or 0) >= 1
+
+
+# TensorFlow's and its neighbours' packages: their INFO lines are internals (SavedModel
+# writing, tracing, checkpoint sharding), not a user's news.
+_THIRD_PARTY = ("tensorflow", "keras", "tf_keras", "tensorflow_text", "tf2onnx", "onnx",
+                "onnxruntime", "absl", "h5py")
+
+
+def _package_directories() -> tuple:
+    """The directories of the `_THIRD_PARTY` packages imported so far."""
+    found = []
+    for name in _THIRD_PARTY:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            found.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(found)
+
+
+class TensorFlowChatter(std_logging.Filter):
+    """Drops INFO (and DEBUG) records of TensorFlow's internals: those of its
+    loggers, and those its files log through absl's logger; its warnings and
+    errors pass."""
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        if record.levelno >= std_logging.WARNING:
+            return True
+        if record.name.split(".")[0] in _THIRD_PARTY and record.name != "absl":
+            return False
+        return not os.path.abspath(record.pathname or "").startswith(_package_directories())
+
+
+class PlainFormatter(std_logging.Formatter):
+    """A run's log for a person: INFO as the bare message, a warning as
+    `warning: message`; errors keep absl's prefix (level, time, file:line)."""
+
+    def format(self, record: std_logging.LogRecord) -> str:
+        text = super().format(record)
+        if record.levelno >= std_logging.ERROR:
+            return logging.get_absl_log_prefix(record) + text
+        if record.levelno >= std_logging.WARNING:
+            return "warning: " + text
+        return text
+
+
+def configure_logging(verbosity: int | None = None) -> None:
+    """The log of a command run (`run` calls it once the flags are parsed):
+    `PlainFormatter` and no `TensorFlowChatter` at the default verbosity (0)
+    and below; absl's own format and every line with `--verbosity=1` or more
+    (`verbosity`; default: the flag) or OFFICIAL_BERT_VERBOSE=1."""
+    handler = logging.get_absl_handler()
+    if verbosity is None:
+        verbosity = flags.FLAGS.verbosity if flags.FLAGS.is_parsed() else 0
+    chatter = [f for f in handler.filters if isinstance(f, TensorFlowChatter)]
+    if verbosity >= 1 or os.environ.get("OFFICIAL_BERT_VERBOSE"):
+        for f in chatter:
+            handler.removeFilter(f)
+        handler.setFormatter(logging.PythonFormatter())
+        return
+    handler.setFormatter(PlainFormatter())
+    if not chatter:
+        handler.addFilter(TensorFlowChatter())
 
 
 # What the runtime prints at start-up on every machine (see `quiet_tensorflow`).

@@ -1,13 +1,15 @@
 """`bert`: one command for every job, `bert <command> [flags]`.
 
-Each command is a module with `entry(argv)` (`official_bert/commands/*.py`),
-the same one the top-level scripts (`run_*.py`, ...) run, with
-the same flags; `bert <command> --help` shows them grouped, with an example.
+`bert <command> --help` shows a command's flags, grouped, with an example; the
+top-level scripts (`python run_classifier.py`, `python run_squad.py`, ...) are
+the same commands under google-research/bert's names, with the same flags. From
+the repository root, after the README's set-up (`$MINILM` is the bundled
+all-MiniLM-L6-v2, `$DATA` where `bert download` puts the data):
 
-    bert download glue/SST-2 --output_dir=~/bert_data
-    bert prepare-corpus --input=my_docs/ --output_file=corpus.txt
-    bert classify --task_name=sst-2 --data_dir=glue/SST-2 --init_checkpoint=ckpt/ \\
-        --do_train --do_eval --output_dir=runs/sst2
+    bert prepare-corpus --input=data_prep/sample_corpus --output_file=/tmp/corpus.txt
+    bert classify --task_name=qnli --data_dir=examples/qnli_small --init_checkpoint=$MINILM \\
+        --do_train --do_eval --num_train_epochs=1 --max_seq_length=128 --output_dir=/tmp/qnli
+    bert download glue/SST-2 --output_dir=$DATA
 """
 
 from __future__ import annotations

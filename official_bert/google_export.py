@@ -4,8 +4,9 @@ From any checkpoint the project reads, `export` writes a new directory of
 `bert_model.ckpt.*` (the encoder and the heads it has, under google's names),
 `bert_config.json` and `vocab.txt` (`checkpoints.export_google` is the
 writer; the command's docstring says what google's scripts take from it).
-It prints what it wrote, and how much an exact GELU written as google's tanh
-one moves the outputs, as the command's output.
+It prints what it wrote as the command's output, and warns once (the log's
+`warning: ...` line) how much an exact GELU written as google's tanh one moves
+the outputs.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ def export(config) -> str:
                    f"approximation): under google's code its sequence_output moves by up to "
                    f"{difference:.2e} on a random 2 x 32 batch")
         logging.warning(message)
-        print(f"warning: {message}", flush=True)
     try:
         prefix = checkpoints.export_google(encoder, config.output_dir, files.vocab_file, heads,
                                            config.exact_gelu_as)

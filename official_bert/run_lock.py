@@ -31,6 +31,13 @@ class RunLock:
     by hand. The lock file says who holds it (pid, host, command), and a second
     run into the directory fails at once with `RunDirectoryError` naming them.
 
+    `release` (the end of the run, however it ends but a kill) removes the lock
+    file, so that no empty file is left in the directory; only while this
+    process still holds it, and only the file it locked (never one another
+    process made since). A process that opened the file before it was removed
+    finds, once it has the lock, that the file is no longer the one at the
+    path, and starts over.
+
     Example:
     >>> import tempfile
     >>> with RunLock(tempfile.mkdtemp()):
@@ -57,15 +64,7 @@ class RunLock:
     def acquire(self) -> "RunLock":
         io.makedirs(self.directory)
         if io.is_local(self.directory):
-            fd = os.open(io.local_path(self.path), os.O_RDWR | os.O_CREAT, io.new_file_mode())
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace")
-                os.close(fd)
-                raise RunDirectoryError(
-                    f"--output_dir {self.directory} is in use by {self._describe(holder)}; "
-                    "wait for it to finish, or choose another --output_dir") from None
+            fd = self._lock_local()
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(self._owner()).encode(), 0)
             self._fd = fd
@@ -87,9 +86,35 @@ class RunLock:
             f.write(json.dumps(self._owner()))
         return self
 
+    def _lock_local(self) -> int:
+        """An open descriptor of the lock file, flock'ed: the file at the path
+        now (a holder that released it removed the file it had: locking that
+        one would lock nothing)."""
+        path = io.local_path(self.path)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, io.new_file_mode())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+                os.close(fd)
+                raise RunDirectoryError(
+                    f"--output_dir {self.directory} is in use by {self._describe(holder)}; "
+                    "wait for it to finish, or choose another --output_dir") from None
+            if _same_file(fd, path):
+                return fd
+            os.close(fd)  # removed (or replaced) since we opened it: open the one there now
+
     def release(self) -> None:
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)  # no owner any more; the directory's bytes as before
+            os.ftruncate(self._fd, 0)  # no owner any more
+            # Still locked by this process: the file at the path is ours to remove,
+            # unless it is another one now (someone removed ours and made a new one).
+            if _same_file(self._fd, io.local_path(self.path)):
+                try:
+                    os.unlink(io.local_path(self.path))
+                except OSError:
+                    pass  # a read-only directory: the empty file stays
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
@@ -101,3 +126,12 @@ class RunLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether the open `fd` is the file at `path` now."""
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

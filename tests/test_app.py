@@ -2,13 +2,19 @@
 user error, a full disk and running out of memory are one `error:` line; any
 other exception is a bug, with its traceback and where to report it."""
 
+import os
+import pathlib
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from official_bert import cli
 from support import processes
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent("""
     import errno, sys
@@ -105,3 +111,128 @@ def test_sigterm_while_a_function_is_traced_is_a_preemption(tmp_path):
     assert result.returncode == 75, result.stderr[-3000:]
     assert "preempted: stopped by SIGTERM outside training: nothing was lost" in result.stderr
     assert "Traceback" not in result.stderr and "error:" not in result.stderr
+
+
+# === What a run prints: the user's lines, not TensorFlow's internals (issue 37) ===
+
+# Lines of TensorFlow's internals a normal run must not print: its C++ start-up, SavedModel
+# writing's Python INFO lines, and absl's prefix (`I1126 20:50:01.123 12345 file.py:12]`).
+INTERNALS = ("Sharding callback duration", "contains input name(s)", "Assets written to",
+             "Writing fingerprint", "cuInit", "oneDNN", "This TensorFlow binary",
+             "rebuild TensorFlow", "absl::InitializeLog", "cuda drivers")
+ABSL_PREFIX = r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] "
+
+LOGGING_SCRIPT = textwrap.dedent("""
+    import sys
+    from absl import logging
+    from official_bert import app
+
+    def main(argv):
+        logging.info("our news")
+        logging.warning("our warning")
+        import tensorflow as tf
+        module = tf.Module()
+        module.v = tf.Variable(1.0)
+        tf.saved_model.save(module, sys.argv[1])  # INFO lines of TensorFlow's internals
+        logging.info("saved")
+
+    app.run(main, sys.argv[:1] + sys.argv[2:])
+""")
+
+
+def _fresh_environment():
+    """A user's environment: no TF_CPP_MIN_LOG_LEVEL (the tests set one), no verbose switch."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "OFFICIAL_BERT_VERBOSE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _log_lines(stderr):
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def test_a_normal_run_prints_its_own_lines_plainly_and_nothing_of_tensorflow(tmp_path):
+    # A fresh python, not the fork server: TensorFlow's C++ start-up happens in the command.
+    result = subprocess.run([sys.executable, "-c", LOGGING_SCRIPT, str(tmp_path / "m")],
+                            capture_output=True, text=True, timeout=300,
+                            env=_fresh_environment())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _log_lines(result.stderr) == ["our news", "warning: our warning", "saved"], \
+        result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("flag", ["--verbosity=1", "-v=1"])
+def test_verbosity_1_shows_everything_with_absls_prefixes(tmp_path, flag):
+    result = subprocess.run([sys.executable, "-c", LOGGING_SCRIPT, str(tmp_path / "m"), flag],
+                            capture_output=True, text=True, timeout=300,
+                            env=_fresh_environment())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(ABSL_PREFIX + "our news$", result.stderr, re.M), result.stderr[-3000:]
+    assert "Writing fingerprint" in result.stderr or "Sharding callback" in result.stderr
+
+
+def test_verbosity_minus_1_shows_warnings_only(tmp_path):
+    result = subprocess.run([sys.executable, "-c", LOGGING_SCRIPT, str(tmp_path / "m"),
+                             "--verbosity=-1"], capture_output=True, text=True, timeout=300,
+                            env=_fresh_environment())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _log_lines(result.stderr) == ["warning: our warning"], result.stderr[-3000:]
+
+
+def test_command_line_verbosity_is_read_before_absl_parses_it():
+    from official_bert import app
+
+    assert app.command_line_verbosity(["x", "--verbosity=1"]) == 1
+    assert app.command_line_verbosity(["x", "-v", "2"]) == 2
+    assert app.command_line_verbosity(["x", "-v=-1", "--output_dir=v"]) == -1
+    assert app.command_line_verbosity(["x", "--verbosity=loud"]) is None
+    assert app.command_line_verbosity(["x", "--vocab_file=v.txt"]) is None
+
+
+def test_a_command_run_prints_no_tensorflow_internals(tmp_path):
+    """`bert export-encoder` on a tiny checkpoint, as a user runs it: its own lines, each
+    without absl's prefix, and no line of TensorFlow's internals."""
+    from support import fault_kit
+
+    world = fault_kit.World(tmp_path / "world").build(pretraining_data=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "official_bert.cli", "export-encoder",
+         f"--init_checkpoint={world.ckpt}", "--max_seq_length=16",
+         f"--output_dir={tmp_path / 'hub'}"],
+        capture_output=True, text=True, timeout=600, env=_fresh_environment(), cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = _log_lines(result.stderr)
+    assert f"Wrote encoder: {tmp_path / 'hub' / 'encoder'}" in lines, result.stderr[-3000:]
+    assert not [line for line in lines if re.match(ABSL_PREFIX, line)], result.stderr[-3000:]
+    assert not [line for line in lines if any(text in line for text in INTERNALS)], lines
+
+
+# === --help speaks the user's language (issue 37) ===
+
+
+def _help(*args):
+    return processes.run([sys.executable, "-m", "official_bert.cli", *args, "--help"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+def test_bert_help_opens_with_what_it_does():
+    result = _help()
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.strip().splitlines()[0]
+    assert first.startswith("`bert`: one command for every job"), first
+    assert "entry(argv)" not in result.stdout
+
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_help_names_no_path_a_user_lacks_and_no_python_identifier(command):
+    """Every example runs after the README's set-up: no `../shared/...`; and the help
+    names files and flags, not the project's modules (`official_bert.io.sidecar_path`)."""
+    result = _help(command)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "../shared" not in text
+    identifiers = re.findall(r"\b(?:official_bert|data_prep)\.\w+[\w.()]*", text)
+    assert not identifiers, identifiers
+    assert "entry(argv)" not in text
+    assert f"usage: bert {command} [flags]" in text

@@ -205,6 +205,38 @@ def test_bert_for_pretraining_names_and_heads(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_masked_lm_only_model_loads_with_a_fresh_pooler(tmp_path, caplog):
+    """Hugging Face `BertForMaskedLM` saves no pooler: every other weight loads
+    exactly, the pooler keeps its fresh initialization, and the log says so.
+    One more name missing is still refused."""
+    source = _tiny_encoder(seed=3)
+    exported = checkpoints.export_huggingface(source, tmp_path / "plain")
+    tensors = load_file(os.path.join(exported, "model.safetensors"))
+    no_pooler = {k: v for k, v in tensors.items() if not k.startswith("pooler.")}
+    assert len(no_pooler) == len(tensors) - 2
+    folder = tmp_path / "mlm"
+    folder.mkdir()
+    save_file(no_pooler, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(tiny_config().to_hf_dict()))
+    keras.utils.set_random_seed(11)
+    fresh = BertEncoder.from_bert_config(tiny_config())
+    fresh(dummy_inputs())
+    fresh_pooler = np.asarray(fresh.pooler.kernel)
+    keras.utils.set_random_seed(11)
+    with caplog.at_level("WARNING"):
+        encoder, _ = checkpoints.load_encoder(folder)
+    assert "Pooler: not in the checkpoint" in caplog.text
+    np.testing.assert_array_equal(encoder.pooler.kernel, fresh_pooler)
+    assert not np.array_equal(encoder.pooler.kernel, source.pooler.kernel)
+    for a, b in zip(encoder.embeddings.weights + encoder.transformer_layers[0].weights,
+                    source.embeddings.weights + source.transformer_layers[0].weights):
+        np.testing.assert_array_equal(a, b)
+    damaged = {k: v for k, v in no_pooler.items() if not k.startswith("embeddings.LayerNorm")}
+    save_file(damaged, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="missing from the checkpoint: .*LayerNorm"):
+        checkpoints.load_encoder(folder)
+
+
 # --- bad input ---------------------------------------------------------------
 
 

@@ -588,3 +588,32 @@ def test_statistics_over_100k_masked_positions(tmp_path, vocab):
     assert abs(as_mask - 0.8) < 0.01 and abs(as_random - 0.1) < 0.01 and abs(kept - 0.1) < 0.01
     assert abs(float(data["next_sentence_labels"].mean()) - 0.5) < 0.01
     check_layout(data, 128)
+
+
+def test_progress_lines_say_the_time_left_once_the_documents_are_counted(tmp_path,
+                                                                         monkeypatch):
+    """Each progress line has the documents done of the corpus's (counted by a
+    thread meanwhile; here at once), the instances, the time elapsed and the
+    time left; the real thread's lines are as well formed."""
+    corpus, vocab = synthetic_corpus(tmp_path)
+
+    def count_now(self):
+        self.progress.total = cpd.count_documents(self.inputs, limit=sys.maxsize)
+
+    for counted_at_once in (True, False):
+        with monkeypatch.context() as patch:
+            if counted_at_once:
+                patch.setattr(cpd._GenerationProgress, "count_documents", count_now)
+            lines = []
+            create_pretraining_data(str(corpus), str(tmp_path / f"out{counted_at_once}.tfrecord"),
+                                    str(vocab), PretrainingDataConfig(dupe_factor=2),
+                                    num_workers=1, progress_seconds=1e-9, log=lines.append)
+        progress = [line for line in lines[1:-2] if line.startswith("progress: ")]
+        assert progress, lines
+        pattern = (r"progress: [\d,]+( / 40)? documents, [\d,]+ instances \(\d+/s\), "
+                   r"\d+ s elapsed(, about \d+ s left|, [\d.e+]+ documents/s)?")
+        for line in progress:
+            assert re.fullmatch(pattern, line), line
+        if counted_at_once:
+            assert all(" / 40 documents" in line for line in progress)
+            assert sum(", about " in line for line in progress) >= len(progress) - 2

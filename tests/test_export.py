@@ -61,7 +61,7 @@ def packed_with_full_tokenizer(tokenizer, texts_a, texts_b=None):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    from official_bert.serving import base, classification as export
+    from official_bert.serving import classification as export
     from official_bert.text import tokenization
 
     root = tmp_path_factory.mktemp("export")
@@ -83,17 +83,17 @@ def exported(tmp_path_factory):
 
 def test_tf_serving_layout(exported):
     from official_bert.errors import UserError
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
     version = os.path.basename(exported["first"])
     assert version.isdigit() and int(version) >= 1_700_000_000  # seconds since the epoch
     assert os.path.exists(os.path.join(exported["first"], "saved_model.pb"))
     assert os.listdir(exported["pair_dir"]) == [version]  # no staging directory left behind
-    assert base.latest_version_dir(str(exported["pair_dir"])) == exported["first"]
+    assert versions.latest_version_dir(str(exported["pair_dir"])) == exported["first"]
     # The next export is served after this one; an existing version is never overwritten.
-    assert int(os.path.basename(base.version_dir(str(exported["pair_dir"])))) > int(version)
+    assert int(os.path.basename(versions.version_dir(str(exported["pair_dir"])))) > int(version)
     with pytest.raises(UserError, match="never overwrites"):
-        base.version_dir(str(exported["pair_dir"]), int(version))
+        versions.version_dir(str(exported["pair_dir"]), int(version))
 
 
 FRESH = r"""
@@ -168,7 +168,7 @@ def test_saved_model_cli_run(exported, tmp_path):
 def test_single_sentence_model_takes_text_a_only(exported):
     import tensorflow as tf
 
-    from official_bert.serving import base, classification as export
+    from official_bert.serving import classification as export
 
     model = build_classifier(2, seed=2)
     module = export.ClassifierServing(model, VOCAB, True, SEQ_LENGTH, ["neg", "pos"], pair=False)
@@ -185,7 +185,7 @@ def test_single_sentence_model_takes_text_a_only(exported):
 
 
 def test_regression_outputs_a_score(exported):
-    from official_bert.serving import base, classification as export
+    from official_bert.serving import classification as export
 
     model = build_classifier(1, seed=3)
     module = export.ClassifierServing(model, VOCAB, True, SEQ_LENGTH, None, pair=True)
@@ -196,7 +196,7 @@ def test_regression_outputs_a_score(exported):
 
 
 def test_label_count_must_match_the_model(exported, tmp_path):
-    from official_bert.serving import base, classification as export
+    from official_bert.serving import classification as export
 
     model = build_classifier(2, seed=4)
     with pytest.raises(ValueError, match="2 outputs but 3 label"):
@@ -209,7 +209,7 @@ def test_serving_cuts_common_padding_and_keeps_the_outputs(exported, tmp_path):
     # serving_default runs the model on 16 columns and must give the full-length model's answer.
     import tensorflow as tf
 
-    from official_bert.serving import base, classification as export
+    from official_bert.serving import classification as export
     from official_bert.text import text_layers
     from official_bert.text.tokenization import FullTokenizer
 

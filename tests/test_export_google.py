@@ -279,7 +279,8 @@ def test_command_line(tmp_path):
     done = bert(f"--init_checkpoint={source}", f"--output_dir={tmp_path / 'out'}",
                 "--exact_gelu_as=tanh")
     assert done.returncode == 0, done.stderr
-    assert "sequence_output moves by up to" in done.stdout
+    said = (done.stdout + done.stderr).count("sequence_output moves by up to")
+    assert said == 1 and "sequence_output moves by up to" in done.stderr, done.stderr
     assert f"checkpoint\t{tmp_path / 'out' / 'bert_model.ckpt'}" in done.stdout
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
 

@@ -41,11 +41,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert.serving import base, encoder as encoder_serving
+from official_bert.serving import encoder as encoder_serving, versions
 from support.serving_exports import SEQ, VOCAB, random_encoder
 
-base.time = types.SimpleNamespace(time=lambda: float(now))  # every process: the same second
-publish = base.publish_version
+versions.time = types.SimpleNamespace(time=lambda: float(now))  # every process: the same second
+publish = versions.publish_version
 
 
 def held(staging, final):
@@ -59,7 +59,7 @@ def held(staging, final):
     return publish(staging, final)
 
 
-base.publish_version = held
+versions.publish_version = held
 logging.set_verbosity(logging.INFO)  # as the commands log
 encoder = random_encoder(int(seed))
 ids = {"input_word_ids": np.asarray([[2, 7, 9, 3]], np.int32),
@@ -72,9 +72,9 @@ print("JSON", json.dumps({"path": path, "ids": {k: v.tolist() for k, v in ids.it
 
 
 def _host():
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
-    return base._host()
+    return versions._host()
 
 
 def _hidden(directory):
@@ -142,11 +142,11 @@ def test_a_killed_exports_staging_is_removed_by_the_next_export(raced):
 @pytest.fixture
 def held_publishes(monkeypatch):
     """`publish_version` held until `n` threads have reached it; the clock stopped."""
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
     state = {"n": 0, "arrived": 0, "tries": []}
     lock, everyone = threading.Lock(), threading.Event()
-    publish = base.publish_version
+    publish = versions.publish_version
 
     def held(staging, final):
         with lock:
@@ -157,40 +157,40 @@ def held_publishes(monkeypatch):
         assert everyone.wait(60)
         return publish(staging, final)
 
-    monkeypatch.setattr(base, "publish_version", held)
-    monkeypatch.setattr(base, "time", types.SimpleNamespace(time=lambda: 1_800_000_000.5))
+    monkeypatch.setattr(versions, "publish_version", held)
+    monkeypatch.setattr(versions, "time", types.SimpleNamespace(time=lambda: 1_800_000_000.5))
     return state
 
 
 def _stage(export_dir, text):
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
-    staging = base.staging_dir(str(export_dir))
+    staging = versions.staging_dir(str(export_dir))
     with open(os.path.join(staging, "saved_model.pb"), "w") as f:
         f.write(text)
     return staging
 
 
-def _publish_all(export_dir, versions):
-    """Publishes one staged export per entry of `versions` from as many threads at once;
+def _publish_all(export_dir, wanted):
+    """Publishes one staged export per entry of `wanted` from as many threads at once;
     returns [(path or UserError message, text)]."""
     from official_bert import io
     from official_bert.errors import UserError
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
-    results = [None] * len(versions)
+    results = [None] * len(wanted)
 
     def export(i):
         staging = _stage(export_dir, f"export {i}")
         try:
-            results[i] = (base.publish_new_version(staging, str(export_dir), versions[i]),
+            results[i] = (versions.publish_new_version(staging, str(export_dir), wanted[i]),
                           f"export {i}")
         except UserError as e:
             results[i] = (str(e), f"export {i}")
         finally:
             io.remove_tree(staging)
 
-    threads = [threading.Thread(target=export, args=(i,)) for i in range(len(versions))]
+    threads = [threading.Thread(target=export, args=(i,)) for i in range(len(wanted))]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -228,20 +228,20 @@ def test_on_an_object_store_a_taken_name_leaves_the_staging_whole(monkeypatch):
     import tensorflow as tf
 
     from official_bert import io
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
     ram = f"ram://test_export_versions/{time.monotonic_ns()}"
     try:
         io.atomic_write(f"{ram}/5/saved_model.pb", "the published one")
-        staging = base.staging_dir(ram)
+        staging = versions.staging_dir(ram)
         io.atomic_write(f"{staging}/saved_model.pb", "the new one")
         io.atomic_write(f"{staging}/variables/variables.index", "index")
         with pytest.raises(FileExistsError):
-            base.publish_version(staging, f"{ram}/5")
+            versions.publish_version(staging, f"{ram}/5")
         assert io.read_text(f"{staging}/saved_model.pb") == "the new one"
         chosen = iter([f"{ram}/5"])  # chosen before the other export published 5
-        monkeypatch.setattr(base, "version_dir", lambda d, v=None: next(chosen, f"{ram}/6"))
-        assert base.publish_new_version(staging, ram) == f"{ram}/6"
+        monkeypatch.setattr(versions, "version_dir", lambda d, v=None: next(chosen, f"{ram}/6"))
+        assert versions.publish_new_version(staging, ram) == f"{ram}/6"
         assert io.read_text(f"{ram}/6/saved_model.pb") == "the new one"
         assert io.read_text(f"{ram}/6/variables/variables.index") == "index"
         assert io.read_text(f"{ram}/5/saved_model.pb") == "the published one"
@@ -255,27 +255,27 @@ def test_on_an_object_store_a_taken_name_leaves_the_staging_whole(monkeypatch):
 
 def test_check_export_version_free(tmp_path):
     from official_bert.errors import UserError
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
     missing = tmp_path / "missing"
-    base.check_export_version_free(str(missing), 3)
-    base.check_export_version_free(str(missing))
-    base.check_export_version_free(None, 3)
+    versions.check_export_version_free(str(missing), 3)
+    versions.check_export_version_free(str(missing))
+    versions.check_export_version_free(None, 3)
     assert not missing.exists()  # nothing is created
     (tmp_path / "export" / "3").mkdir(parents=True)
-    base.check_export_version_free(str(tmp_path / "export"), 4)
-    base.check_export_version_free(str(tmp_path / "export"))  # the default is never taken
+    versions.check_export_version_free(str(tmp_path / "export"), 4)
+    versions.check_export_version_free(str(tmp_path / "export"))  # the default is never taken
     with pytest.raises(UserError) as taken:
-        base.check_export_version_free(str(tmp_path / "export"), 3)
+        versions.check_export_version_free(str(tmp_path / "export"), 3)
     assert str(taken.value) == (
         f"{tmp_path / 'export' / '3'} exists: an export never overwrites a version; pass "
         "another --export_version (or none: the next free one)")
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match=r"--export_dir .*file is a file: TF Serving's "):
-        base.check_export_version_free(str(tmp_path / "file"))
+        versions.check_export_version_free(str(tmp_path / "file"))
     for bad in (0, -2):
         with pytest.raises(UserError, match=f"--export_version must be positive, got {bad}"):
-            base.check_export_version_free(str(tmp_path / "export"), bad)
+            versions.check_export_version_free(str(tmp_path / "export"), bad)
 
 
 def test_save_refuses_a_taken_version_before_writing_anything(tmp_path, monkeypatch):
@@ -301,7 +301,7 @@ def test_save_refuses_a_taken_version_before_writing_anything(tmp_path, monkeypa
 
 
 def test_only_dead_exports_of_this_host_are_removed(tmp_path):
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -327,12 +327,12 @@ def test_only_dead_exports_of_this_host_are_removed(tmp_path):
         link = export_dir / f".export-{host}.tmp-{dead.pid}-0ac1"  # never followed
         link.symlink_to(outside, target_is_directory=True)
         kept_names.append(link.name)
-        removed = base.remove_killed_exports(str(export_dir))
+        removed = versions.remove_killed_exports(str(export_dir))
     finally:
         live.kill()
         live.wait()
     assert sorted(os.path.basename(p) for p in removed) == sorted(removed_names)
     assert sorted(os.listdir(export_dir)) == sorted(kept_names)
     assert (outside / "keep.txt").read_text() == "kept"
-    assert base.remove_killed_exports(str(tmp_path / "missing")) == []
-    assert base.remove_killed_exports("ram://nothing/here") == []
+    assert versions.remove_killed_exports(str(tmp_path / "missing")) == []
+    assert versions.remove_killed_exports("ram://nothing/here") == []

@@ -13,6 +13,7 @@ there and prints it as JSON for the test.
 import errno
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -347,6 +348,49 @@ def test_run_lock_refuses_a_second_process_until_the_holder_is_killed(tmp_path):
     with run_lock.RunLock(str(tmp_path)):  # the kernel dropped the killed process's lock
         owner = json.loads((tmp_path / run_lock.LOCK_FILE).read_text())
         assert owner["pid"] == os.getpid()
+    assert not (tmp_path / run_lock.LOCK_FILE).exists()  # released: no empty file left
+
+
+def test_run_lock_removes_only_its_own_file(tmp_path):
+    lock_file = tmp_path / run_lock.LOCK_FILE
+    lock = run_lock.RunLock(str(tmp_path)).acquire()
+    # Someone removed the file and another process made (and locked) a new one:
+    # releasing ours must leave theirs.
+    lock_file.unlink()
+    other = run_lock.RunLock(str(tmp_path)).acquire()
+    lock.release()
+    assert json.loads(lock_file.read_text())["pid"] == os.getpid()
+    other.release()
+    assert not lock_file.exists()
+
+
+def test_run_lock_opened_before_the_holder_removed_it_locks_the_new_file(tmp_path):
+    """A second process opened the lock file, then the holder released it
+    (removing it): the flock it then gets is on a removed file, so it opens and
+    locks the file at the path instead; a third run is refused."""
+    holder = run_lock.RunLock(str(tmp_path)).acquire()
+    stale = os.open(tmp_path / run_lock.LOCK_FILE, os.O_RDWR)  # opened while held
+    holder.release()
+    real_open = os.open
+    opened = []
+
+    def open_the_stale_one_first(path, *args):
+        if not opened:
+            opened.append(path)
+            return os.dup(stale)
+        return real_open(path, *args)
+
+    second = run_lock.RunLock(str(tmp_path))
+    os.open = open_the_stale_one_first
+    try:
+        second.acquire()
+    finally:
+        os.open = real_open
+        os.close(stale)
+    assert opened and (tmp_path / run_lock.LOCK_FILE).exists()
+    with pytest.raises(RunDirectoryError, match="is in use by process"):
+        run_lock.RunLock(str(tmp_path)).acquire()
+    second.release()
 
 
 # === Paths with a scheme: TensorFlow's in-memory ram:// ===
@@ -635,6 +679,9 @@ def test_fine_tuning_on_ram_with_a_saved_model_export():
     assert version.isdigit() and f"{version}/saved_model.pb" in out["export"]
     assert f"{version}/variables/variables.index" in out["export"]
     assert f"Exported step 2 to ram://export/{version}" in log
+    # The export says when it starts (it can take a minute) and how long it took.
+    assert "Exporting step 2 to ram://export (this can take a minute)" in log
+    assert re.search(rf"Exported step 2 to ram://export/{version} in \d+ s", log)
     # The SavedModel loaded from ram:// and the run's checkpoint predict alike.
     exported, from_run = out["predictions"]["ram://export"], out["predictions"]["ram://out"]
     assert len(exported) == 5

@@ -8,6 +8,7 @@ start-up chatter. (The whole quickstart runs in the slow docs tests:
 
 import json
 import os
+import pathlib
 import shlex
 import sys
 
@@ -85,6 +86,63 @@ def test_progress_shows_the_time_left(monkeypatch, capsys):
         "      step 150/200, about 15 s left"]
 
 
+def test_progress_takes_the_trainers_estimate_and_passes_on_other_stages(capsys):
+    """The trainer's line ends with its own estimate (measured after the first
+    step, which compiles): that one is shown, from the first line on. The
+    lines of evaluation, prediction and export are passed on: no silence
+    after the last step."""
+    progress = qs.Progress()
+    for line in [
+            "I1125 trainer.py:452] step 10/125: loss = 0.7, examples_per_second = 9.1; "
+            "41 s elapsed, about 3 min 20 s left",
+            "step 125/125: loss = 0.5; 4 min 10 s elapsed, about 0 s left",
+            "I1125 trainer.py:633] predicted 512 / 1,725 examples, 10 s elapsed, about 24 s "
+            "left",
+            "I1125 glue.py:859] Wrote eval features",
+            "Exporting step 125 to /q/qnli_export (this can take a minute)",
+            "I1125 runner.py:115] Exported step 125 to /q/qnli_export/1 in 48 s"]:
+        progress.update(line)
+    assert capsys.readouterr().out.splitlines() == [
+        "      step 10/125, about 3 min 20 s left",
+        "      step 125/125, about 0 s left",
+        "      predicted 512 / 1,725 examples, 10 s elapsed, about 24 s left",
+        "      Exporting step 125 to /q/qnli_export (this can take a minute)",
+        "      Exported step 125 to /q/qnli_export/1 in 48 s"]
+
+
+def test_a_rerun_reuses_the_vocabulary_of_an_unchanged_corpus(tmp_path, monkeypatch, capsys):
+    """build-vocab takes half a minute: a rerun whose corpus, settings and
+    vocabulary are as the last build left them reuses it; another corpus, an
+    edited vocabulary or --fresh (which removes it and its record) rebuilds."""
+    builds = []
+
+    def fake_run(script, **flags):
+        assert script.endswith("build-vocab") and flags["vocab_size"] == 8000
+        builds.append(flags["input_file"])
+        pathlib.Path(flags["output_file"]).write_text(f"vocabulary of build {len(builds)}\n")
+        return 33.0
+
+    monkeypatch.setattr(qs, "run", fake_run)
+    corpus, vocab = tmp_path / "corpus.txt", tmp_path / "vocab.txt"
+    corpus.write_text("A first document.\n\nA second one.\n")
+    assert qs.build_vocabulary(corpus, vocab) == "vocabulary of 8000 WordPieces (33 s)"
+    assert qs.build_vocabulary(corpus, vocab).startswith(
+        "vocabulary of 8000 WordPieces reused from an earlier run (the corpus and settings are "
+        "unchanged")
+    assert len(builds) == 1 and vocab.read_text() == "vocabulary of build 1\n"
+    corpus.write_text("Another corpus.\n")  # prepare-corpus made another corpus
+    qs.build_vocabulary(corpus, vocab)
+    assert len(builds) == 2
+    vocab.write_text("edited\n")  # not the vocabulary that was built
+    qs.build_vocabulary(corpus, vocab)
+    assert len(builds) == 3
+    qs.start_afresh(tmp_path, "data")  # --fresh
+    assert not vocab.exists() and not qs.vocabulary_source(vocab).exists()
+    corpus.write_text("Another corpus.\n")  # the same corpus as the last build's
+    qs.build_vocabulary(corpus, vocab)
+    assert len(builds) == 4
+
+
 def test_a_failed_stage_keeps_its_settings_for_the_next_run(tmp_path):
     """A stage that fails (or is killed) leaves its settings in summary.json:
     a rerun with other settings starts it afresh instead of resuming the
@@ -135,7 +193,7 @@ def test_reruns_say_what_they_did(tmp_path):
                             env=user_env())
     assert result.returncode == 0, result.stderr[-3000:]
     first = result.stdout
-    assert "step 50/51\n" in first and "step 51/51, about 0 s left" in first
+    assert "step 50/51, about " in first and "step 51/51, about 0 s left" in first
     assert "resumed" not in first
     assert_quiet(result.stdout + result.stderr)
     summary = json.loads((out / "summary.json").read_text())

@@ -109,8 +109,9 @@ def trained_run(data, tmp_path_factory):
 def test_files_follow_the_umask(trained_run):
     for name in ("bert_config.json", "vocab.txt", "classifier_config.json", "eval_results.txt"):
         assert stat.S_IMODE(os.stat(trained_run / name).st_mode) == 0o640, name
-    # No temporary file survives the run.
+    # No temporary file survives the run, nor the lock file.
     assert not [n for n in os.listdir(trained_run) if ".tmp-" in n]
+    assert not (trained_run / ".official_bert.lock").exists()
 
 
 def test_rerun_with_another_vocabulary_changes_nothing(data, trained_run, tmp_path):
@@ -131,6 +132,10 @@ def test_rerun_with_another_vocabulary_changes_nothing(data, trained_run, tmp_pa
     # The run directory as its own --init_checkpoint is not an output over an input.
     own = run(*classify(data, out, "--do_eval", f"--init_checkpoint={out}"))
     assert own.returncode == 0, own.stderr[-3000:]
+    # What it restored: the whole model from the run's checkpoint (README, google's section).
+    assert "Resumed from " in own.stderr
+    assert "The whole model, task head included, comes from " in own.stderr
+    assert "Task head: " not in own.stderr
 
 
 def test_an_output_that_is_an_input_is_refused(data, tmp_path):
@@ -403,3 +408,36 @@ def test_dtype_of_the_feature_based_commands(data, tmp_path, command):
                                         "(--dtype=float32)")
     difference = np.abs(vectors["bfloat16"] - vectors["float32"]).max()
     assert 0 < difference < 0.05 * np.abs(vectors["float32"]).max()
+
+
+def test_a_resume_says_the_model_comes_from_the_run_not_init_checkpoint(tmp_path, caplog):
+    """README's google section: predicting with --init_checkpoint=$TRAINED_CLASSIFIER
+    inside --output_dir resumes the run's latest checkpoint, head included; an
+    older checkpoint of the run named there is not the one used, and a warning says so."""
+    import logging
+    import types
+
+    from official_bert.tasks import runner
+
+    out = tmp_path / "run"
+    trainer = types.SimpleNamespace(resumed_from=str(out / "ckpt-343"))
+
+    def said(init):
+        caplog.clear()
+        config = types.SimpleNamespace(init_checkpoint=init, output_dir=str(out))
+        with caplog.at_level(logging.INFO):
+            runner._say_what_was_restored(config, trainer)
+        return [(r.levelname, r.getMessage()) for r in caplog.records]
+
+    latest = [("INFO", f"The whole model, task head included, comes from {out}/ckpt-343 "
+                       "(--output_dir's latest checkpoint)")]
+    assert said(str(out / "ckpt-343")) == latest
+    assert said(str(out)) == latest
+    [(level, message)] = said(str(out / "ckpt-200"))
+    assert level == "WARNING" and message.startswith(
+        f"--init_checkpoint {out}/ckpt-200 is not used: a run resumes from --output_dir's "
+        f"latest checkpoint, {out}/ckpt-343")
+    [(level, message)] = said("/models/bert_model.ckpt")
+    assert level == "INFO" and message.endswith(
+        "--init_checkpoint /models/bert_model.ckpt is not read again")
+    assert said(None) == []

@@ -179,6 +179,22 @@ def test_output_dir_initializes_a_fine_tuning_encoder(baseline):
     assert files.config.vocab_size == 760 and files.do_lower_case is True
 
 
+def test_evaluation_alone_needs_only_the_held_out_files(baseline, data, tmp_path):
+    """--do_eval of a trained model with --eval_input_file and no --input_file:
+    the figures of the run's own evaluation of the same model on the same files."""
+    args = (f"--init_checkpoint={baseline['out']}", f"--eval_input_file={data}/static-*.tfrecord",
+            "--max_seq_length=32", "--max_predictions_per_seq=5", *EVAL)
+    result = run(*args, f"--output_dir={tmp_path / 'eval'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    alone = read_results(tmp_path / "eval" / "eval_results.txt")
+    ours = read_results(baseline["out"] / "eval_results.txt")
+    for key in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy"):
+        np.testing.assert_allclose(alone[key], ours[key], rtol=1e-5, err_msg=key)
+    refused = run("--do_train", *args, f"--output_dir={tmp_path / 'train'}")
+    assert refused.returncode != 0
+    assert "--input_file is required" in refused.stderr.strip().splitlines()[-1]
+
+
 def test_resume_after_sigkill_equals_uninterrupted_run(baseline, data):
     out = data / "killed"
     killed = run(*common(data, out, "--do_train", *EVAL), kill_at=5)

@@ -155,7 +155,7 @@ def served(exports, tmp_path_factory):
 @pytest.mark.parametrize("task", TASKS)
 def test_tf_serving_layout(exports, task):
     from official_bert.errors import UserError
-    from official_bert.serving import base
+    from official_bert.serving import versions
 
     path = exports[task]["dir"]
     parent, version = os.path.split(path)
@@ -165,11 +165,11 @@ def test_tf_serving_layout(exports, task):
     assert os.listdir(os.path.join(path, "assets")) == ["vocab.txt"]
     vocab = open(os.path.join(path, "assets", "vocab.txt"), encoding="utf-8").read()
     assert vocab.splitlines() == VOCAB
-    assert base.latest_version_dir(parent) == path
+    assert versions.latest_version_dir(parent) == path
     # The next export is served after this one; an existing version is never overwritten.
-    assert int(os.path.basename(base.version_dir(parent))) > int(version)
+    assert int(os.path.basename(versions.version_dir(parent))) > int(version)
     with pytest.raises(UserError, match="never overwrites"):
-        base.version_dir(parent, int(version))
+        versions.version_dir(parent, int(version))
 
 
 @pytest.mark.parametrize("task", TASKS)

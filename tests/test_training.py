@@ -120,3 +120,39 @@ def test_sigterm_ends_a_long_host_call_at_the_next_step(tmp_path):
     assert signal.set_wakeup_fd(-1) == -1
     resumed = training.Trainer(toy.ToyTask(), distribution.get_strategy("one_device"), config)
     assert int(resumed.global_step.numpy()) == step
+
+
+def test_progress_lines_end_with_elapsed_and_time_left(tmp_path, monkeypatch, caplog):
+    """The first host call is one step (it traces, and compiles with XLA), so
+    the time left is measured after it: on a clock where that step takes 30 s
+    and every later one 2 s, 8 steps left of 12 are 16 s, not the 36 s the
+    mean would give. The fields before it are as they were."""
+    import functools
+    import logging
+
+    from support import toy_training as toy
+    from official_bert.training import distribution, optimization
+    from official_bert.training import trainer as training
+
+    clock = iter([0.0, 30.0, 36.0, 44.0, 52.0]).__next__  # start, after steps 1, 4, 8, 12
+    monkeypatch.setattr(training, "Progress", functools.partial(training.Progress, clock=clock))
+    steps = 12
+    config = training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,
+                                     log_steps=4, steps_per_loop=4, save_checkpoints_steps=steps)
+    trainer = training.Trainer(
+        toy.ToyTask(), distribution.get_strategy("one_device"), config,
+        optimizer_fn=lambda: optimization.create_optimizer(optimization.OptimizerConfig(
+            learning_rate=1e-3, num_train_steps=steps, num_warmup_steps=1)))
+    calls = []
+    call = trainer._call_train_loop
+    monkeypatch.setattr(trainer, "_call_train_loop",
+                        lambda iterator, n: calls.append(n) or call(iterator, n))
+    with caplog.at_level(logging.INFO, logger="absl"):
+        trainer.train(lambda ctx: toy.make_dataset(toy.GLOBAL_BATCH), toy.GLOBAL_BATCH)
+    assert calls == [1, 3, 4, 4]
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert [line.split(": ")[0] for line in lines] == ["step 4/12", "step 8/12", "step 12/12"]
+    assert lines[0].endswith("; 36 s elapsed, about 16 s left")
+    assert lines[1].endswith("; 44 s elapsed, about 8 s left")
+    assert lines[2].endswith("; 52 s elapsed, about 0 s left")
+    assert "loss = " in lines[0] and "examples_per_second = " in lines[0]

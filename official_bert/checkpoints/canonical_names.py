@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from absl import logging
 
 from official_bert.checkpoints.bert_checkpoint import CheckpointError
 
@@ -150,6 +151,8 @@ GOOGLE_HEAD_NAMES = (
 
 # === The encoder's variables ===
 
+POOLER_NAMES = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
+
 
 def encoder_variables(encoder) -> dict:
     """Canonical name → the encoder's Keras variable."""
@@ -198,6 +201,14 @@ def assign_encoder_weights(encoder, weights: dict) -> None:
     """
     variables = encoder_variables(encoder)
     missing = sorted(set(variables) - set(weights))
+    if missing == sorted(POOLER_NAMES):
+        # A masked-LM-only model (Hugging Face `BertForMaskedLM` saves no pooler): the
+        # pooler keeps its fresh initialization, as google's code and transformers
+        # initialize a pooler a checkpoint lacks; fine-tuning trains it.
+        logging.warning("Pooler: not in the checkpoint (a masked-LM-only model, e.g. "
+                        "BertForMaskedLM); initialized fresh, trained by fine-tuning")
+        variables = {k: v for k, v in variables.items() if k not in POOLER_NAMES}
+        missing = []
     mismatched = [
         f"{name}: checkpoint {tuple(np.shape(weights[name]))} vs model "
         f"{tuple(variables[name].shape)}"

@@ -8,9 +8,10 @@ counted with BERT's own basic tokenizer (`--do_lower_case`: uncased), the pieces
 learned by tensorflow-text's WordPiece trainer. The layout and the method are
 described in `data_prep/build_vocab.py`, which does the work.
 
-Example:
-  bert build-vocab --input_file=/tmp/corpus.txt --output_file=/tmp/vocab.txt \\
-      --vocab_size=30522 --do_lower_case
+Example (the repository's sample_text.txt, a small corpus; a real one takes
+--vocab_size=30522 and the default --num_unused):
+  bert build-vocab --input_file=sample_text.txt --output_file=/tmp/vocab.txt \\
+      --vocab_size=300 --num_unused=10 --do_lower_case
 """
 
 from __future__ import annotations

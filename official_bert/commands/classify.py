@@ -11,8 +11,12 @@ download glue` makes it), XNLI (xnli, xnli-<lang>; `bert download xnli`) or
 `--max_seq_length`: `--long_document=windows` (with `--doc_stride`,
 `--window_pooling`). What it writes: `official_bert/tasks/classification.py`.
 
-Example (SST-2 from all-MiniLM-L6-v2):
-  python run_classifier.py --task_name=sst-2 --data_dir=../shared/data/glue/SST-2 \\
+Examples (all-MiniLM-L6-v2, `$MINILM` as the README sets it), on the bundled
+QNLI sample, then on SST-2 from `bert download glue/SST-2 --output_dir=$DATA`:
+  python run_classifier.py --task_name=qnli --data_dir=examples/qnli_small \\
+    --init_checkpoint=$MINILM --do_train --do_eval --num_train_epochs=1 \\
+    --train_batch_size=32 --learning_rate=5e-5 --max_seq_length=128 --output_dir=/tmp/qnli
+  python run_classifier.py --task_name=sst-2 --data_dir=$DATA/glue/SST-2 \\
     --init_checkpoint=$MINILM --do_train --do_eval --max_train_examples=8000 \\
     --num_train_epochs=1 --train_batch_size=32 --learning_rate=5e-5 \\
     --max_seq_length=64 --output_dir=/tmp/sst2 --export_dir=/tmp/sst2_export

@@ -9,7 +9,7 @@ either tool train either model. Beyond it:
 * **Streaming.** Documents are read, tokenized and turned into instances one
   at a time; instances are written as they are made (after a bounded shuffle
   buffer). Random-next B spans come from a bounded reservoir of spans of the
-  documents seen so far (`pretraining_instances.RandomNextPool`). Memory is bounded by
+  documents seen so far. Memory is bounded by
   `--lookahead_documents`, `--random_next_pool_size`, `--shuffle_buffer_size`
   and the tokenizer cache, not by the corpus size.
 * **All cores.** `--num_workers` processes (default: all cores); each
@@ -26,25 +26,25 @@ either tool train either model. Beyond it:
   worker order.
 * **N-gram masking** (`--max_ngram_size=N`, official/nlp's flag): spans of up
   to N whole words (`--do_whole_word_mask`) or word pieces, length n drawn
-  ∝ 1/n (`pretraining_instances.choose_ngrams`); the summary gives the masked
+  ∝ 1/n; the summary gives the masked
   spans' length distribution.
 * **Full-sentence packing** (`--packing=full_sentences`, RoBERTa's inputs):
   instances filled with the next tokens of the sentence stream, across
   documents with a [SEP] between two, no next-sentence pairs, no padding but
-  in the last instance of a pass (`pretraining_instances.FullSentencePacker`);
+  in the last instance of a pass;
   one-sentence documents are used too. The summary records the packing and
   run_pretraining then trains the masked LM alone.
 * **Dynamic masking** (`--dynamic_masking`): unmasked pairs (input_ids,
   input_mask, segment_ids, next_sentence_labels; plus word_start_mask with
-  `--do_whole_word_mask`); `official_bert.training.input_pipeline.pretraining_dataset`
-  masks them at read time, fresh every epoch.
+  `--do_whole_word_mask`); `bert pretrain` (run_pretraining.py) masks them
+  at read time, fresh every epoch.
 * **Safe output.** Files are written under hidden temporary names
-  (`official_bert.io.temporary_name`: `.<name>.tmp-<pid>-<hex>`) and renamed
-  only when every worker has finished (`file_sets.publish_together`), the summary
+  (`.<name>.tmp-<pid>-<hex>`) and renamed
+  only when every worker has finished, the summary
   (the set's manifest) marked incomplete first and complete last, so a file
   with the final name is complete, and a reader given part of an unfinished
-  set refuses it (`official_bert.file_sets.check_published_sets`). `--gzip` compresses (read with `compression_type="GZIP"`; the
-  reader detects it).
+  set refuses it. `--gzip` compresses (read with `compression_type="GZIP"`;
+  this project's reader detects it).
 * **Any TensorFlow file system.** Inputs, outputs and the vocabulary may be
   `gs://...` (or any `tf.io.gfile` path; TensorFlow is then imported);
   in-memory `ram://` paths, which other processes cannot see, are generated
@@ -58,16 +58,17 @@ either tool train either model. Beyond it:
   `--progress_seconds`; at the end a summary (documents, sentences, tokens,
   instances, next-sentence balance, masked fraction and 80/10/10 split,
   padding fraction, speed) printed and written beside the first output as
-  `official_bert.file_sets.sidecar_path(output)`: `.<name, dots as underscores>.summary.json`,
-  hidden, so that no data pattern (`out.tfrecord*`, `*.tfrecord*`) matches it.
+  `.<name, dots as underscores>.summary.json` (`.pretrain_tfrecord.summary.json`
+  for `pretrain.tfrecord`), hidden, so that no data pattern (`out.tfrecord*`,
+  `*.tfrecord*`) matches it.
 
 Differences in reading: a file's end also ends a document (google continues a
 document across files that do not end with a blank line).
 
 Example (also `python create_pretraining_data.py`, google's script name):
   bert create-pretraining-data \
-      --input_file=/tmp/corpus.txt --output_file=/tmp/pretrain.tfrecord \
-      --vocab_file=/tmp/vocab.txt --do_lower_case --max_seq_length=128 \
+      --input_file=sample_text.txt --output_file=/tmp/pretrain.tfrecord \
+      --vocab_file=$MINILM/vocab.txt --do_lower_case --max_seq_length=128 \
       --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5
 
 The generator is `data_prep/create_pretraining_data.py`.

@@ -23,8 +23,8 @@ read):
                      (`run_classifier.py --task_name=xnli --data_dir=xnli`, the
                      layout google-research/bert's XnliProcessor reads)
 
-How a file is fetched (`data_prep.datasets.REMOTES`: each file's official URL, size and
-sha256; `data_prep.download` fetches it):
+How a file is fetched (`bert download --list` shows each file's official URL, size and
+sha256):
 
 * **Resumable.** Bytes go to `<output_dir>/downloads/<name>.part`; a dropped
   connection is retried (`--retries`) with an HTTP Range request from the
@@ -56,7 +56,7 @@ Where the digests come from (`pinned_by`): the download records of Hugging
 Face's `datasets` (its `dataset_infos.json` for glue, squad, squad_v2, swag,
 wnut_17 and xnli), which its loader verified on every download; most are
 also pinned by other projects, and the WNUT-17 train/dev files and MRPC's
-dev ids were checked here against the copies in `../shared/data`.
+dev ids were checked against independent copies of them.
 """
 
 from __future__ import annotations

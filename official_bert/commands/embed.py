@@ -12,8 +12,8 @@ a TF Serving SavedModel whose `serving_default` takes raw text and returns
 `official_bert/tasks/embeddings.py`.
 
 Example (all-MiniLM-L6-v2 as sentence-transformers runs it: mean, normalized,
-256 WordPieces):
-  bert embed --init_checkpoint=path/to/all-MiniLM-L6-v2 --input_file=texts.txt \\
+256 WordPieces; `$MINILM` is the bundled all-MiniLM-L6-v2, as the README sets it):
+  bert embed --init_checkpoint=$MINILM --input_file=examples/sentences.txt \\
       --output_file=/tmp/vectors.npy --export_dir=/tmp/minilm_embedder
 """
 

@@ -17,8 +17,8 @@ with `--edge_formats`, `encoder.tflite` / `encoder.onnx` (and with
 `--output_dir` (`official_bert/serving/edge.py`; needs `pip install -e '.[edge]'`).
 Nothing is overwritten; each SavedModel appears complete or not at all.
 
-Example:
-  bert export-encoder --init_checkpoint=path/to/all-MiniLM-L6-v2 --max_seq_length=128 \\
+Example (`$MINILM` is the bundled all-MiniLM-L6-v2, as the README sets it):
+  bert export-encoder --init_checkpoint=$MINILM --max_seq_length=128 \\
       --output_dir=/tmp/minilm_hub --export_dir=/tmp/minilm_serving --edge_formats=onnx
 """
 

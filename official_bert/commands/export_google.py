@@ -23,8 +23,9 @@ google's `get_activation` refuses it rather than run another network).
 The directory is staged beside its final name and renamed when complete; an
 existing non-empty directory is refused, never overwritten.
 
-Example:
-  bert export-google --init_checkpoint=runs/pretrain --output_dir=/tmp/google_bert
+Example (`$MINILM` is the bundled all-MiniLM-L6-v2, as the README sets it):
+  bert export-google --init_checkpoint=$MINILM --exact_gelu_as=tanh \\
+      --output_dir=/tmp/google_bert
   python run_classifier.py --init_checkpoint=/tmp/google_bert/bert_model.ckpt \\
       --bert_config_file=/tmp/google_bert/bert_config.json \\
       --vocab_file=/tmp/google_bert/vocab.txt ...

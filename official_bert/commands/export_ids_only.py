@@ -8,8 +8,8 @@ server built without tensorflow-text) cannot load such a graph at all, not
 even to call `serve_ids`. This command writes `--export_dir/<version>/`, a
 copy holding only the ids signature (as `serving_default` and `serve_ids`:
 int32 `input_word_ids`, `input_mask`, `input_type_ids` in, the task's numeric
-outputs out), with the same layout, atomic write and warm-up file
-(`serving.base.export_ids_only`). Clients tokenize themselves (the vocabulary
+outputs out), with the same layout, atomic write and warm-up file as
+every export. Clients tokenize themselves (the vocabulary
 is the source's `assets/vocab.txt`).
 
 Example:
@@ -36,7 +36,7 @@ FLAGS = flags.FLAGS
 def export(saved_model: str | None, export_dir: str | None,
            export_version: int | None = None) -> str:
     """Writes the ids-only copy; returns its version directory."""
-    from official_bert.serving import base
+    from official_bert.serving import base, versions
 
     if not saved_model:
         raise UserError("--saved_model is required: the export to copy (a version directory, "
@@ -46,7 +46,7 @@ def export(saved_model: str | None, export_dir: str | None,
                         "copy's <version>/ into")
     if export_version is not None and export_version <= 0:
         raise UserError(f"--export_version must be positive, got {export_version}")
-    source = base.latest_version_dir(saved_model)
+    source = versions.latest_version_dir(saved_model)
     if source is None:
         raise UserError(f"--saved_model={saved_model} is not an export: it holds no "
                         "saved_model.pb and no numbered version that does")

@@ -14,10 +14,12 @@ text teaches the new tokens) and to every fine-tuning command. The choice of
 words is described in `data_prep/extend_vocab.py`, the directory in
 `official_bert/vocab_extension.py`, which does the work.
 
-Example:
-  bert extend-vocab --init_checkpoint=/models/all-MiniLM-L6-v2 \\
-      --input_file=/tmp/domain_corpus.txt --output_dir=/tmp/minilm_domain \\
-      --num_new_tokens=500 --min_count=20
+Example (`$MINILM` is the bundled all-MiniLM-L6-v2, as the README sets it; the
+repository's sample_text.txt as the domain's text, where a real corpus takes
+--num_new_tokens=500 --min_count=20):
+  bert extend-vocab --init_checkpoint=$MINILM \\
+      --input_file=sample_text.txt --output_dir=/tmp/minilm_domain \\
+      --num_new_tokens=50 --min_count=3
 """
 
 from __future__ import annotations

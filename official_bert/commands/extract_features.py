@@ -6,9 +6,9 @@ official_bert run), plus `--pooling=cls|mean` for sentence vectors. Input: one
 example a line; `text_a ||| text_b` for a pair. The output format:
 `official_bert/tasks/features.py`.
 
-Example:
-  python extract_features.py --input_file=sentences.txt --output_file=out.jsonl \\
-    --init_checkpoint=path/to/all-MiniLM-L6-v2 --layers=-1 --pooling=mean
+Example (`$MINILM` is the bundled all-MiniLM-L6-v2, as the README sets it):
+  python extract_features.py --input_file=examples/sentences.txt \\
+    --output_file=/tmp/features.jsonl --init_checkpoint=$MINILM --layers=-1 --pooling=mean
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ network; `--feature_based` (the BERT paper's §5.3) freezes the encoder and
 trains a BiLSTM (or dense) tagger on its `--layers`. What it writes:
 `official_bert/tasks/ner.py`.
 
-Example (WNUT-17):
+Example (WNUT-17, from `bert download wnut17 --output_dir=$DATA`; `$MINILM` as the
+README sets it):
   python run_ner.py --do_train --do_eval \\
-    --train_file=../shared/data/ner/wnut17/wnut17train.conll \\
-    --eval_file=../shared/data/ner/wnut17/emerging.dev.conll \\
+    --train_file=$DATA/wnut17/wnut17train.conll \\
+    --eval_file=$DATA/wnut17/emerging.dev.conll \\
     --init_checkpoint=$MINILM --max_seq_length=128 --train_batch_size=32 \\
     --learning_rate=5e-5 --num_train_epochs=3 --output_dir=/tmp/wnut17
 """

@@ -22,9 +22,11 @@ yet), so `bert predict` can sit in a pipeline and answer line by line. A line
 that is not UTF-8 (or has the wrong number of fields) stops it with an error
 naming the line, after the answers to the lines before it.
 
-Examples:
+Examples (the runs of `bert classify --help`'s examples: SST-2's export, the
+QNLI run's directory):
   echo "a charming and often affecting journey" | bert predict --model=/tmp/sst2_export
-  bert predict --model=/tmp/mrpc --input_file=pairs.tsv --output_format=json
+  printf 'Who wrote the letter?\\tThe letter was written by his sister.\\n' | \\
+      bert predict --model=/tmp/qnli --output_format=json
 """
 
 from __future__ import annotations
@@ -133,7 +135,7 @@ def _lines(source):
 def _load(model: str):
     """The predictor of --model; a file that will not load is named, in one line."""
     from official_bert.serving import classification as export
-    from official_bert.serving.base import check_saved_model, latest_version_dir
+    from official_bert.serving.versions import check_saved_model, latest_version_dir
 
     if not io.exists(model):
         raise BadFileError(model, "does not exist", fix="check --model")

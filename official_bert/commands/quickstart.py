@@ -23,6 +23,7 @@ Everything is written under --output_dir; a summary at the end says where.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
@@ -143,10 +144,14 @@ def shell_command(args: list, width: int = 100) -> str:
 
 
 class Progress:
-    """Turns a command's log into a line per logged training step, with an ETA
-    (the quickstart's stages run for minutes; the full log stays out of the way)."""
+    """Turns a command's log into a line per logged training step, with an ETA,
+    and passes on the progress lines of evaluation, prediction and export (the
+    quickstart's stages run for minutes; the full log stays out of the way)."""
 
     STEP = re.compile(r"step (\d+)/(\d+):")
+    LEFT = re.compile(r"elapsed, about (.+?) left\s*$")  # the trainer's estimate
+    PASSED_ON = re.compile(r"\b((?:predicted|evaluated) [\d,]+ .*elapsed.*"
+                           r"|Exporting step .*|Exported step .*)$")
 
     def __init__(self):
         self.first = None  # (time, step) of the first step line
@@ -154,12 +159,20 @@ class Progress:
     def update(self, line: str) -> None:
         match = self.STEP.search(line)
         if not match:
+            passed_on = self.PASSED_ON.search(line.rstrip())
+            if passed_on:
+                print(f"      {passed_on.group(1)}", flush=True)
             return
         step, total = int(match.group(1)), int(match.group(2))
         now = time.time()
+        left = self.LEFT.search(line)
         if self.first is None:
             self.first = (now, step)
-            print(f"      step {step}/{total}", flush=True)
+            print(f"      step {step}/{total}" + (f", about {left.group(1)} left" if left else ""),
+                  flush=True)
+            return
+        if left:
+            print(f"      step {step}/{total}, about {left.group(1)} left", flush=True)
             return
         rate = (step - self.first[1]) / max(now - self.first[0], 1e-9)
         left = (total - step) / rate if rate > 0 else 0
@@ -207,8 +220,47 @@ def start_afresh(out: pathlib.Path, stage: str) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-        for sidecar in out.glob(f".{name}.*"):  # hidden sidecars (summaries, stats)
-            sidecar.unlink()
+        # Hidden sidecars (summaries, stats): `file_sets.sidecar_path`'s, and older ones.
+        for pattern in (f".{name}.*", f".{name.replace('.', '_')}.*"):
+            for sidecar in out.glob(pattern):
+                sidecar.unlink()
+
+
+def _sha256(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def vocabulary_source(vocab: pathlib.Path) -> pathlib.Path:
+    """Where the data stage records what its vocabulary was built from."""
+    return pathlib.Path(file_sets.sidecar_path(vocab, "source"))
+
+
+def build_vocabulary(corpus: pathlib.Path, vocab: pathlib.Path) -> str:
+    """The data stage's vocabulary: built from `corpus` (build-vocab), or the one
+    an earlier run built, reused when the corpus, the settings and the
+    vocabulary itself are as they were then (it takes half a minute). Returns
+    what the stage prints."""
+    settings = {"vocab_size": TINY_BERT["vocab_size"], "do_lower_case": True}
+    record = vocabulary_source(vocab)
+    wanted = {"corpus_sha256": _sha256(corpus), **settings}
+    if vocab.exists() and record.exists():
+        try:
+            kept = json.loads(record.read_text())
+        except ValueError:
+            kept = {}
+        if kept == dict(wanted, vocab_sha256=_sha256(vocab)):
+            return (f"vocabulary of {settings['vocab_size']} WordPieces reused from an earlier "
+                    "run (the corpus and settings are unchanged; --fresh rebuilds it)")
+    record.unlink(missing_ok=True)
+    seconds = run("-m official_bert.cli build-vocab", input_file=corpus, output_file=vocab,
+                  **settings)
+    io.atomic_write(str(record), json.dumps(dict(wanted, vocab_sha256=_sha256(vocab)),
+                                            indent=2) + "\n")
+    return f"vocabulary of {settings['vocab_size']} WordPieces ({seconds:.0f} s)"
 
 
 def stage_data(out: pathlib.Path, summary: dict) -> None:
@@ -219,9 +271,7 @@ def stage_data(out: pathlib.Path, summary: dict) -> None:
     stats = json.loads(pathlib.Path(file_sets.sidecar_path(corpus, "stats")).read_text())
     print(f"      {stats.get('documents')} documents, {stats.get('sentences')} sentences "
           f"({seconds:.0f} s)")
-    seconds = run("-m official_bert.cli build-vocab", input_file=corpus, output_file=vocab,
-                  vocab_size=TINY_BERT["vocab_size"], do_lower_case=True)
-    print(f"      vocabulary of {TINY_BERT['vocab_size']} WordPieces ({seconds:.0f} s)")
+    print(f"      {build_vocabulary(corpus, vocab)}", flush=True)
     # Every 8th document is held out: the pre-training accuracy is measured on unseen text.
     documents = [d for d in corpus.read_text(encoding="utf-8").split("\n\n") if d.strip()]
     held_out = [d for i, d in enumerate(documents) if i % 8 == 7]

@@ -6,10 +6,11 @@ directory, Google TF1 checkpoint, official_bert run), with a SQuAD head in it
 `official_bert/tasks/squad.py` (predictions.json, nbest_predictions.json,
 null_odds.json for v2.0, eval_results.json when the predict file has answers).
 
-Example (v1.1):
-  python run_squad.py --do_train --do_predict \\
-    --init_checkpoint=path/to/all-MiniLM-L6-v2 \\
-    --train_file=train-v1.1.json --predict_file=dev-v1.1.json \\
+Example (v1.1, from `bert download squad_v1.1 --output_dir=$DATA`; `$MINILM` is the
+bundled all-MiniLM-L6-v2, as the README sets it):
+  python run_squad.py --do_train --do_predict --init_checkpoint=$MINILM \\
+    --train_file=$DATA/squad_v1.1/train-v1.1.json \\
+    --predict_file=$DATA/squad_v1.1/dev-v1.1.json \\
     --train_batch_size=16 --learning_rate=5e-5 --num_train_epochs=1 \\
     --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad
 """

@@ -5,8 +5,9 @@ The first `--num_train_articles` articles go to `--train_output`, the rest to
 question would put one paragraph's questions on both sides). Both files keep
 the input's version; each is written whole or not at all.
 
-Example (a dev set for tuning, the official dev set kept for the end):
-  bert squad-split --input_file=squad_v2.0/train-v2.0.json --num_train_articles=400 \\
+Example (a dev set for tuning, the official dev set kept for the end; from `bert
+download squad_v2.0 --output_dir=$DATA`):
+  bert squad-split --input_file=$DATA/squad_v2.0/train-v2.0.json --num_train_articles=400 \\
       --train_output=/tmp/train-part.json --dev_output=/tmp/dev-part.json
 """
 

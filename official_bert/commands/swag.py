@@ -5,10 +5,10 @@ and packs each choice `[CLS] sent1 [SEP] sent2 ending [SEP]`, as the BERT paper
 does. What it writes: `official_bert/tasks/multiple_choice.py`; `--export_dir`
 writes a raw-text SavedModel (context, start, endings → probabilities).
 
-Example (HellaSwag laid out as SWAG):
+Example (SWAG, from `bert download swag --output_dir=$DATA`; `$MINILM` as the
+README sets it):
   python run_swag.py --do_train --do_eval \\
-    --train_file=../shared/data/multiple_choice/hellaswag_as_swag-train.csv \\
-    --eval_file=../shared/data/multiple_choice/hellaswag_as_swag-dev.csv \\
+    --train_file=$DATA/swag/train.csv --eval_file=$DATA/swag/val.csv \\
     --init_checkpoint=$MINILM --max_train_examples=2000 --max_seq_length=128 \\
     --train_batch_size=16 --learning_rate=5e-5 --num_train_epochs=1 --output_dir=/tmp/swag
 """

@@ -1,7 +1,8 @@
 """The classifier's SavedModel, and `ClassifierPredictor` to call one from Python.
 
-An `ExportModule` (`serving.base`: TF Serving's layout `export_dir/<version>/`,
-written atomically; the vocabulary asset; the warm-up file; the input checks).
+An `ExportModule` (`serving.base`; TF Serving's layout `export_dir/<version>/`,
+written atomically by `serving.versions`; the vocabulary asset; the warm-up
+file; the input checks).
 Signatures:
 
     serving_default   raw text in, tokenized in the graph (tensorflow-text ops,
@@ -56,7 +57,8 @@ from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
 from official_bert.run_directory import CLASSIFIER_CONFIG, RunDirectory
-from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule, latest_version_dir
+from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
+from official_bert.serving.versions import latest_version_dir
 from official_bert.text import text_layers
 
 

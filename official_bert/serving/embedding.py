@@ -1,6 +1,6 @@
 """A sentence-embedding SavedModel for TF Serving: raw text in, one vector out.
 
-An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+An `ExportModule` (`serving.base`; TF Serving's versions, atomic: `serving.versions`;
 the vocabulary asset; the warm-up file; the input checks), written by
 `bert embed --export_dir=...`. The pooling is `pooling.sentence_embedding`, the
 one `bert embed` writes to .npy, so the two agree.

@@ -1,6 +1,6 @@
 """The plain encoder's SavedModel for TF Serving: text in, BERT's vectors out.
 
-An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+An `ExportModule` (`serving.base`; TF Serving's versions, atomic: `serving.versions`;
 the vocabulary asset; the warm-up file; the input checks), written by
 `bert export-encoder --export_dir=...` beside the TF-Hub-style pair
 (`serving.hub`).
@@ -30,8 +30,8 @@ from official_bert import checkpoints, io, model_files
 from official_bert.errors import UserError
 from official_bert.modeling.heads import BertPretrainer
 from official_bert.serving import edge, hub
-from official_bert.serving.base import (MAX_BATCH_SIZE, ExportModule,
-                                        check_export_version_free, with_weights_in)
+from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule, with_weights_in
+from official_bert.serving.versions import check_export_version_free
 from official_bert.configs import check_serving_dtype
 from official_bert.text import text_layers
 

@@ -52,7 +52,8 @@ import tensorflow as tf
 from official_bert import io
 from official_bert.errors import UserError
 from official_bert.serving.base import (IDS_KEYS, Untracked, _asset_files, _vocab_tokens,
-                                        publish_version, track_captured_variables)
+                                        track_captured_variables)
+from official_bert.serving.versions import publish_version
 from official_bert.text import text_layers, tokenization
 
 _IDS_SPEC = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in IDS_KEYS}

@@ -1,6 +1,6 @@
 """The multiple-choice (SWAG) SavedModel.
 
-An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+An `ExportModule` (`serving.base`; TF Serving's versions, atomic: `serving.versions`;
 the vocabulary asset; the warm-up file; the input checks). The tokenizer and
 packer run in the graph (`text.text_layers`, the same ids as `FullTokenizer`),
 so a client sends raw strings. Loading needs TensorFlow and `tensorflow_text`

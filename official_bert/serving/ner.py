@@ -1,6 +1,6 @@
 """The token classification (NER) SavedModel: a tag for each word of raw sentences.
 
-An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+An `ExportModule` (`serving.base`; TF Serving's versions, atomic: `serving.versions`;
 the vocabulary asset; the warm-up file; the input checks). The tokenizer runs
 in the graph (`text.text_layers`, the same ids as `FullTokenizer`), so a
 client sends raw strings. Loading needs TensorFlow and `tensorflow_text`

@@ -1,6 +1,6 @@
 """The pre-training model's SavedModel: fill in `[MASK]`s, judge sentence pairs.
 
-An `ExportModule` (`serving.base`: TF Serving's layout, atomic and versioned;
+An `ExportModule` (`serving.base`; TF Serving's versions, atomic: `serving.versions`;
 the vocabulary asset; the warm-up file; the input checks) around a
 `BertPretrainer` (masked LM + next sentence), written by `run_pretraining.py
 --export_dir`.

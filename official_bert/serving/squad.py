@@ -478,7 +478,7 @@ def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length
                        null_score_diff_threshold=0.0, version=None,
                        max_batch_size=MAX_BATCH_SIZE):
     """Writes the raw-text SQuAD SavedModel in TF Serving's layout
-    (`export_dir/<version>/`, `serving.base`); returns the version directory.
+    (`export_dir/<version>/`, `serving.versions`); returns the version directory.
 
     Args:
         model: a `BertSpanLabeler` (dict of ids in, start/end logits out).

@@ -231,6 +231,7 @@ class Task:
                     "example_index": features["example_index"]}
 
         out = trainer.predict(input_pipeline.numpy_dataset(
-            arrays, batch_size, False, 0, self.run_config.padding_multiple()), output_fn)
+            arrays, batch_size, False, 0, self.run_config.padding_multiple()), output_fn,
+            total=len(arrays["example_index"]))
         order = np.argsort(out["example_index"], kind="stable")
         return out["logits"][order].astype(np.float64)

@@ -28,7 +28,8 @@ from absl import logging
 from official_bert import checkpoints, io, model_files
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
-from official_bert.serving.base import check_export_version_free, with_weights_in
+from official_bert.serving.base import with_weights_in
+from official_bert.serving.versions import check_export_version_free
 from official_bert.serving.embedding import SentenceEmbeddingServing
 from official_bert.configs import EmbedConfig, check_serving_dtype, dtype_policy
 from official_bert.tasks.features import InputExample, featurize

@@ -184,7 +184,7 @@ class NerTask(base.Task):
         arrays = conll.windows_to_arrays(windows)
         arrays["example_index"] = np.arange(len(windows), dtype=np.int32)
         out = trainer.predict(input_pipeline.numpy_dataset(arrays, batch_size, False, 0),
-                              _tagging_outputs("example_index"))
+                              _tagging_outputs("example_index"), total=len(windows))
         order = np.argsort(out["example_index"], kind="stable")
         labelled = arrays["label_ids"] >= 0
         loss = -float(np.sum(out["gold_log_prob"][order] * labelled) / max(labelled.sum(), 1))
@@ -352,7 +352,8 @@ class FeatureBasedNerTask(NerTask):
         features, label_ids = self.prepared[split]
         max_words = int(tf.reduce_max(label_ids.row_lengths()))
         out = trainer.predict(_feature_dataset(features, label_ids, batch_size, False, 0,
-                                               max_words), _tagging_outputs("label_ids"))
+                                               max_words), _tagging_outputs("label_ids"),
+                              total=int(label_ids.nrows()))
         lengths = label_ids.row_lengths().numpy()
         labelled = out["label_ids"] >= 0
         loss = -float(np.sum(out["gold_log_prob"] * labelled) / max(labelled.sum(), 1))

@@ -179,8 +179,9 @@ class PretrainingTask(base.Task):
         config, run = self.config, self.run_config
         if run.do_predict:
             raise UserError("run_pretraining has no --do_predict")
-        if not config.input_file:
-            raise UserError("--input_file is required")
+        if not config.input_file and (run.do_train or not config.eval_input_file):
+            raise UserError("--input_file is required (to only evaluate, --do_eval with "
+                            "--eval_input_file is enough)")
         for name in ("max_predictions_per_seq", "max_eval_steps"):
             if getattr(config, name) <= 0:
                 raise UserError(f"--{name} must be positive, got {getattr(config, name)}")
@@ -213,7 +214,10 @@ class PretrainingTask(base.Task):
         if not 0 <= config.short_seq_prob <= 1:
             raise UserError(f"--short_seq_prob must be in [0, 1], got {config.short_seq_prob}")
         self._check_text_flags()
-        self.train_files = file_sets.expand_paths(config.input_file, "input_file")
+        # Evaluation alone reads only --eval_input_file; the train files' place is its.
+        self.train_files = (file_sets.expand_paths(config.input_file, "input_file")
+                            if config.input_file else
+                            file_sets.expand_paths(config.eval_input_file, "eval_input_file"))
         self.eval_files = (file_sets.expand_paths(config.eval_input_file, "eval_input_file")
                            if config.eval_input_file else self.train_files)
         if not self.text:  # a corpus is one or more text files, not a set of shards
@@ -331,7 +335,8 @@ class PretrainingTask(base.Task):
             self.corpus_files[flag] = [corpus]
             what = (f"{counts['documents']} sentences" if self.task_text == "conll" else
                     f"{counts['documents']} rows ({counts['sentences']} texts)")
-            logging.info("--%s: %s from %s", flag, what, getattr(config, flag))
+            logging.info("--%s: %s from %s", flag, what,
+                         getattr(config, flag) or config.eval_input_file)
         if not config.eval_input_file:
             self.corpus_files["eval_input_file"] = self.corpus_files["input_file"]
         logging.info("--input_format=%s: each sentence or row is a document, packed as full "

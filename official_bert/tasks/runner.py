@@ -46,7 +46,8 @@ from official_bert import io, model_files
 from official_bert.checkpoints.tf_checkpoints import open_reader, run_checkpoints
 from official_bert.errors import Preempted, UserError
 from official_bert.run_directory import TRAINING_SETTINGS, VOCAB
-from official_bert.serving.base import check_export_version_free, with_weights_in
+from official_bert.serving.base import with_weights_in
+from official_bert.serving.versions import check_export_version_free
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
 from official_bert.training import distribution, optimization, precision
 from official_bert.training.budget import TimeBudget
@@ -108,9 +109,13 @@ def _train_evaluate_predict_export(task, strategy, session: dict) -> dict:
     if config.do_predict:
         task.predict(trainer)
     if config.export_dir:
+        # Tracing the signatures and writing the SavedModel: a minute or so, silent.
+        logging.info("Exporting step %d to %s (this can take a minute)", model_step,
+                     config.export_dir)
+        start = time.time()
         path = task.export(with_weights_in(trainer.model, config.serving_dtype),
                            config.export_dir, config.export_version)
-        logging.info("Exported step %d to %s", model_step, path)
+        logging.info("Exported step %d to %s in %.0f s", model_step, path, time.time() - start)
     return results
 
 
@@ -251,6 +256,7 @@ def _start_trainer(task, strategy):
                      "" if config.num_train_steps else f"{task.num_train_examples()} examples, ",
                      config.train_batch_size, num_train_steps, num_warmup_steps)
     trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train)
+    _say_what_was_restored(config, trainer)
     precision.log_precision(trainer.model, config.dtype)
     if not config.do_train and trainer.resumed_from is None and not task.has_head():
         source = (f"--init_checkpoint {config.init_checkpoint} " + (
@@ -262,6 +268,29 @@ def _start_trainer(task, strategy):
             "now would use a random head. Add --do_train, or point --init_checkpoint / "
             "--output_dir at a fine-tuned run")
     return trainer
+
+
+def _say_what_was_restored(config, trainer) -> None:
+    """A run that resumes from a checkpoint in --output_dir (the `Trainer`
+    logs `Resumed from ...`) restores the whole model from it, task head
+    included, and reads nothing of --init_checkpoint (no `Task head: ...`
+    lines): says so; a warning when --init_checkpoint names another of
+    --output_dir's checkpoints, which is not the one used."""
+    resumed, init = trainer.resumed_from, config.init_checkpoint
+    if resumed is None or not init:
+        return
+    if io.same_path(init, resumed) or io.same_path(init, config.output_dir):
+        logging.info("The whole model, task head included, comes from %s (--output_dir's "
+                     "latest checkpoint)", resumed)
+    elif io.same_path(os.path.dirname(os.fspath(init).rstrip("/")), config.output_dir):
+        logging.warning("--init_checkpoint %s is not used: a run resumes from --output_dir's "
+                        "latest checkpoint, %s (the whole model, task head included); to use "
+                        "%s, pass it with another --output_dir", init, resumed,
+                        os.path.basename(init))
+    else:
+        logging.info("The whole model, task head included, comes from %s (--output_dir's "
+                     "latest checkpoint); --init_checkpoint %s is not read again", resumed,
+                     init)
 
 
 def _train(task, trainer, best: BestCheckpoint | None) -> None:

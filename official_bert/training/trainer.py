@@ -22,7 +22,10 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
   `checkpoint` index file names it (atomically), so a run killed at any moment
   restarts from the last complete checkpoint;
 * a progress line every `log_steps` (loss, metrics, learning rate, examples/s,
-  tokens/s) and the same values as TensorBoard summaries in `output_dir/train`;
+  tokens/s, then the time elapsed and an estimate of the time left, measured
+  after the first step, which compiles: `progress.Progress`) and the same
+  values as TensorBoard summaries in `output_dir/train`; evaluation and
+  prediction log how far they are every 10 s or more (`progress`);
 * SIGTERM (a preempted cloud VM or TPU host, which gets ~30 s of notice) ends
   the `tf.function` call at the next step boundary, saves a checkpoint and
   raises `errors.Preempted` (`_TerminationSignal`);
@@ -49,6 +52,7 @@ from absl import logging
 
 from official_bert import checkpoints
 from official_bert.errors import BadFileError, Preempted, UserError
+from official_bert.progress import Progress
 from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
 from official_bert.training import distribution
 from official_bert.training.run_checkpoints import RunCheckpoints
@@ -204,6 +208,7 @@ class Trainer:
         elif init_fn is not None:
             init_fn(self.model)
         self._train_loop = None
+        self._progress = None  # the training's (`_train`)
 
     # --- checkpoints -------------------------------------------------------
 
@@ -439,8 +444,11 @@ class Trainer:
         step = start_step
         window_start, window_steps = time.time(), 0
         window_loss, window_metrics = 0.0, None
+        # The time left is measured from the end of the first host call, which
+        # holds one step only: tracing and compiling are not in the rate.
+        self._progress = Progress(config.num_train_steps, "steps", done=start_step)
         while step < config.num_train_steps:
-            boundary = min(
+            boundary = step + 1 if step == start_step else min(
                 config.num_train_steps,
                 (step // config.log_steps + 1) * config.log_steps,
                 (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps,
@@ -453,6 +461,7 @@ class Trainer:
                 raise self._data_loss(e) from None
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
+            self._progress.update(step)
             window_steps += done
             window_loss += float(loss)
             metrics = tf.nest.map_structure(lambda t: float(t), metrics)
@@ -501,10 +510,17 @@ class Trainer:
         return results
 
     def _report(self, step, results, writer, hooks) -> None:
-        """The progress line, its summaries, and the hooks."""
-        budget = f"; {self.budget.progress()}" if self.budget is not None else ""
-        logging.info("step %d/%d: %s%s", step, self.config.num_train_steps,
-                     ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()), budget)
+        """The progress line, its summaries, and the hooks. The line ends with
+        the time this session has trained and an estimate of the time left
+        (the steps left at the rate since the first step; with a time budget,
+        the budget's time left when it ends first)."""
+        budget, limit = "", None
+        if self.budget is not None:
+            budget = f"; {self.budget.progress()}"
+            limit = self.budget.seconds - self.budget.seconds_spent
+        timing = f"; {self._progress.timing(limit)}" if self._progress is not None else ""
+        logging.info("step %d/%d: %s%s%s", step, self.config.num_train_steps,
+                     ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()), budget, timing)
         with writer.as_default(step=step):
             for name, value in results.items():
                 tf.summary.scalar(name, value)
@@ -549,6 +565,8 @@ class Trainer:
         """Loss (mean over batches) and metrics (sum ratios) over a dataset.
 
         The dataset should be finite (no repeat); every example counts once.
+        Logs the batches done every 10 s or more (of `steps`, with the time
+        left, when given).
         """
         strategy = self.strategy
 
@@ -566,6 +584,7 @@ class Trainer:
             return reduce(loss), tf.nest.map_structure(reduce, metrics)
 
         total_loss, total_metrics, batches = 0.0, None, 0
+        progress = Progress(steps, "batches")
         batches_iterator = iter(self._distribute(dataset_fn))
         while steps is None or batches < steps:
             try:
@@ -580,6 +599,8 @@ class Trainer:
             total_metrics = metrics if total_metrics is None else tf.nest.map_structure(
                 lambda a, b: a + b, total_metrics, metrics)
             batches += 1
+            if progress.update(batches):
+                logging.info("evaluated %s", progress.line())
         if batches == 0:
             raise UserError("the evaluation data made no batch: it holds fewer examples than "
                             "the replicas need (lower --eval_batch_size, or add data)")
@@ -588,10 +609,12 @@ class Trainer:
         results["global_step"] = int(self.global_step.numpy())
         return results
 
-    def predict(self, dataset_fn, output_fn: Callable, progress_seconds: float = 60) -> dict:
+    def predict(self, dataset_fn, output_fn: Callable, total: int | None = None) -> dict:
         """Runs `output_fn(model, features)` (a dict of tensors) over a finite
         dataset; returns the outputs concatenated in input order as numpy.
-        Logs the examples done every `progress_seconds`."""
+        Logs the examples done every 10 s or more (`progress.Progress`): of
+        `total` (the dataset's examples, when the caller knows them) with the
+        time elapsed and left, else the time elapsed and the rate."""
         strategy = self.strategy
 
         def forward(features):
@@ -605,7 +628,8 @@ class Trainer:
             return strategy.run(forward, args=(features,))
 
         collected = {}
-        start = last_log = time.time()
+        start = time.time()
+        progress = Progress(total, "examples")
         examples = 0
         for features in self._distribute(dataset_fn):
             outputs = predict_step(features)
@@ -613,10 +637,8 @@ class Trainer:
                 parts = [np.asarray(p) for p in strategy.experimental_local_results(value)]
                 collected.setdefault(name, []).extend(parts)
             examples += sum(len(p) for p in parts)  # every output has one row per example
-            if time.time() - last_log >= progress_seconds:
-                last_log = time.time()
-                logging.info("predicted %d examples, %.2f examples/s", examples,
-                             examples / (last_log - start))
+            if progress.update(examples):
+                logging.info("predicted %s", progress.line())
         elapsed = max(time.time() - start, 1e-9)
         logging.info("predicted %d examples in %.1f s, %.2f examples/s", examples, elapsed,
                      examples / elapsed)

@@ -21,7 +21,8 @@ CONFIGS = (("config without num_hidden_layers", dict(num_hidden_layers=None)),
 FLAGS = ("--train_batch_size=0", "--num_train_steps=0", "--learning_rate=0", "--learning_rate=nan",
          "--max_seq_length=0", "--save_checkpoints_steps=0", "--num_gpus=2",
          "--num_warmup_steps=-1", "--gradient_accumulation_steps=3", "--max_seq_length=1000",
-         "--masked_lm_prob=1.5", "--dtype=float64")
+         "--masked_lm_prob=1.5", "--dtype=float64", "--max_train_minutes=0",
+         "--max_train_minutes=-5", "--max_train_minutes=nan", "--max_train_minutes=inf")
 NGRAMS = ("--max_ngram_size=0", "--max_ngram_size=-2", "--max_ngram_size=1000000")
 CKPT_4_DATA = "run/ckpt-4.data-00000-of-00001"
 # trained_run's run (4 steps) resumed for 2 steps more: a change of its settings, allowed.

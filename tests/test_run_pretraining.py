@@ -263,7 +263,8 @@ def _without_feature(source, target, feature):
             writer.write(example.SerializeToString())
 
 
-@pytest.mark.parametrize("case", ["no_files", "missing_feature", "too_long", "indivisible"])
+@pytest.mark.parametrize("case", ["no_files", "missing_feature", "too_long", "indivisible",
+                                  "corrupt_record"])
 def test_bad_input_is_a_one_line_error_before_training(data, case, tmp_path):
     out = tmp_path / "out"
     args = list(common(data, out, "--do_train"))
@@ -274,6 +275,14 @@ def test_bad_input_is_a_one_line_error_before_training(data, case, tmp_path):
         _without_feature(data / "static-0.tfrecord", tmp_path / "bad.tfrecord", "masked_lm_ids")
         args[0] = f"--input_file={tmp_path}/bad.tfrecord"
         message = "has no feature 'masked_lm_ids'"
+    elif case == "corrupt_record":  # TensorFlow's own message names no file
+        damaged = bytearray((data / "static-1.tfrecord").read_bytes())
+        middle = len(damaged) // 2
+        damaged[middle:middle + 64] = bytes(64)
+        (tmp_path / "static-1.tfrecord").write_bytes(bytes(damaged))
+        (tmp_path / "static-0.tfrecord").write_bytes((data / "static-0.tfrecord").read_bytes())
+        args[0] = f"--input_file={tmp_path}/static-*.tfrecord"
+        message = f"{tmp_path}/static-1.tfrecord record 54 is truncated or corrupt"
     elif case == "too_long":
         args += ["--max_seq_length=128"]
         message = "--max_seq_length=128 is longer than the model's max_position_embeddings (64)"

@@ -303,7 +303,9 @@ class PretrainingTask(base.Task):
             try:
                 dataset_fn()  # reads the first record of every file: names, kinds, lengths
             except tf.errors.OpError as e:
-                raise UserError(f"--{flag}: {input_pipeline.tf_error_text(e)}") from None
+                # TensorFlow's message names no file: find the one that is damaged.
+                raise self.find_bad_input() or UserError(
+                    f"--{flag}: {input_pipeline.tf_error_text(e)}") from None
         static = "masked_lm_ids" in input_pipeline.inspect_file(self.train_files[0])[1]
         logging.info("%d train file(s), %d eval file(s); masking: %s", len(self.train_files),
                      len(self.eval_files),
@@ -403,8 +405,9 @@ class PretrainingTask(base.Task):
                 counts.update(labels.tolist())
                 if sum(counts.values()) >= BASELINE_SAMPLE:
                     break
-        except tf.errors.OpError as e:
-            raise UserError(f"--input_file: {input_pipeline.tf_error_text(e)}") from None
+        except tf.errors.OpError as e:  # its message names no file: find the damaged one
+            raise self.find_bad_input() or UserError(
+                f"--input_file: {input_pipeline.tf_error_text(e)}") from None
         if not counts:
             return
         self.unigram_token, count = counts.most_common(1)[0]

@@ -28,7 +28,7 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
   prediction log how far they are every 10 s or more (`progress`);
 * SIGTERM (a preempted cloud VM or TPU host, which gets ~30 s of notice) ends
   the `tf.function` call at the next step boundary, saves a checkpoint and
-  raises `errors.Preempted` (`_TerminationSignal`);
+  raises `errors.Preempted` (`TerminationSignal`);
 * with a time budget (`training.budget`, --max_train_minutes), a clock of the
   training steps inside the `tf.function` (`time_fn`), checkpointed: the step
   that crosses the budget is the last, and is saved.
@@ -39,9 +39,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
 from typing import Callable, Protocol
 
@@ -57,6 +55,7 @@ from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
 from official_bert.training import distribution
 from official_bert.training.run_checkpoints import RunCheckpoints
 from official_bert.training.budget import TimeBudget
+from official_bert.training.termination import TerminationSignal
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
 # denominator) sums, reported as numerator / denominator over a window.
@@ -169,7 +168,7 @@ class Trainer:
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
         # Read by the train loop before every update after the first: SIGTERM sets
-        # it (from a thread: see _TerminationSignal) so that a host call of
+        # it (from a thread: see TerminationSignal) so that a host call of
         # `steps_per_loop` updates ends at the next step. A plain host variable,
         # outside the strategy's scope; not checkpointed. Several workers must
         # stop at the same step, which only a collective after the call can
@@ -423,7 +422,7 @@ class Trainer:
                 there (early stopping).
         """
         self._stop.assign(False)
-        with _TerminationSignal(self._stop if self._stop_in_loop else None) as termination:
+        with TerminationSignal(self._stop if self._stop_in_loop else None) as termination:
             return self._train(dataset_fn, global_batch_size, hooks, termination,
                                evaluate_every, on_evaluate)
 
@@ -643,73 +642,6 @@ class Trainer:
         logging.info("predicted %d examples in %.1f s, %.2f examples/s", examples, elapsed,
                      examples / elapsed)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
-
-
-class _TerminationSignal:
-    """Records SIGTERM during training instead of dying at once: the loop saves a
-    checkpoint after the step in flight and raises `errors.Preempted`.
-
-    Python runs a signal handler only in the main thread, between bytecodes, and
-    the main thread spends up to `steps_per_loop` updates inside one `tf.function`
-    call. So the handler is also reached another way: the C-level handler writes
-    the signal's number to `signal.set_wakeup_fd`'s pipe, a watcher thread reads
-    it and sets `stop` (a `tf.Variable` the train loop reads before each update)
-    while the call runs. Without `stop` (several workers, which must agree on the
-    step) the call ends at its own boundary. Outside the main thread (where
-    Python cannot take signals) it does nothing."""
-
-    def __init__(self, stop: tf.Variable | None = None):
-        self.requested = False
-        self._stop = stop
-        self._previous = None
-        self._previous_fd = None
-        self._pipe = None
-        self._watcher = None
-
-    def _handler(self, signum, frame):
-        del signum, frame
-        self._request()
-
-    def _request(self):
-        if not self.requested:
-            logging.warning("SIGTERM: saving a checkpoint after the step in flight, then "
-                            "stopping")
-        self.requested = True
-        if self._stop is not None:
-            self._stop.assign(True)
-
-    def _watch(self, read_fd):
-        while True:
-            data = os.read(read_fd, 64)  # one byte per signal (SIGINT's too)
-            if signal.SIGTERM in data:
-                self._request()
-            if not data or 0 in data:  # __exit__'s byte: training is over
-                return
-
-    def __enter__(self):
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        self._previous = signal.signal(signal.SIGTERM, self._handler)
-        if self._stop is not None:
-            read_fd, write_fd = os.pipe()
-            os.set_blocking(write_fd, False)  # the C handler must never block
-            self._pipe = (read_fd, write_fd)
-            self._previous_fd = signal.set_wakeup_fd(write_fd)
-            self._watcher = threading.Thread(target=self._watch, args=(read_fd,),
-                                             name="sigterm-watcher", daemon=True)
-            self._watcher.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
-        if self._pipe is not None:
-            signal.set_wakeup_fd(self._previous_fd)
-            read_fd, write_fd = self._pipe
-            os.write(write_fd, b"\0")
-            os.close(write_fd)
-            self._watcher.join()
-            os.close(read_fd)
 
 
 def _fmt(value):

@@ -18,7 +18,7 @@ EXTRA_WORDS = ("very good bad movie film ! he she it walk ##ed ##ing park new yo
                "down city woman un ##believ ##able great fun dull").split()
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "(", ")", "-", ".", ",", "'", "s", "?",
           "##s", "18", "##95", "1943", "ca", "##fe"] + SQUAD_WORDS + EXTRA_WORDS)
-LABELS = ["negative", "neutral", "positive"]
+LABELS = ["contradiction", "entailment", "neutral"]  # MNLI's, as the guide's example says
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SEQ = 16
 

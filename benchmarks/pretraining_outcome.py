@@ -384,10 +384,10 @@ def transformers_step(args) -> Step:
 def heldout_step(args, row: str) -> Step:
     """The row's model (its masked-LM head too) on the held-out file."""
     def make(r):
-        data = r["data/heldout"]["pattern"]  # --input_file too: the command asks for it
+        data = r["data/heldout"]["pattern"]
         return python("run_pretraining.py") + [
             "--do_eval", f"--init_checkpoint={r['pretrain/' + row]['output_dir']}",
-            f"--input_file={data}", f"--eval_input_file={data}",
+            f"--eval_input_file={data}",
             f"--max_seq_length={args.seq_length}",
             f"--max_predictions_per_seq={masked_per_sequence(0.15, args.seq_length)}",
             "--eval_batch_size=32", "--max_eval_steps=1000000", "--output_dir={out}"]

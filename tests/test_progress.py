@@ -48,25 +48,24 @@ def test_the_estimate_leaves_out_the_first_batch():
     assert progress.timing() == "38 s elapsed, about 10 s left"
 
 
+def _due_at_one_per_second(total, unit):
+    """The counts at which a line is due when one unit is done each second."""
+    clock = FakeClock()
+    progress = Progress(total=total, unit=unit, clock=clock)
+    due = []
+    for done in range(1, total + 1):
+        clock.advance(1)
+        if progress.update(done):
+            due.append(done)
+    return due
+
+
 def test_lines_come_a_tenth_of_the_stage_apart_within_bounds():
     """A 100 s stage: a line every 10 s. A 20 min one: every 2 min (the tenth
     of it, at most 2 min). The first after 10 s whatever the length."""
-    clock = FakeClock()
-    progress = Progress(total=100, unit="batches", clock=clock)
-    due = []
-    for done in range(1, 101):
-        clock.advance(1)
-        if progress.update(done):
-            due.append(done)
-    assert due == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert _due_at_one_per_second(100, "batches") == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 
-    clock = FakeClock()
-    progress = Progress(total=1200, unit="steps", clock=clock)
-    due = []
-    for done in range(1, 1201):
-        clock.advance(1)
-        if progress.update(done):
-            due.append(done)
+    due = _due_at_one_per_second(1200, "steps")
     # 1,200 s expected: a line every 120 s once the rate is known (the first at 10 s).
     assert due == [10, *range(130, 1201, 120)]
 

@@ -169,7 +169,7 @@ def test_minilm_gets_a_fresh_masked_lm_head_tied_to_its_embeddings(minilm_dir, m
                                        bert_config=checkpoint.config)
     task.next_sentence = False  # what check_flags decides for a CoNLL file
     model = task.build_model()
-    with caplog.at_level("INFO"):
+    with caplog.at_level("INFO", logger="absl"):
         task.initialize(model, checkpoint)
     messages = [r.getMessage() for r in caplog.records]
     assert MLM_LINE in messages

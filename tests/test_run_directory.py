@@ -425,7 +425,7 @@ def test_a_resume_says_the_model_comes_from_the_run_not_init_checkpoint(tmp_path
     def said(init):
         caplog.clear()
         config = types.SimpleNamespace(init_checkpoint=init, output_dir=str(out))
-        with caplog.at_level(logging.INFO):
+        with caplog.at_level(logging.INFO, logger="absl"):
             runner._say_what_was_restored(config, trainer)
         return [(r.levelname, r.getMessage()) for r in caplog.records]
 

@@ -36,18 +36,23 @@ class ExampleCodec:
     def __init__(self, max_seq_length: int, max_predictions_per_seq: int, vocab_size: int):
         self.L = L = max_seq_length
         self.P = P = max_predictions_per_seq
-        self.ids = [tfrecord_io.varint(i) for i in range(max(vocab_size, L + 1))]
-        self.lens = [tfrecord_io.varint(i) for i in range(1 << 14)]
+        self.ids = tfrecord_io.varint_table(max(vocab_size, L + 1))
+        self.lens = tfrecord_io.varint_table(1 << 14)
         self.zeros = [b"\x00" * k for k in range(max(L, P) + 1)]
         self.ones = [b"\x01" * k for k in range(L + 1)]
+        # Positions below 128 are one-byte varints: `bytes(positions)` encodes them.
+        self.one_byte_positions = L <= 128
         self.headers = {}
-        self.mask_entries = {}
-        self.weight_entries = [
+        self.layout_entries = {}
+        weight_entries = [
             self._entry("masked_lm_weights", tfrecord_io.float_feature(
                 struct.pack("<f", 1.0) * k + b"\x00\x00\x00\x00" * (P - k)))
             for k in range(P + 1)
         ]
         self.nsp_entries = [self._int_entry("next_sentence_labels", self.ids[i]) for i in (0, 1)]
+        # masked_lm_weights + next_sentence_labels, by (masked count, label).
+        self.tail_entries = [(w + self.nsp_entries[0], w + self.nsp_entries[1])
+                             for w in weight_entries]
 
     def _entry(self, key: str, feature: bytes) -> bytes:
         return tfrecord_io.feature_entry(key, feature)
@@ -72,30 +77,38 @@ class ExampleCodec:
         return b"\x0a" + (self.lens[len(body)] if len(body) < 16384
                           else tfrecord_io.varint(len(body))) + body
 
-    def _common(self, tokens: Sequence[int], len_a: int, len_b: int) -> list[bytes]:
-        L, n = self.L, len(tokens)
-        pad = self.zeros[L - n]
-        input_ids = b"".join(map(self.ids.__getitem__, tokens)) + pad
-        mask = self.mask_entries.get(n)
-        if mask is None:
-            mask = self.mask_entries[n] = self._int_entry("input_mask", self.ones[n] + pad)
-        # len_b None: one segment ([CLS] text [SEP], full-sentence packing).
-        segments = (self.zeros[n] if len_b is None
-                    else self.zeros[len_a + 2] + self.ones[len_b + 1]) + pad
-        return [self._int_entry("input_ids", input_ids), mask,
-                self._int_entry("segment_ids", segments)]
+    def _layout(self, n: int, len_a: int, len_b: int | None) -> bytes:
+        """The input_mask and segment_ids entries of `n` tokens, cached: they
+        depend on the lengths alone."""
+        key = (n, len_a, len_b)
+        entries = self.layout_entries.get(key)
+        if entries is None:
+            if len(self.layout_entries) >= 8192:  # bounded (long sequences have many layouts)
+                self.layout_entries.clear()
+            pad = self.zeros[self.L - n]
+            # len_b None: one segment ([CLS] text [SEP], full-sentence packing).
+            segments = (self.zeros[n] if len_b is None
+                        else self.zeros[len_a + 2] + self.ones[len_b + 1]) + pad
+            entries = (self._int_entry("input_mask", self.ones[n] + pad)
+                       + self._int_entry("segment_ids", segments))
+            self.layout_entries[key] = entries
+        return entries
+
+    def _common(self, tokens: Sequence[int], len_a: int, len_b: int | None) -> list[bytes]:
+        n = len(tokens)
+        input_ids = b"".join(map(self.ids.__getitem__, tokens)) + self.zeros[self.L - n]
+        return [self._int_entry("input_ids", input_ids), self._layout(n, len_a, len_b)]
 
     def static(self, tokens, len_a, len_b, positions, labels, is_random_next) -> bytes:
-        ids = self.ids
+        ids = self.ids.__getitem__
         k = len(positions)
         fill = self.zeros[self.P - k]
         entries = self._common(tokens, len_a, len_b)
-        entries.append(self._int_entry(
-            "masked_lm_positions", b"".join(map(ids.__getitem__, positions)) + fill))
-        entries.append(self._int_entry(
-            "masked_lm_ids", b"".join(map(ids.__getitem__, labels)) + fill))
-        entries.append(self.weight_entries[k])
-        entries.append(self.nsp_entries[is_random_next])
+        entries.append(self._int_entry("masked_lm_positions", (
+            bytes(positions) if self.one_byte_positions
+            else b"".join(map(ids, positions))) + fill))
+        entries.append(self._int_entry("masked_lm_ids", b"".join(map(ids, labels)) + fill))
+        entries.append(self.tail_entries[k][is_random_next])
         return self._example(entries)
 
     def dynamic(self, tokens, len_a, len_b, is_random_next, word_starts=None) -> bytes:

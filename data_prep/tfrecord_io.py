@@ -15,7 +15,8 @@ seconds). It provides:
   message is `~(I[n] ^ XOR_i P[n-1-i][byte_i])` with precomputed tables `P`
   (the effect of byte b at distance k from the end) and `I` (the effect of the
   initial all-ones register after n bytes): one gather and one `xor.reduceat`
-  per batch.
+  per batch, computed in work arrays kept between batches (fresh megabyte
+  temporaries per batch cost more in page faults than the arithmetic).
 * `TFRecordWriter`: TFRecord framing (`uint64 length, uint32 masked_crc(length),
   data, uint32 masked_crc(data)`), optional gzip (TensorFlow's
   `compression_type="GZIP"` reads it, also several gzip members one after the
@@ -29,8 +30,10 @@ seconds). It provides:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import struct
+import threading
 import zlib
 
 import numpy as np
@@ -39,6 +42,8 @@ from official_bert import io
 
 _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
 _MASK_DELTA = 0xA282EAD8
+_pack_u64 = struct.Struct("<Q").pack  # a record's length
+_pack_u32 = struct.Struct("<I").pack  # a masked CRC
 
 
 def _crc_table() -> np.ndarray:
@@ -60,7 +65,9 @@ class _Crc32cTables:
         self.length = 0
         self.p = np.zeros((0, 256), dtype=np.uint32)  # p[k, b]
         self.init = np.array([0xFFFFFFFF], dtype=np.uint32)  # init[n]
-        self.extend(4096)
+        self._work_size = 0
+        self.lock = threading.Lock()
+        self.extend(1024)  # grown (doubling) as longer messages come: built at start-up
 
     def extend(self, length: int) -> None:
         if length <= self.length:
@@ -84,6 +91,16 @@ class _Crc32cTables:
             init[n] = value
         self.p, self.init, self.length = p, init, length
         self.p_flat = p.reshape(-1)
+
+    def work(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`crc32c_batch`'s arrays for `size` bytes: index and contribution
+        buffers (reused, grown as needed) and 256 * position."""
+        if self._work_size < size:
+            self._work_size = max(size, 2 * self._work_size)
+            self._index = np.empty(self._work_size, dtype=np.intp)
+            self._contrib = np.empty(self._work_size, dtype=np.uint32)
+            self._down = np.arange(self._work_size, dtype=np.intp) * 256
+        return self._index[:size], self._contrib[:size], self._down[:size]
 
 
 _TABLES = None
@@ -112,19 +129,29 @@ def masked(crc: np.ndarray) -> np.ndarray:
 def crc32c_batch(messages: list[bytes]) -> np.ndarray:
     """CRC-32C of every message (none empty), as uint32, vectorised."""
     tables = _tables()
-    lengths = np.fromiter((len(m) for m in messages), dtype=np.int64, count=len(messages))
+    lengths = np.fromiter(map(len, messages), dtype=np.intp, count=len(messages))
     if lengths.size == 0:
         return np.zeros(0, dtype=np.uint32)
     if lengths.min() == 0:
         raise ValueError("empty message")
-    tables.extend(int(lengths.max()))
     data = np.frombuffer(b"".join(messages), dtype=np.uint8)
     ends = np.cumsum(lengths)
     starts = ends - lengths
-    # distance of every byte from the end of its message
-    distance = np.repeat(ends - 1, lengths) - np.arange(data.size, dtype=np.int64)
-    contrib = tables.p_flat[distance * 256 + data]
-    reduced = np.bitwise_xor.reduceat(contrib, starts)
+    steps = lengths * 256
+    steps[0] -= 256
+    with tables.lock:  # one batch at a time in the shared tables and work arrays
+        tables.extend(int(lengths.max()))
+        index, contrib, down = tables.work(data.size)
+        # index = 256 * (distance of the byte from the end of its message) + byte:
+        # 256 * (last position of the message) as a cumulative sum of steps at
+        # the message starts, minus 256 * position, plus the byte.
+        index.fill(0)
+        index[starts] = steps
+        np.cumsum(index, out=index)
+        np.subtract(index, down, out=index)
+        np.add(index, data, out=index)
+        np.take(tables.p_flat, index, out=contrib)
+        reduced = np.bitwise_xor.reduceat(contrib, starts)
     return ~(tables.init[lengths] ^ reduced)
 
 
@@ -145,6 +172,17 @@ def varint(value: int) -> bytes:
         else:
             out.append(bits)
             return bytes(out)
+
+
+def varint_table(n: int) -> list[bytes]:
+    """`[varint(i) for i in range(n)]`, built a byte length at a time (a
+    vocabulary's worth in milliseconds: it is part of every worker's start-up)."""
+    table = [bytes((i,)) for i in range(min(n, 1 << 7))]
+    table += [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 7, min(n, 1 << 14))]
+    table += [bytes((i & 0x7F | 0x80, (i >> 7) & 0x7F | 0x80, i >> 14))
+              for i in range(1 << 14, min(n, 1 << 21))]
+    table += [varint(i) for i in range(1 << 21, n)]
+    return table
 
 
 def _len_prefixed(tag: bytes, payload: bytes) -> bytes:
@@ -231,17 +269,12 @@ class TFRecordWriter:
             return
         records = self._buffer
         self._buffer = []
-        headers = [struct.pack("<Q", len(r)) for r in records]
-        crcs = masked(crc32c_batch(headers + records))
+        headers = list(map(_pack_u64, map(len, records)))
         n = len(records)
-        pack = struct.pack
-        parts = []
-        for i, record in enumerate(records):
-            parts.append(headers[i])
-            parts.append(pack("<I", int(crcs[i])))
-            parts.append(record)
-            parts.append(pack("<I", int(crcs[n + i])))
-        blob = b"".join(parts)
+        crcs = list(map(_pack_u32, masked(crc32c_batch(headers + records)).tolist()))
+        # Each record framed as length, its CRC, data, its CRC: one join, no Python loop.
+        blob = b"".join(itertools.chain.from_iterable(
+            zip(headers, crcs[:n], records, crcs[n:])))
         if self._compressor is not None:
             blob = self._compressor.compress(blob)
         self._write(blob)

@@ -36,8 +36,8 @@ class ExampleCodec:
     def __init__(self, max_seq_length: int, max_predictions_per_seq: int, vocab_size: int):
         self.L = L = max_seq_length
         self.P = P = max_predictions_per_seq
-        self.ids = tfrecord_io.varint_table(max(vocab_size, L + 1))
-        self.lens = tfrecord_io.varint_table(1 << 14)
+        self.ids = [tfrecord_io.varint(i) for i in range(max(vocab_size, L + 1))]
+        self.lens = [tfrecord_io.varint(i) for i in range(1 << 14)]
         self.zeros = [b"\x00" * k for k in range(max(L, P) + 1)]
         self.ones = [b"\x01" * k for k in range(L + 1)]
         # Positions below 128 are one-byte varints: `bytes(positions)` encodes them.

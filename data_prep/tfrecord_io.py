@@ -174,17 +174,6 @@ def varint(value: int) -> bytes:
             return bytes(out)
 
 
-def varint_table(n: int) -> list[bytes]:
-    """`[varint(i) for i in range(n)]`, built a byte length at a time (a
-    vocabulary's worth in milliseconds: it is part of every worker's start-up)."""
-    table = [bytes((i,)) for i in range(min(n, 1 << 7))]
-    table += [bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 7, min(n, 1 << 14))]
-    table += [bytes((i & 0x7F | 0x80, (i >> 7) & 0x7F | 0x80, i >> 14))
-              for i in range(1 << 14, min(n, 1 << 21))]
-    table += [varint(i) for i in range(1 << 21, n)]
-    return table
-
-
 def _len_prefixed(tag: bytes, payload: bytes) -> bytes:
     return tag + varint(len(payload)) + payload
 

@@ -10,13 +10,9 @@ seconds). It provides:
   entries with key = field 1, value = field 2; `Feature.float_list` = field 2,
   `Feature.int64_list` = field 3; the lists' `value` = field 1, packed).
   Varints of token ids are precomputed, so one example is a few `bytes.join`s.
-* `crc32c_batch`: masked CRC-32C (Castagnoli) checksums of many records at once
-  with numpy. The CRC register update is linear over GF(2), so the CRC of a
-  message is `~(I[n] ^ XOR_i P[n-1-i][byte_i])` with precomputed tables `P`
-  (the effect of byte b at distance k from the end) and `I` (the effect of the
-  initial all-ones register after n bytes): one gather and one `xor.reduceat`
-  per batch, computed in work arrays kept between batches (fresh megabyte
-  temporaries per batch cost more in page faults than the arithmetic).
+* `masked_crc32c`: TFRecord's masked CRC-32C (Castagnoli) of a record, by
+  Google's C implementation (`google-crc32c`, hardware CRC instructions where
+  the CPU has them).
 * `TFRecordWriter`: TFRecord framing (`uint64 length, uint32 masked_crc(length),
   data, uint32 masked_crc(data)`), optional gzip (TensorFlow's
   `compression_type="GZIP"` reads it, also several gzip members one after the
@@ -33,126 +29,27 @@ import contextlib
 import itertools
 import os
 import struct
-import threading
 import zlib
 
-import numpy as np
+import google_crc32c
 
 from official_bert import io
 
-_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
 _MASK_DELTA = 0xA282EAD8
 _pack_u64 = struct.Struct("<Q").pack  # a record's length
 _pack_u32 = struct.Struct("<I").pack  # a masked CRC
 
-
-def _crc_table() -> np.ndarray:
-    table = np.zeros(256, dtype=np.uint32)
-    for b in range(256):
-        crc = b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (_POLY if crc & 1 else 0)
-        table[b] = crc
-    return table
+crc32c = google_crc32c.value  # bytes -> CRC-32C as an int
 
 
-_TABLE = _crc_table()
-_TABLE_LIST = [int(x) for x in _TABLE]
+def masked_crc32c(data: bytes) -> bytes:
+    """TFRecord's masked CRC-32C of `data`, packed as a little-endian uint32.
 
-
-class _Crc32cTables:
-    def __init__(self):
-        self.length = 0
-        self.p = np.zeros((0, 256), dtype=np.uint32)  # p[k, b]
-        self.init = np.array([0xFFFFFFFF], dtype=np.uint32)  # init[n]
-        self._work_size = 0
-        self.lock = threading.Lock()
-        self.extend(1024)  # grown (doubling) as longer messages come: built at start-up
-
-    def extend(self, length: int) -> None:
-        if length <= self.length:
-            return
-        length = max(length, 2 * self.length)
-        p = np.empty((length, 256), dtype=np.uint32)
-        p[: self.length] = self.p
-        row = _TABLE.copy() if self.length == 0 else self.p[self.length - 1]
-        start = 0 if self.length == 0 else self.length
-        if self.length == 0:
-            p[0] = row
-            start = 1
-        for k in range(start, length):
-            row = (row >> np.uint32(8)) ^ _TABLE[row & np.uint32(0xFF)]
-            p[k] = row
-        init = np.empty(length + 1, dtype=np.uint32)
-        init[: len(self.init)] = self.init
-        value = self.init[-1]
-        for n in range(len(self.init), length + 1):
-            value = (value >> np.uint32(8)) ^ _TABLE[value & np.uint32(0xFF)]
-            init[n] = value
-        self.p, self.init, self.length = p, init, length
-        self.p_flat = p.reshape(-1)
-
-    def work(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`crc32c_batch`'s arrays for `size` bytes: index and contribution
-        buffers (reused, grown as needed) and 256 * position."""
-        if self._work_size < size:
-            self._work_size = max(size, 2 * self._work_size)
-            self._index = np.empty(self._work_size, dtype=np.intp)
-            self._contrib = np.empty(self._work_size, dtype=np.uint32)
-            self._down = np.arange(self._work_size, dtype=np.intp) * 256
-        return self._index[:size], self._contrib[:size], self._down[:size]
-
-
-_TABLES = None
-
-
-def _tables() -> _Crc32cTables:
-    global _TABLES
-    if _TABLES is None:
-        _TABLES = _Crc32cTables()
-    return _TABLES
-
-
-def crc32c(data: bytes) -> int:
-    """Plain CRC-32C of one message (reference implementation, slow)."""
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = _TABLE_LIST[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked(crc: np.ndarray) -> np.ndarray:
-    crc = crc.astype(np.uint32)
-    return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
-
-
-def crc32c_batch(messages: list[bytes]) -> np.ndarray:
-    """CRC-32C of every message (none empty), as uint32, vectorised."""
-    tables = _tables()
-    lengths = np.fromiter(map(len, messages), dtype=np.intp, count=len(messages))
-    if lengths.size == 0:
-        return np.zeros(0, dtype=np.uint32)
-    if lengths.min() == 0:
-        raise ValueError("empty message")
-    data = np.frombuffer(b"".join(messages), dtype=np.uint8)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    steps = lengths * 256
-    steps[0] -= 256
-    with tables.lock:  # one batch at a time in the shared tables and work arrays
-        tables.extend(int(lengths.max()))
-        index, contrib, down = tables.work(data.size)
-        # index = 256 * (distance of the byte from the end of its message) + byte:
-        # 256 * (last position of the message) as a cumulative sum of steps at
-        # the message starts, minus 256 * position, plus the byte.
-        index.fill(0)
-        index[starts] = steps
-        np.cumsum(index, out=index)
-        np.subtract(index, down, out=index)
-        np.add(index, data, out=index)
-        np.take(tables.p_flat, index, out=contrib)
-        reduced = np.bitwise_xor.reduceat(contrib, starts)
-    return ~(tables.init[lengths] ^ reduced)
+    Masked because a CRC of data that itself holds CRCs is weak: TensorFlow's
+    `crc32c::Mask` rotates it right by 15 bits and adds a constant.
+    """
+    crc = crc32c(data)
+    return _pack_u32((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF)
 
 
 # --------------------------------------------------------------------------
@@ -260,10 +157,9 @@ class TFRecordWriter:
         self._buffer = []
         headers = list(map(_pack_u64, map(len, records)))
         n = len(records)
-        crcs = list(map(_pack_u32, masked(crc32c_batch(headers + records)).tolist()))
         # Each record framed as length, its CRC, data, its CRC: one join, no Python loop.
-        blob = b"".join(itertools.chain.from_iterable(
-            zip(headers, crcs[:n], records, crcs[n:])))
+        blob = b"".join(itertools.chain.from_iterable(zip(
+            headers, map(masked_crc32c, headers), records, map(masked_crc32c, records))))
         if self._compressor is not None:
             blob = self._compressor.compress(blob)
         self._write(blob)

@@ -202,7 +202,8 @@ def load_vocab(vocab_file) -> "collections.OrderedDict[str, int]":
 
     Maps each token to its line number (see `load_vocab_list`).
     """
-    return vocab_from_list(load_vocab_list(vocab_file))
+    tokens = load_vocab_list(vocab_file)  # checked: each token once
+    return collections.OrderedDict(zip(tokens, range(len(tokens))))
 
 
 def vocab_from_list(tokens: Iterable[str]) -> "collections.OrderedDict[str, int]":
@@ -330,7 +331,12 @@ def infer_vocab_casing(vocab: Iterable[str]) -> Optional[bool]:
             continue
         if token.startswith("##"):
             token = token[2:]
-        if any(c.isupper() for c in token):
+        if token.isascii():  # the same test, in C: only A-Z change under lower()
+            if token != token.lower():
+                with_upper += 1
+            elif token != token.upper():
+                with_lower += 1
+        elif any(c.isupper() for c in token):
             with_upper += 1
         elif any(c.islower() for c in token):
             with_lower += 1

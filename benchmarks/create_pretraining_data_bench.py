@@ -23,6 +23,8 @@ same corpus and flags for a same-run baseline.
 Prints a table and writes JSON (`--output_json`).
 
   python benchmarks/create_pretraining_data_bench.py --replicate=1,10
+  python benchmarks/create_pretraining_data_bench.py --replicate=1 --num_workers=1 \
+      --google_dir=/tmp/google_bert --rounds=3   # one process each, 3 rounds in turn
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pathlib
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +61,8 @@ flags.DEFINE_string("google_dir", None, "Directory with google-research/bert's "
 flags.DEFINE_string("output_json", None, "Where to write the results "
                     "(default: benchmarks/results/create_pretraining_data.json).")
 flags.DEFINE_string("work_dir", None, "Scratch directory (default: a temporary one).")
+flags.DEFINE_integer("rounds", 1, "With --google_dir: rounds of (ours, google) in turn on the "
+                     "1x corpus; the table ends with each round's ratio and the median.")
 flags.DEFINE_string("_child", None, "internal: run one generation in this process")
 FLAGS = flags.FLAGS
 
@@ -151,6 +156,31 @@ def google(corpus: str, work: pathlib.Path, vocab: str) -> dict:
             "next_sentence_random_fraction": random_next / n}
 
 
+def round_ratios(rows: list[dict]) -> list[tuple[float, float]]:
+    """(wall, CPU) instances/s ratios of ours to google's for each round: each
+    google row against the 1x row of ours just before it."""
+    ratios, last_ours = [], None
+    for r in rows:
+        if r["tool"] == "ours" and r["replicate"] == 1:
+            last_ours = r
+        elif r["tool"] != "ours" and last_ours is not None:
+            ratios.append(((last_ours["instances"] / last_ours["seconds"])
+                           / (r["instances"] / r["seconds"]),
+                           (last_ours["instances"] / last_ours["cpu_seconds"])
+                           / (r["instances"] / r["cpu_seconds"])))
+    return ratios
+
+
+def common_cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def main(argv):
     del argv
     if FLAGS._child:
@@ -184,10 +214,15 @@ def main(argv):
         if factor > 1:
             os.remove(path)
     if FLAGS.google_dir:
-        result = google(str(corpus), work, vocab)
-        result.update(tool="google-research/bert", replicate=1, documents=stats["documents"],
-                      corpus_mb=os.path.getsize(corpus) / 2**20)
-        rows.append(result)
+        for round_ in range(FLAGS.rounds):
+            if round_:  # ours again, then google: each pair shares the machine's state
+                result = ours(str(corpus), work, vocab, "x1")
+                result.update(tool="ours", replicate=1, corpus_mb=os.path.getsize(corpus) / 2**20)
+                rows.append(result)
+            result = google(str(corpus), work, vocab)
+            result.update(tool="google-research/bert", replicate=1, documents=stats["documents"],
+                          corpus_mb=os.path.getsize(corpus) / 2**20)
+            rows.append(result)
 
     header = (f"{'tool':<22}{'corpus':>8}{'workers':>8}{'documents':>10}{'instances':>11}"
               f"{'seconds':>9}{'docs/s':>9}{'inst/s':>9}{'inst/cpu-s':>11}{'peak MB':>9}"
@@ -209,8 +244,15 @@ def main(argv):
               f"{r['instances'] / r['seconds']:>9.0f}{r['instances'] / r['cpu_seconds']:>11.0f}"
               f"{peak:>9}"
               f"{100 * r['next_sentence_random_fraction']:>8.1f}%")
+    ratios = round_ratios(rows)
+    for i, (wall, cpu) in enumerate(ratios):
+        print(f"round {i + 1}: ours / google instances/s {wall:.2f}x, per CPU-second {cpu:.2f}x")
+    if len(ratios) > 1:
+        print(f"median of {len(ratios)} rounds: {statistics.median(r[0] for r in ratios):.2f}x, "
+              f"per CPU-second {statistics.median(r[1] for r in ratios):.2f}x")
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "load_average_before": load_before},
+                          "cpu": common_cpu_name(), "load_average_before": load_before},
+              "ratios": [{"instances_per_s": w, "instances_per_cpu_s": c} for w, c in ratios],
               "corpus": source, "flags": {"max_seq_length": FLAGS.max_seq_length,
                                           "dupe_factor": FLAGS.dupe_factor,
                                           "dynamic_masking": FLAGS.dynamic_masking},

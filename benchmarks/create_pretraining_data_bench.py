@@ -64,6 +64,7 @@ flags.DEFINE_string("work_dir", None, "Scratch directory (default: a temporary o
 flags.DEFINE_integer("rounds", 1, "With --google_dir: rounds of (ours, google) in turn on the "
                      "1x corpus; the table ends with each round's ratio and the median.")
 flags.DEFINE_string("_child", None, "internal: run one generation in this process")
+flags.DEFINE_string("_count", None, "internal: count a TFRecord file's records in this process")
 FLAGS = flags.FLAGS
 
 
@@ -142,18 +143,27 @@ def google(corpus: str, work: pathlib.Path, vocab: str) -> dict:
            f"--output_file={output}", f"--vocab_file={vocab}", "--do_lower_case=True",
            f"--max_seq_length={FLAGS.max_seq_length}", f"--dupe_factor={FLAGS.dupe_factor}"]
     seconds, _, peak_mb, cpu = timed_process(cmd, cwd=FLAGS.google_dir)
-    # Count and NSP balance of what it wrote (TensorFlow only here, after timing).
-    import tensorflow as tf
-
-    n = random_next = 0
-    for record in tf.data.TFRecordDataset(str(output)):
-        example = tf.train.Example.FromString(record.numpy())
-        n += 1
-        random_next += example.features.feature["next_sentence_labels"].int64_list.value[0]
+    # Count and NSP balance of what it wrote, after timing, in another process: TensorFlow
+    # imported here would raise the next runs' ru_maxrss (Linux keeps the parent's high-water
+    # mark in a child started by vfork + exec).
+    _, out, _, _ = timed_process([sys.executable, __file__, f"--_count={output}"])
+    n, random_next = json.loads(out.strip().splitlines()[-1])
     os.remove(output)
     return {"instances": n, "seconds": seconds, "cpu_seconds": cpu, "workers": 1,
             "peak_mb": peak_mb,
             "next_sentence_random_fraction": random_next / n}
+
+
+def count_records(path: str) -> tuple[int, int]:
+    """(records, random-next labels) of a pre-training TFRecord file."""
+    import tensorflow as tf
+
+    n = random_next = 0
+    for record in tf.data.TFRecordDataset(path):
+        example = tf.train.Example.FromString(record.numpy())
+        n += 1
+        random_next += example.features.feature["next_sentence_labels"].int64_list.value[0]
+    return n, random_next
 
 
 def round_ratios(rows: list[dict]) -> list[tuple[float, float]]:
@@ -185,6 +195,9 @@ def main(argv):
     del argv
     if FLAGS._child:
         print(json.dumps(run_child(json.loads(FLAGS._child))))
+        return
+    if FLAGS._count:
+        print(json.dumps(count_records(FLAGS._count)))
         return
     from data_prep import prepare_corpus
 

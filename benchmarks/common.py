@@ -182,6 +182,8 @@ def time_transformers(FLAGS, mode: str) -> list | None:
                f"--dtype={'bfloat16' if FLAGS.dtype == 'bfloat16' else 'float32'}"]
     if mode == "pretraining":
         command.append(f"--masked_positions={FLAGS.masked_positions}")
+    if hasattr(FLAGS, "dropout"):
+        command.append(f"--dropout={FLAGS.dropout}")
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"error: {' '.join(command)} failed:\n{done.stderr[-2000:]}")

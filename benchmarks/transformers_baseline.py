@@ -42,6 +42,8 @@ def main():
     parser.add_argument("--warmup_steps", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--dropout", type=float, default=0.1,
+                        help="hidden_dropout_prob and attention_probs_dropout_prob (training).")
     parser.add_argument("--onnx_output", default=None, help="--mode=onnx: the file to write.")
     args = parser.parse_args()
 
@@ -55,7 +57,8 @@ def main():
         vocab_size=args.vocab_size, hidden_size=args.hidden_size,
         num_hidden_layers=args.num_layers, num_attention_heads=args.num_heads,
         intermediate_size=args.intermediate_size or 4 * args.hidden_size,
-        max_position_embeddings=max(512, args.seq_length))
+        max_position_embeddings=max(512, args.seq_length),
+        hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     batch, seq = args.batch_size, args.seq_length
     ids = torch.randint(1000, args.vocab_size, (batch, seq))
     inputs = dict(input_ids=ids, attention_mask=torch.ones_like(ids),

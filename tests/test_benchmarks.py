@@ -79,13 +79,45 @@ def test_pretraining_step_times_our_trainer_step(tmp_path):
             [sys.executable, os.path.join(repo, "benchmarks", "pretraining_step.py"),
              f"--task={task}", "--num_layers=1", "--hidden_size=16", "--num_heads=2",
              "--vocab_size=2000", "--batch_size=2", "--seq_length=8", "--masked_positions=3",
-             "--steps=2", "--warmup_steps=1", "--implementations=ours",
+             "--steps=2", "--warmup_steps=1", "--implementations=ours", "--dropout=0",
              f"--json_output={out}"],
             cwd=repo, capture_output=True, text=True, timeout=300,
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
         assert result.returncode == 0, result.stderr[-3000:]
         report = json.loads(out.read_text())
         assert list(report["runs"]) == ["ours"] and report["masked_positions"] == masked
+        assert report["config"]["hidden_dropout_prob"] == 0  # --dropout reaches the model
+        assert report["config"]["attention_probs_dropout_prob"] == 0
         assert report["flops_per_token"] == common.pretraining_flops_per_token(1, 16, 64, 8, 2000,
                                                                                masked)
         assert report["tokens_per_second"] == 2 * 8 / (report["ms_per_step"] / 1000)
+
+
+def test_data_generation_rounds_pair_each_google_run_with_the_ours_before_it():
+    import json
+
+    # In a fresh process: the script defines absl flags (--max_seq_length, ...) at import.
+    snippet = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bench", sys.argv[1])
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+print(json.dumps([bench.round_ratios(json.loads(sys.argv[2])),
+                  bench.round_ratios(json.loads(sys.argv[2])[:2])]))
+"""
+
+    def row(tool, replicate, instances, seconds, cpu):
+        return dict(tool=tool, replicate=replicate, instances=instances, seconds=seconds,
+                    cpu_seconds=cpu)
+
+    rows = [row("ours", 1, 1000, 1.0, 1.0), row("ours", 10, 10000, 8.0, 8.0),
+            row("google-research/bert", 1, 900, 9.0, 4.5),   # round 1: (1000/1) / (900/9)
+            row("ours", 1, 1000, 2.0, 1.0), row("google-research/bert", 1, 900, 9.0, 9.0)]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
+                        "create_pretraining_data_bench.py")
+    result = processes.run([sys.executable, "-c", snippet, path, json.dumps(rows)],
+                           capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rounds, none = json.loads(result.stdout.strip().splitlines()[-1])
+    assert rounds == [[10.0, 5.0], [5.0, 10.0]]  # each google run against the ours before it
+    assert none == []  # no google run: no ratio

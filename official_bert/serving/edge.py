@@ -14,6 +14,13 @@ What converts, and why only that:
   fine-tuning `max_seq_length`): the converter cannot lower the attention
   mask's broadcast of a dynamic length to builtins. Pad every row to it
   (padding is masked out; the outputs do not change). The batch is dynamic.
+* **TFLite in TF Serving.** The model server runs a `model.tflite` found in a
+  version directory instead of its `saved_model.pb` when started with
+  `--prefer_tflite_model` (marked experimental in TF Serving): one single-threaded
+  interpreter per pool (`--num_tflite_pools`), builtin ops, `serving_default`
+  built from the tensor names (`name_tensors_by_signature` makes them the
+  signature's keys). Read from tensorflow/serving's `tflite_session.cc` and
+  `saved_model_bundle_factory.cc` (9d981c5); the model server is not run here.
 * **ONNX** (`tf2onnx`, opset 17, run with `onnxruntime`): dynamic batch and
   length. Two tf2onnx 1.17 gaps are bridged here: `Erfc` (the exact GELU) is
   rewritten as 1 - Erf, and tf2onnx's `reshape_optimizer` is left out (it
@@ -118,8 +125,30 @@ def to_tflite(module_or_path, path: str, quantize: bool = False,
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if quantize:
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    io.atomic_write(path, converter.convert())
+    io.atomic_write(path, name_tensors_by_signature(converter.convert()))
     return path
+
+
+def name_tensors_by_signature(model: bytes) -> bytes:
+    """The TFLite model with each signature input and output tensor named by its
+    key (`input_word_ids`, ..., `pooled_output`), not the converter's
+    `serving_default_input_word_ids:0` / `StatefulPartitionedCall:1`.
+
+    Why: TF Serving's TFLite runtime (`--prefer_tflite_model`, `model.tflite` in
+    the version directory) does not read the flatbuffer's signatures; it builds
+    `serving_default` from the tensor names with the `:N` suffix cut off, so the
+    converter's names would give both outputs the one key
+    `StatefulPartitionedCall` and lose one of them. Signatures address tensors
+    by index, so the interpreter's signature runner is unaffected.
+    """
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    tree = flatbuffer_utils.convert_bytearray_to_object(bytearray(model))
+    for signature in tree.signatureDefs or []:
+        tensors = tree.subgraphs[signature.subgraphIndex].tensors
+        for item in [*signature.inputs, *signature.outputs]:
+            tensors[item.tensorIndex].name = item.name
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(tree))
 
 
 @contextlib.contextmanager

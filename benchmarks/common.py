@@ -9,11 +9,33 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
+import re
 import resource
 import statistics
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def machine() -> dict:
+    """The machine a result comes from: cores, load, the CPU's model name and which
+    bfloat16 instructions it has (AVX512-BF16, AMX), from /proc/cpuinfo."""
+    info = {"cores": os.cpu_count(), "load_average": os.getloadavg()}
+    try:
+        cpu = pathlib.Path("/proc/cpuinfo").read_text()
+        info["cpu"] = re.search(r"model name\s*: (.*)", cpu).group(1)
+        info["bfloat16_instructions"] = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16)\b", cpu)))
+    except (OSError, AttributeError):
+        pass
+    return info
+
+
+def machine_line(info: dict) -> str:
+    """`machine()` as the line a benchmark prints above its table."""
+    instructions = ", ".join(info.get("bfloat16_instructions", [])) or "none"
+    return (f"CPU: {info.get('cpu', 'unknown')}, {info['cores']} cores, bfloat16 "
+            f"instructions: {instructions}")
 
 
 def set_threads(threads: int) -> None:

@@ -46,6 +46,8 @@ sys.path.insert(0, str(REPO))
 
 from absl import app, flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 flags.DEFINE_string("corpus", None, "Raw documents (dirs/files/globs, comma-separated); "
                     "default ../shared/data/pretrain_text or the bundled sample corpus.")
 flags.DEFINE_string("vocab_file", None, "Vocabulary; default: the real all-MiniLM-L6-v2 "
@@ -181,16 +183,6 @@ def round_ratios(rows: list[dict]) -> list[tuple[float, float]]:
     return ratios
 
 
-def common_cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def main(argv):
     del argv
     if FLAGS._child:
@@ -240,6 +232,7 @@ def main(argv):
     header = (f"{'tool':<22}{'corpus':>8}{'workers':>8}{'documents':>10}{'instances':>11}"
               f"{'seconds':>9}{'docs/s':>9}{'inst/s':>9}{'inst/cpu-s':>11}{'peak MB':>9}"
               f"{'NSP rand':>9}")
+    print(common.machine_line(common.machine()))
     print(f"corpus: {source} ({stats['documents']} documents, "
           f"{os.path.getsize(corpus) / 2**20:.1f} MB prepared); vocab {vocab}")
     print(f"flags: --max_seq_length={FLAGS.max_seq_length} --dupe_factor={FLAGS.dupe_factor} "
@@ -263,8 +256,8 @@ def main(argv):
     if len(ratios) > 1:
         print(f"median of {len(ratios)} rounds: {statistics.median(r[0] for r in ratios):.2f}x, "
               f"per CPU-second {statistics.median(r[1] for r in ratios):.2f}x")
-    result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "cpu": common_cpu_name(), "load_average_before": load_before},
+    result = {"machine": {**common.machine(), "python": platform.python_version(),
+                          "load_average_before": load_before},
               "ratios": [{"instances_per_s": w, "instances_per_cpu_s": c} for w, c in ratios],
               "corpus": source, "flags": {"max_seq_length": FLAGS.max_seq_length,
                                           "dupe_factor": FLAGS.dupe_factor,

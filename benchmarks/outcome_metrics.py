@@ -11,7 +11,6 @@ the tasks' medians over seeds.
 from __future__ import annotations
 
 import hashlib
-import os
 import pathlib
 import re
 import statistics
@@ -146,14 +145,3 @@ def log_rates(log: str) -> dict:
     return {"steps": steps[-1] if steps else 0,
             "examples_per_second": statistics.median(examples[later]) if examples else None,
             "tokens_per_second": statistics.median(tokens[later]) if tokens else None}
-
-
-def machine() -> dict:
-    info = {"cores": os.cpu_count(), "load_average": os.getloadavg()}
-    try:
-        cpu = pathlib.Path("/proc/cpuinfo").read_text()
-        info["cpu"] = re.search(r"model name\s*: (.*)", cpu).group(1)
-        info["bfloat16_instructions"] = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16)\b", cpu)))
-    except (OSError, AttributeError):
-        pass
-    return info

@@ -56,8 +56,9 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.outcome_metrics import (  # noqa: E402
-    format_tables, glue_average, glue_score, log_rates, machine, read_key_values,
+    format_tables, glue_average, glue_score, log_rates, read_key_values,
     seed_summary, split_documents)
+from benchmarks.common import machine  # noqa: E402
 from benchmarks.step_runner import InProcess, Runner, Step, write_json  # noqa: E402
 
 SHARED = REPO.parent / "shared"

@@ -229,7 +229,9 @@ def main(argv):
         runs=runs, task=FLAGS.task, config=vars(config), batch_size=FLAGS.batch_size,
         seq_length=FLAGS.seq_length, masked_positions=masked, dtype=FLAGS.dtype,
         threads=FLAGS.threads, matmul=rates, flops_per_token=flops_per_token,
-        peak_memory_mb=common.peak_memory_mb(), load_average=os.getloadavg()[0])
+        peak_memory_mb=common.peak_memory_mb(), load_average=os.getloadavg()[0],
+        machine=common.machine())
+    print(common.machine_line(results["machine"]))
     print(f"{FLAGS.task} step, L={config.num_hidden_layers} H={config.hidden_size} "
           f"A={config.num_attention_heads}, batch {FLAGS.batch_size} x {FLAGS.seq_length} tokens"
           f"{f', {masked} masked' if masked else ''}, {FLAGS.dtype}, dropout {FLAGS.dropout:g}; "

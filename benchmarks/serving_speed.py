@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import csv
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -423,7 +422,8 @@ def synthetic_section(results):
                 np.asarray(runs[row["engine"]](b1), np.float32) - reference)))
     add_ratios(rows)
     throughput = f"b{FLAGS.batch_size}_seq_per_s"
-    print(f"\nBERT L={FLAGS.num_layers} H={FLAGS.hidden_size}, B1 x S{FLAGS.seq_length} "
+    print("\n" + common.machine_line(results["machine"]))
+    print(f"BERT L={FLAGS.num_layers} H={FLAGS.hidden_size}, B1 x S{FLAGS.seq_length} "
           f"latency and B{FLAGS.batch_size} x S{FLAGS.seq_length} throughput, "
           f"{FLAGS.threads} thread(s) per engine")
     common.print_table(rows, ["engine", "threads", "b1_p50_ms", "b1_p90_ms", "b1_p99_ms",
@@ -603,7 +603,7 @@ def main(argv):
     tf.config.threading.set_inter_op_parallelism_threads(1)
     os.makedirs(FLAGS.work_dir, exist_ok=True)
     results = {"threads": FLAGS.threads, "affinity": sorted(os.sched_getaffinity(0)),
-               "cpu": platform.processor() or platform.machine(),
+               "machine": common.machine(),
                "tensorflow": tf.__version__, "load_average_start": os.getloadavg(),
                "shape": {"num_layers": FLAGS.num_layers, "hidden_size": FLAGS.hidden_size,
                          "seq_length": FLAGS.seq_length, "batch_size": FLAGS.batch_size},

@@ -130,7 +130,8 @@ def main(argv):
         matmul_flops=matmul_flops, parameters=parameters, dtype=FLAGS.dtype,
         jit_compile=FLAGS.jit_compile, batch_size=FLAGS.batch_size,
         seq_length=FLAGS.seq_length, config=vars(config), matmul=rates,
-        load_average=os.getloadavg()[0])
+        load_average=os.getloadavg()[0], machine=common.machine())
+    print(common.machine_line(results["machine"]))
     print(f"step floor, L={config.num_hidden_layers} H={config.hidden_size} "
           f"A={config.num_attention_heads}, batch {FLAGS.batch_size} x {FLAGS.seq_length}, "
           f"{FLAGS.dtype}{', XLA' if FLAGS.jit_compile else ''}; matmul 2048^2: numpy "

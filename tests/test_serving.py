@@ -1032,21 +1032,18 @@ def test_tflite_tensors_carry_the_names_tf_serving_serves(encoder_export, tmp_pa
     directory) ignores the flatbuffer's signatures and names `serving_default`'s inputs and
     outputs after the tensors, cutting the `:N` suffix (tflite_session.cc): each must be the
     signature's key, the two outputs distinct. The answers stay the encoder's."""
-    import tensorflow as tf
-
     from official_bert.serving import edge
 
     path = edge.to_tflite(str(encoder_export["root"] / "serving"), str(tmp_path / "model.tflite"))
-    interpreter = tf.lite.Interpreter(model_path=path)
+    run = edge.tflite_runner(path)
 
     def served(details):
         return sorted(d["name"].split(":")[0] for d in details)
 
-    assert served(interpreter.get_input_details()) == ["input_mask", "input_type_ids",
-                                                       "input_word_ids"]
-    assert served(interpreter.get_output_details()) == ["pooled_output", "sequence_output"]
-    out = interpreter.get_signature_runner()(
-        **{k: np.asarray(v, np.int32) for k, v in encoder_export["ids"].items()})
+    assert served(run.interpreter.get_input_details()) == ["input_mask", "input_type_ids",
+                                                           "input_word_ids"]
+    assert served(run.interpreter.get_output_details()) == ["pooled_output", "sequence_output"]
+    out = run(encoder_export["ids"])
     for key in ("pooled_output", "sequence_output"):
         np.testing.assert_allclose(out[key], encoder_export["expected"][key], atol=1e-4)
 

@@ -17,7 +17,10 @@ update of every parameter. This script times exactly that and nothing else:
 
 and reports `floor_tokens_per_second = tokens / (matmuls + adamw)`. No
 softmax, layer norm, GELU, dropout, embedding lookup or loss is in it, so a
-real step is slower. A speed target above this floor cannot be met by removing
+real step is slower. `--elementwise` also times that work alone
+(`step_elementwise`: the model's own LayerNorm, softmax, GELU, dropout, bias
+adds, embeddings and loss, forward and backward, no product), so that a step's
+time splits into products, optimizer, element-wise work and the rest. A speed target above this floor cannot be met by removing
 overhead; only faster products (another precision, another matmul library)
 would.
 """
@@ -35,6 +38,10 @@ from benchmarks import common  # noqa: E402
 FLAGS = flags.FLAGS
 common.add_model_flags(flags)
 flags.DEFINE_integer("masked_positions", 20, "Masked-LM predictions per sequence.")
+flags.DEFINE_bool("elementwise", False, "Also time the step's element-wise work with the model's "
+                  "own pieces (softmax, LayerNorm, GELU, dropout, bias adds, embeddings, loss; "
+                  "forward and backward), and report floor + element-wise.")
+flags.DEFINE_float("dropout", 0.1, "Dropout rate of the element-wise part.")
 
 
 def step_matmuls(config, batch, seq, masked, dtype, jit_compile):
@@ -82,6 +89,93 @@ def step_matmuls(config, batch, seq, masked, dtype, jit_compile):
     return run, flops
 
 
+def step_elementwise(config, batch, seq, masked, dtype_name, dropout, jit_compile):
+    """A tf.function running a step's work *between* the products, forward and
+    backward, with the model's own pieces and nothing else: per layer the
+    attention softmax in float32 over the masked scores, its dropout, the six
+    bias adds, GELU (erf), the two residual adds with their dropout and
+    `Float32LayerNorm`; the embedding gather, sums, LayerNorm and dropout; the
+    masked-LM transform's bias, GELU and LayerNorm, the vocabulary bias and the
+    cross-entropy. Activations in the compute dtype (bfloat16 under
+    `--dtype=bfloat16`, float32 otherwise), as the model computes them."""
+    import keras
+    import tensorflow as tf
+    from keras import ops
+
+    from official_bert.modeling import layers as bert_layers
+
+    compute = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}[dtype_name]
+    h, inter, heads = config.hidden_size, config.intermediate_size, config.num_attention_heads
+    t, m, v, n_layers = batch * seq, batch * masked, config.vocab_size, config.num_hidden_layers
+    g = tf.random.Generator.from_seed(1)
+
+    def rand(*shape, dtype=compute):
+        return tf.cast(g.normal(shape), dtype)
+
+    def norm(width):
+        layer = bert_layers.Float32LayerNorm(epsilon=1e-12)
+        layer.build((None, width))
+        return layer
+
+    dropouts = keras.layers.Dropout(dropout, dtype=keras.DTypePolicy(compute))
+    # Per layer: the Q, K, V products' outputs (their bias adds), the attention output and
+    # second feed-forward product (bias, dropout, residual, LayerNorm), the first
+    # feed-forward product (bias, GELU); biases: Q, K, V, output, feed-forward out, in.
+    layers = [dict(scores=rand(batch, heads, seq, seq), qkv=[rand(t, h) for _ in range(3)],
+                   attended=rand(t, h), residual=rand(t, h), ff1=rand(t, inter), ff2=rand(t, h),
+                   biases=[rand(h) for _ in range(5)] + [rand(inter)],
+                   norms=[norm(h), norm(h)]) for _ in range(n_layers)]
+    table = tf.Variable(rand(v, h, dtype="float32"))
+    ids = tf.random.stateless_uniform((batch, seq), (0, 1), maxval=v, dtype=tf.int32)
+    positions, types = rand(seq, h), rand(t, h)
+    head = dict(x=rand(m, h), bias=rand(h), norm=norm(h), logits=rand(m, v), vocab_bias=rand(v),
+                labels=tf.random.stateless_uniform((m,), (0, 2), maxval=v, dtype=tf.int32))
+    embedding_norm = norm(h)
+    mask_bias = tf.zeros((batch, 1, 1, seq))
+    sources = [table, positions, types, head["x"], head["bias"], head["logits"],
+               head["vocab_bias"], *[w.value for w in embedding_norm.trainable_variables],
+               *[w.value for w in head["norm"].trainable_variables]]
+    for layer in layers:
+        sources += [layer["scores"], *layer["qkv"], layer["attended"], layer["residual"],
+                    layer["ff1"], layer["ff2"], *layer["biases"]]
+        sources += [w.value for n in layer["norms"] for w in n.trainable_variables]
+
+    def forward():
+        outputs = []
+        x = ops.cast(tf.gather(table, ids), compute) + positions + tf.reshape(types, (batch, seq, h))
+        outputs.append(dropouts(embedding_norm(x), training=True))
+        for layer in layers:
+            b = layer["biases"]
+            scores = ops.cast(layer["scores"], "float32") + mask_bias
+            probs = ops.cast(ops.softmax(scores, axis=-1), compute)
+            outputs.append(dropouts(probs, training=True))
+            outputs += [x + bias for x, bias in zip(layer["qkv"], b[:3])]
+            first, second = layer["norms"]
+            a = first(dropouts(layer["attended"] + b[3], training=True) + layer["residual"])
+            outputs.append(bert_layers.gelu_exact(layer["ff1"] + b[5]))
+            outputs.append(second(dropouts(layer["ff2"] + b[4], training=True) + a))
+        outputs.append(head["norm"](bert_layers.gelu_exact(head["x"] + head["bias"])))
+        logits = ops.cast(head["logits"] + head["vocab_bias"], "float32")
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(head["labels"],
+                                                                             logits))
+        return outputs, loss
+
+    # The gradients arriving at each output from the products after it (random).
+    incoming = [tf.cast(g.normal(o.shape), o.dtype) for o in forward()[0]]
+
+    @tf.function(jit_compile=jit_compile)
+    def run():
+        with tf.GradientTape() as tape:
+            tape.watch(sources)
+            outputs, loss = forward()
+        grads = tape.gradient([*outputs, loss], sources,
+                              output_gradients=[*incoming, tf.ones_like(loss)])
+        return [tf.reduce_sum(tf.cast(tf.convert_to_tensor(grad)[..., :1], "float32"))
+                for grad in grads if grad is not None]
+
+    return run
+
+
 def adamw_step(config, jit_compile):
     """A tf.function applying one clipped AdamW update to the model's variables."""
     import tensorflow as tf
@@ -123,6 +217,14 @@ def main(argv):
     adamw_stats = common.summarize_times(common.time_calls(
         lambda: adamw().numpy(), FLAGS.steps, FLAGS.warmup_steps))
     floor_s = (matmul_stats["ms_per_step"] + adamw_stats["ms_per_step"]) / 1000
+    elementwise_ms = None
+    if FLAGS.elementwise:
+        elementwise = step_elementwise(config, FLAGS.batch_size, FLAGS.seq_length,
+                                       FLAGS.masked_positions, FLAGS.dtype, FLAGS.dropout,
+                                       FLAGS.jit_compile)
+        elementwise_ms = common.summarize_times(common.time_calls(
+            lambda: [o.numpy() for o in elementwise()], FLAGS.steps,
+            FLAGS.warmup_steps))["ms_per_step"]
     results = dict(
         tokens_per_second=tokens / floor_s, ms_per_step=1000 * floor_s,
         matmuls_ms=matmul_stats["ms_per_step"], adamw_ms=adamw_stats["ms_per_step"],
@@ -130,7 +232,8 @@ def main(argv):
         matmul_flops=matmul_flops, parameters=parameters, dtype=FLAGS.dtype,
         jit_compile=FLAGS.jit_compile, batch_size=FLAGS.batch_size,
         seq_length=FLAGS.seq_length, config=vars(config), matmul=rates,
-        load_average=os.getloadavg()[0], machine=common.machine())
+        load_average=os.getloadavg()[0], machine=common.machine(), elementwise_ms=elementwise_ms,
+        dropout=FLAGS.dropout if FLAGS.elementwise else None)
     print(common.machine_line(results["machine"]))
     print(f"step floor, L={config.num_hidden_layers} H={config.hidden_size} "
           f"A={config.num_attention_heads}, batch {FLAGS.batch_size} x {FLAGS.seq_length}, "
@@ -142,7 +245,12 @@ def main(argv):
              gflops=results["matmul_gflops_at_step_shapes"]),
         dict(part=f"adamw ({parameters / 1e6:.1f}M)", ms_per_step=adamw_stats["ms_per_step"]),
         dict(part="floor", ms_per_step=1000 * floor_s, tokens_per_second=tokens / floor_s),
-    ], ["part", "ms_per_step", "gflops", "tokens_per_second"])
+    ] + ([
+        dict(part=f"element-wise (dropout {FLAGS.dropout:g})", ms_per_step=elementwise_ms),
+        dict(part="floor + element-wise", ms_per_step=1000 * floor_s + elementwise_ms,
+             tokens_per_second=tokens / (floor_s + elementwise_ms / 1000)),
+    ] if elementwise_ms is not None else []), ["part", "ms_per_step", "gflops",
+                                                "tokens_per_second"])
     common.write_json(FLAGS.json_output, results)
 
 

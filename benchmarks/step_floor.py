@@ -170,8 +170,10 @@ def step_elementwise(config, batch, seq, masked, dtype_name, dropout, jit_compil
             outputs, loss = forward()
         grads = tape.gradient([*outputs, loss], sources,
                               output_gradients=[*incoming, tf.ones_like(loss)])
-        return [tf.reduce_sum(tf.cast(tf.convert_to_tensor(grad)[..., :1], "float32"))
-                for grad in grads if grad is not None]
+        # The outputs too: in a step they feed the next products, so all of the forward
+        # runs (returning only gradients would let the graph skip what they do not need).
+        return [tf.reduce_sum(tf.cast(tf.convert_to_tensor(x)[..., :1], "float32"))
+                for x in [*grads, *outputs] if x is not None] + [loss]
 
     return run
 

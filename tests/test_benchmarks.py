@@ -37,12 +37,13 @@ def test_step_elementwise_differentiates_every_piece_and_multiplies_nothing():
     for dtype in ("float32", "bfloat16"):
         run = step_floor.step_elementwise(config, batch=2, seq=8, masked=3, dtype_name=dtype,
                                           dropout=0.1, jit_compile=False)
-        grads = run()
+        results = run()
         # A gradient for every input: 11 shared (embeddings, head, two LayerNorms' 2 each)
         # and 18 per layer (scores, Q/K/V outputs, attended, residual, both feed-forward
-        # sides, 6 biases, two LayerNorms' 2 each).
-        assert len(grads) == 11 + 2 * 18
-        assert np.all(np.isfinite([g.numpy() for g in grads]))
+        # sides, 6 biases, two LayerNorms' 2 each); then every output (the embeddings',
+        # 6 per layer, the head's) and the loss, all computed.
+        assert len(results) == (11 + 2 * 18) + (1 + 2 * 6 + 1) + 1
+        assert np.all(np.isfinite([r.numpy() for r in results]))
         graph = run.get_concrete_function().graph
         assert not [op.type for op in graph.get_operations()
                     if op.type in ("MatMul", "BatchMatMulV2", "_MklMatMul")]

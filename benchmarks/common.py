@@ -186,7 +186,7 @@ def add_transformers_flag(flags):
         "same shapes in this run (benchmarks/transformers_baseline.py), e.g. /tmp/hf/bin/python.")
 
 
-def time_transformers(FLAGS, mode: str) -> list | None:
+def time_transformers(FLAGS, mode: str, dropout: float | None = None) -> list | None:
     """Seconds per step of `transformers_baseline.py --mode=mode` on FLAGS'
     shapes, run by `--transformers_python` (None when the flag is unset)."""
     import subprocess
@@ -204,8 +204,8 @@ def time_transformers(FLAGS, mode: str) -> list | None:
                f"--dtype={'bfloat16' if FLAGS.dtype == 'bfloat16' else 'float32'}"]
     if mode == "pretraining":
         command.append(f"--masked_positions={FLAGS.masked_positions}")
-    if hasattr(FLAGS, "dropout"):
-        command.append(f"--dropout={FLAGS.dropout}")
+    if dropout is not None:
+        command.append(f"--dropout={dropout}")
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"error: {' '.join(command)} failed:\n{done.stderr[-2000:]}")

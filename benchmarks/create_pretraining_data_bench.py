@@ -121,8 +121,9 @@ def timed_process(cmd, cwd=None) -> tuple[float, str, float, float]:
         return seconds, out.read().decode(), usage.ru_maxrss / 1024, cpu
 
 
-def ours(corpus: str, work: pathlib.Path, vocab: str, tag: str) -> dict:
-    output = work / f"ours-{tag}.tfrecord"
+def ours(corpus: str, work: pathlib.Path, vocab: str, replicate: int) -> dict:
+    """One timed run of our generator on `corpus` (the 1x corpus written `replicate` times)."""
+    output = work / f"ours-x{replicate}.tfrecord"
     spec = dict(input=corpus, output=str(output), vocab_file=vocab,
                 dupe_factor=FLAGS.dupe_factor, max_seq_length=FLAGS.max_seq_length,
                 dynamic_masking=FLAGS.dynamic_masking, num_workers=FLAGS.num_workers)
@@ -135,11 +136,13 @@ def ours(corpus: str, work: pathlib.Path, vocab: str, tag: str) -> dict:
     result["total_bound_mb"] = (result["self_maxrss_mb"]
                                 + result["workers"] * result["children_maxrss_mb"])
     result["output_mb"] = os.path.getsize(output) / 2**20
+    result.update(tool="ours", replicate=replicate, corpus_mb=os.path.getsize(corpus) / 2**20)
     os.remove(output)
     return result
 
 
-def google(corpus: str, work: pathlib.Path, vocab: str) -> dict:
+def google(corpus: str, work: pathlib.Path, vocab: str, documents: int) -> dict:
+    """One timed run of google-research/bert's generator on the 1x `corpus`."""
     output = work / "google.tfrecord"
     cmd = [sys.executable, "create_pretraining_data.py", f"--input_file={corpus}",
            f"--output_file={output}", f"--vocab_file={vocab}", "--do_lower_case=True",
@@ -151,8 +154,9 @@ def google(corpus: str, work: pathlib.Path, vocab: str) -> dict:
     _, out, _, _ = timed_process([sys.executable, __file__, f"--_count={output}"])
     n, random_next = json.loads(out.strip().splitlines()[-1])
     os.remove(output)
-    return {"instances": n, "seconds": seconds, "cpu_seconds": cpu, "workers": 1,
-            "peak_mb": peak_mb,
+    return {"tool": "google-research/bert", "replicate": 1, "documents": documents,
+            "corpus_mb": os.path.getsize(corpus) / 2**20, "instances": n, "seconds": seconds,
+            "cpu_seconds": cpu, "workers": 1, "peak_mb": peak_mb,
             "next_sentence_random_fraction": random_next / n}
 
 
@@ -213,21 +217,14 @@ def main(argv):
                     with open(corpus, "rb") as f:
                         shutil.copyfileobj(f, out)
                     out.write(b"\n")
-        result = ours(str(path), work, vocab, f"x{factor}")
-        result.update(tool="ours", replicate=factor, corpus_mb=os.path.getsize(path) / 2**20)
-        rows.append(result)
+        rows.append(ours(str(path), work, vocab, factor))
         if factor > 1:
             os.remove(path)
     if FLAGS.google_dir:
         for round_ in range(FLAGS.rounds):
             if round_:  # ours again, then google: each pair shares the machine's state
-                result = ours(str(corpus), work, vocab, "x1")
-                result.update(tool="ours", replicate=1, corpus_mb=os.path.getsize(corpus) / 2**20)
-                rows.append(result)
-            result = google(str(corpus), work, vocab)
-            result.update(tool="google-research/bert", replicate=1, documents=stats["documents"],
-                          corpus_mb=os.path.getsize(corpus) / 2**20)
-            rows.append(result)
+                rows.append(ours(str(corpus), work, vocab, 1))
+            rows.append(google(str(corpus), work, vocab, stats["documents"]))
 
     header = (f"{'tool':<22}{'corpus':>8}{'workers':>8}{'documents':>10}{'instances':>11}"
               f"{'seconds':>9}{'docs/s':>9}{'inst/s':>9}{'inst/cpu-s':>11}{'peak MB':>9}"

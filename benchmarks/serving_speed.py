@@ -39,6 +39,21 @@ Section `synthetic`: BERT-Base (random weights; `--num_layers --hidden_size
                      for any float32 TensorFlow graph of this encoder
     tf_matmuls_only_bf16  the same products in bfloat16 (bfloat16 constants and
                      activations): the floor of any bfloat16 TensorFlow graph
+    tf_elementwise_only  not a model either: the encoder's work *between* its products
+                     alone (embedding gathers, the bias adds, the masked float32
+                     softmax, exact GELU, the residual adds and `Float32LayerNorm`s:
+                     the model's own pieces), the products' outputs fed in as random
+                     inputs; with tf_matmuls_only, what an unfused graph must do
+    tf_elementwise_only_bf16  the same with bfloat16 activations, as the bfloat16
+                     exports compute them
+    tf_unfusable_only[_bf16]  only the part of it that no fusion of TensorFlow's CPU
+                     graph folds into a product: the embedding gathers, the masked
+                     softmax and the LayerNorms (no bias add, GELU or residual add)
+
+Rows made of two engines (`add_floors`): tf_unfused_floor[_bf16] = tf_matmuls_only
++ tf_elementwise_only, tf_fused_floor[_bf16] = tf_matmuls_only + tf_unfusable_only:
+the least a TensorFlow graph of the encoder can take with nothing fused, and with
+everything fusable fused for free.
     ort_fp32         ONNX Runtime on transformers' ONNX export of `BertModel`
                      (`transformers_baseline.py --mode=onnx`), ORT_ENABLE_ALL
     ort_int8         the same file after ORT's `quantize_dynamic` (int8 weights)
@@ -75,7 +90,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchmarks import common  # noqa: E402
 
 ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tf_bf16_weights", "tflite_fp32",
-           "tflite_int8", "tf_matmuls_only", "tf_matmuls_only_bf16",
+           "tflite_int8", "tf_matmuls_only", "tf_matmuls_only_bf16", "tf_elementwise_only",
+           "tf_elementwise_only_bf16", "tf_unfusable_only", "tf_unfusable_only_bf16",
            "ort_fp32", "ort_int8", "ov_fp32", "ov_bf16")
 FLAGS = flags.FLAGS
 
@@ -235,6 +251,76 @@ def _matmuls_only_runner(config, dtype="float32"):
     return run
 
 
+def _elementwise_only_runner(config, dtype="float32", fusable=True):
+    """The `tf_elementwise_only` floors: the encoder's work between its products alone;
+    without the `fusable` ops (bias adds, GELU, residual adds), `tf_unfusable_only`."""
+    import numpy as np
+    import tensorflow as tf
+    from keras import ops
+
+    from official_bert.modeling import layers as bert_layers
+
+    H, I, A, L = (config.hidden_size, config.intermediate_size, config.num_attention_heads,
+                  config.num_hidden_layers)
+    rng = np.random.default_rng(0)
+
+    def const(*shape):
+        return tf.cast(tf.constant(0.02 * rng.standard_normal(shape, np.float32)), dtype)
+
+    def norm():
+        layer = bert_layers.Float32LayerNorm(epsilon=1e-12)
+        layer.build((None, H))
+        return layer
+
+    table, types_table, position_table = (const(config.vocab_size, H), const(2, H),
+                                          const(config.max_position_embeddings, H))
+    embedding_norm = norm()
+    # Per layer: the Q, K, V, attention-output, feed-forward-in and -out biases; two norms.
+    layers = [([const(H) for _ in range(4)] + [const(I), const(H)], norm(), norm())
+              for _ in range(L)]
+
+    @tf.function
+    def elementwise(ids, types, mask, products):
+        seq = tf.shape(ids)[1]
+        x = tf.gather(table, ids) + tf.gather(types_table, types) + position_table[:seq]
+        x = tf.reshape(embedding_norm(x), [-1, H])
+        bias = bert_layers.attention_bias_from_mask(mask)
+        outputs = []
+        for (biases, first, second), (scores, q, k, v, attended, ff1, ff2) in zip(
+                layers, products):
+            # The products' outputs are inputs here (random, one set per layer), so the
+            # graph computes what the model does to them and nothing is constant-folded.
+            probs = ops.softmax(ops.cast(scores, "float32") + bias, axis=-1)
+            outputs.append(ops.cast(probs, dtype))
+            if not fusable:
+                x = second(first(attended) + ff2)  # one add: the graph must use `first`'s output
+                continue
+            outputs += [q + biases[0], k + biases[1], v + biases[2]]
+            x = first(attended + biases[3] + x)
+            outputs.append(bert_layers.gelu_exact(ff1 + biases[4]))
+            x = second(ff2 + biases[5] + x)
+        return [tf.reduce_sum(tf.cast(o[..., :1], "float32")) for o in outputs + [x]]
+
+    products = {}  # (batch, seq) → the products' outputs, made once per request shape
+
+    def arguments(request):
+        batch, seq = request["input_word_ids"].shape
+        if (batch, seq) not in products:
+            t = batch * seq
+            products[(batch, seq)] = [(const(batch, A, seq, seq), const(t, H), const(t, H),
+                                       const(t, H), const(t, H), const(t, I), const(t, H))
+                                      for _ in range(L)]
+        return (tf.constant(request["input_word_ids"]), tf.constant(request["input_type_ids"]),
+                tf.constant(request["input_mask"]), products[(batch, seq)])
+
+    def run(request):
+        return [o.numpy() for o in elementwise(*arguments(request))]
+
+    # For the test that it multiplies nothing.
+    run.graph = lambda request: elementwise.get_concrete_function(*arguments(request)).graph
+    return run
+
+
 def _ort_runner(path):
     import onnxruntime as ort
 
@@ -298,6 +384,10 @@ def build_engines(names):
         elif name.startswith("tf_matmuls_only"):
             runs[name] = _matmuls_only_runner(config, "bfloat16" if name.endswith("bf16")
                                               else "float32")
+        elif name.startswith(("tf_elementwise_only", "tf_unfusable_only")):
+            runs[name] = _elementwise_only_runner(
+                config, "bfloat16" if name.endswith("bf16") else "float32",
+                fusable=name.startswith("tf_elementwise_only"))
         elif name.startswith("tflite"):
             path = os.path.join(FLAGS.work_dir, f"{name}.tflite")
             if not os.path.exists(path):
@@ -392,6 +482,29 @@ def summarize(seconds: dict, batch_size: int, threads: int) -> list:
     return rows
 
 
+def add_floors(rows: list) -> None:
+    """Appends the floors made of two timed parts, where both ran: the products
+    alone plus `tf_elementwise_only[_bf16]` (`tf_unfused_floor[_bf16]`: the
+    least a graph that runs every op apart can take) or plus
+    `tf_unfusable_only[_bf16]` (`tf_fused_floor[_bf16]`: the least any
+    TensorFlow graph can take, were every bias add, GELU and residual add fused
+    into a product for free). B1: the sum of the two p50s; the batch: its
+    sequences over the sum of the two batch times. Each part is one call, so
+    a floor counts a call's fixed cost twice: at tiny shapes it exceeds a model."""
+    by_name = {row["engine"]: row for row in rows}
+    throughput = next(k for k in rows[0] if k.endswith("_seq_per_s"))
+    batch = int(throughput[1:-len("_seq_per_s")])
+    for floor, between in (("tf_unfused_floor", "tf_elementwise_only"),
+                           ("tf_fused_floor", "tf_unfusable_only")):
+        for suffix in ("", "_bf16"):
+            parts = [by_name.get(f"tf_matmuls_only{suffix}"), by_name.get(between + suffix)]
+            if None in parts:
+                continue
+            rows.append({"engine": floor + suffix, "threads": parts[0]["threads"],
+                         "b1_p50_ms": sum(p["b1_p50_ms"] for p in parts),
+                         throughput: batch / sum(batch / p[throughput] for p in parts)})
+
+
 def add_ratios(rows: list, competitors=COMPETITORS) -> None:
     """Adds b1_vs_<c> (B1 p50 ÷ the competitor's: below 1 is faster) and
     tput_vs_<c> (throughput ÷ the competitor's: above 1 is faster) to every
@@ -416,10 +529,11 @@ def synthetic_section(results):
                                {"b1": FLAGS.b1_calls, "batch": FLAGS.batch_calls}, FLAGS.rounds)
     rows = summarize(seconds, FLAGS.batch_size, FLAGS.threads)
     for row in rows:
-        if reference is not None and not row["engine"].startswith(("ort", "ov",
-                                                                   "tf_matmuls_only")):
+        if reference is not None and not row["engine"].startswith(
+                ("ort", "ov", "tf_matmuls_only", "tf_elementwise_only", "tf_unfusable_only")):
             row["max_abs_diff_vs_tf_fp32"] = float(np.max(np.abs(
                 np.asarray(runs[row["engine"]](b1), np.float32) - reference)))
+    add_floors(rows)
     add_ratios(rows)
     throughput = f"b{FLAGS.batch_size}_seq_per_s"
     print("\n" + common.machine_line(results["machine"]))

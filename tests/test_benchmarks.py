@@ -85,6 +85,50 @@ def test_serving_speed_interleaves_the_engines_and_divides_right():
     assert "b1_vs_ov_fp32" not in ours  # only competitors that ran
 
 
+def test_serving_elementwise_floor_computes_every_piece_and_multiplies_nothing():
+    from benchmarks import serving_speed
+
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32)
+    request = {"input_word_ids": np.array([[2, 7, 9, 3]], np.int32),
+               "input_mask": np.array([[1, 1, 1, 0]], np.int32),
+               "input_type_ids": np.array([[0, 0, 1, 1]], np.int32)}
+    for dtype in ("float32", "bfloat16"):
+        run = serving_speed._elementwise_only_runner(config, dtype)
+        # Per layer Q, K, V bias adds, the softmax and GELU; the last LayerNorm's output.
+        results = run(request)
+        assert len(results) == 2 * 5 + 1 and np.all(np.isfinite(results))
+        ops = {op.type for op in run.graph(request).get_operations()}
+        assert {"Softmax", "Erfc", "Rsqrt"} <= ops  # softmax, exact GELU, LayerNorm
+        assert not ops & {"MatMul", "BatchMatMulV2", "_MklMatMul", "Einsum"}
+        # Without the fusable ops: the softmax and LayerNorms, no GELU, one output a layer.
+        run = serving_speed._elementwise_only_runner(config, dtype, fusable=False)
+        results = run(request)
+        assert len(results) == 2 + 1 and np.all(np.isfinite(results))
+        ops = {op.type for op in run.graph(request).get_operations()}
+        assert {"Softmax", "Rsqrt"} <= ops and "Erfc" not in ops
+
+
+def test_floors_add_the_two_parts_times():
+    from benchmarks import serving_speed
+
+    rows = [{"engine": "tf_matmuls_only_bf16", "threads": 2, "b1_p50_ms": 10.0,
+             "b32_seq_per_s": 128.0},
+            {"engine": "tf_elementwise_only_bf16", "threads": 2, "b1_p50_ms": 5.0,
+             "b32_seq_per_s": 64.0},
+            {"engine": "tf_matmuls_only", "threads": 2, "b1_p50_ms": 20.0,
+             "b32_seq_per_s": 32.0},
+            {"engine": "tf_unfusable_only_bf16", "threads": 2, "b1_p50_ms": 2.0,
+             "b32_seq_per_s": 256.0}]
+    serving_speed.add_floors(rows)
+    # fp32 lacks its second parts: no fp32 floor.
+    assert [r["engine"] for r in rows[4:]] == ["tf_unfused_floor_bf16", "tf_fused_floor_bf16"]
+    unfused, fused = rows[4:]
+    # B1: 10 + 5 ms; B32: 32 / (0.25 s + 0.5 s) sequences a second.
+    assert unfused["b1_p50_ms"] == 15.0 and unfused["b32_seq_per_s"] == 32 / 0.75
+    assert fused["b1_p50_ms"] == 12.0 and fused["b32_seq_per_s"] == 32 / 0.375
+
+
 def test_pretraining_step_times_our_trainer_step(tmp_path):
     """The benchmark runs the runners' own Trainer step (a tiny model, both
     tasks) and reports the FLOPs the MFU formula counts for what it ran."""
@@ -139,3 +183,20 @@ print(json.dumps([bench.round_ratios(json.loads(sys.argv[2])),
     rounds, none = json.loads(result.stdout.strip().splitlines()[-1])
     assert rounds == [[10.0, 5.0], [5.0, 10.0]]  # each google run against the ours before it
     assert none == []  # no google run: no ratio
+
+
+def test_tokenization_bench_checks_every_tokenizer_against_the_cached_one(tmp_path):
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", ".",
+                                ",", "##s", "and", "of", "to", "in", "it"]) + "\n")
+    result = processes.run(
+        [sys.executable, os.path.join(repo, "benchmarks", "tokenization_bench.py"),
+         f"--corpus={os.path.join(repo, 'data_prep', 'sample_corpus')}",
+         f"--vocab_file={vocab}", "--rounds=1", "--full_lines=5"],
+        cwd=repo, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()
+            if line.split() and line.split()[0] in ("cached", "full", "hf_tokenizers")}
+    assert rows["cached"][-1] == "True" and rows["full"][-1] == "True"
+    assert rows["full"][1] == "5"  # the reference tokenizer timed on --full_lines lines

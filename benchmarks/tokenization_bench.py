@@ -85,10 +85,7 @@ def tokenizers(vocab: str, full_lines: int) -> tuple[dict, dict]:
 def main(argv):
     del argv
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread, as the others
-    source = FLAGS.corpus
-    if source is None:
-        shared = REPO.parent / "shared" / "data" / "pretrain_text"
-        source = str(shared if shared.exists() else REPO / "data_prep" / "sample_corpus")
+    source = FLAGS.corpus or common.default_corpus()
     vocab = FLAGS.vocab_file or common.bert_base_uncased_vocab()
     lines = corpus_lines(source)
     runs, skipped = tokenizers(vocab, FLAGS.full_lines)

@@ -49,16 +49,16 @@ Section `synthetic`: BERT-Base (random weights; `--num_layers --hidden_size
     tf_unfusable_only[_bf16]  only the part of it that no fusion of TensorFlow's CPU
                      graph folds into a product: the embedding gathers, the masked
                      softmax and the LayerNorms (no bias add, GELU or residual add)
-
-Rows made of two engines (`add_floors`): tf_unfused_floor[_bf16] = tf_matmuls_only
-+ tf_elementwise_only, tf_fused_floor[_bf16] = tf_matmuls_only + tf_unfusable_only:
-the least a TensorFlow graph of the encoder can take with nothing fused, and with
-everything fusable fused for free.
     ort_fp32         ONNX Runtime on transformers' ONNX export of `BertModel`
                      (`transformers_baseline.py --mode=onnx`), ORT_ENABLE_ALL
     ort_int8         the same file after ORT's `quantize_dynamic` (int8 weights)
     ov_fp32          OpenVINO on the same ONNX file, f32 inference precision
     ov_bf16          OpenVINO, bf16 inference precision (AVX512-BF16/AMX)
+
+Rows made of two engines (`add_floors`): tf_unfused_floor[_bf16] = tf_matmuls_only
++ tf_elementwise_only, tf_fused_floor[_bf16] = tf_matmuls_only + tf_unfusable_only:
+the least a TensorFlow graph of the encoder can take with nothing fused, and with
+everything fusable fused for free.
 
 Section `traffic`: real requests, SST-2 dev sentences through the raw-text
 `serving_default` signature of the export (tokenized in the graph), one at a

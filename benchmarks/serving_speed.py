@@ -93,6 +93,8 @@ ENGINES = ("tf_fp32", "tf_fp32_xla", "tf_bf16_amp", "tf_bf16", "tf_bf16_weights"
            "tflite_int8", "tf_matmuls_only", "tf_matmuls_only_bf16", "tf_elementwise_only",
            "tf_elementwise_only_bf16", "tf_unfusable_only", "tf_unfusable_only_bf16",
            "ort_fp32", "ort_int8", "ov_fp32", "ov_bf16")
+# Engines that time part of the encoder's work, not a model: they have no answers to compare.
+NOT_MODELS = ("tf_matmuls_only", "tf_elementwise_only", "tf_unfusable_only")
 FLAGS = flags.FLAGS
 
 
@@ -488,12 +490,12 @@ def add_floors(rows: list) -> None:
     least a graph that runs every op apart can take) or plus
     `tf_unfusable_only[_bf16]` (`tf_fused_floor[_bf16]`: the least any
     TensorFlow graph can take, were every bias add, GELU and residual add fused
-    into a product for free). B1: the sum of the two p50s; the batch: its
-    sequences over the sum of the two batch times. Each part is one call, so
-    a floor counts a call's fixed cost twice: at tiny shapes it exceeds a model."""
+    into a product for free). B1: the sum of the two p50s; the batch: the two
+    batch times added, as a throughput (1 / the sum of 1 / each). Each part is
+    one call, so a floor counts a call's fixed cost twice: at tiny shapes it
+    exceeds a model."""
     by_name = {row["engine"]: row for row in rows}
     throughput = next(k for k in rows[0] if k.endswith("_seq_per_s"))
-    batch = int(throughput[1:-len("_seq_per_s")])
     for floor, between in (("tf_unfused_floor", "tf_elementwise_only"),
                            ("tf_fused_floor", "tf_unfusable_only")):
         for suffix in ("", "_bf16"):
@@ -502,7 +504,7 @@ def add_floors(rows: list) -> None:
                 continue
             rows.append({"engine": floor + suffix, "threads": parts[0]["threads"],
                          "b1_p50_ms": sum(p["b1_p50_ms"] for p in parts),
-                         throughput: batch / sum(batch / p[throughput] for p in parts)})
+                         throughput: 1 / sum(1 / p[throughput] for p in parts)})
 
 
 def add_ratios(rows: list, competitors=COMPETITORS) -> None:
@@ -529,8 +531,7 @@ def synthetic_section(results):
                                {"b1": FLAGS.b1_calls, "batch": FLAGS.batch_calls}, FLAGS.rounds)
     rows = summarize(seconds, FLAGS.batch_size, FLAGS.threads)
     for row in rows:
-        if reference is not None and not row["engine"].startswith(
-                ("ort", "ov", "tf_matmuls_only", "tf_elementwise_only", "tf_unfusable_only")):
+        if reference is not None and not row["engine"].startswith(("ort", "ov") + NOT_MODELS):
             row["max_abs_diff_vs_tf_fp32"] = float(np.max(np.abs(
                 np.asarray(runs[row["engine"]](b1), np.float32) - reference)))
     add_floors(rows)

@@ -163,7 +163,7 @@ def python(script: str) -> list:
 
 
 def bert(command: str) -> list:
-    return [sys.executable, "-m", "official_bert.cli", command]
+    return [sys.executable, "-m", "official_bert.commands.cli", command]
 
 
 def efficient_dtype(requested: str) -> str:

@@ -3,7 +3,7 @@
 Every setting is defined here once, with `official_bert.settings.setting`:
 its name (google-research/bert's flag name where it has the concept), type,
 default and help. The library takes these dataclasses; the commands generate
-their flags from them (`official_bert.cli_flags`), so a flag and its field
+their flags from them (`official_bert.commands.cli_flags`), so a flag and its field
 cannot disagree (`tests/test_settings.py`).
 
     RunConfig              what every task run shares, in four parts:

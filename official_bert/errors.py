@@ -1,6 +1,6 @@
 """The error types for bad user input and bad files.
 
-A command stops with one `error: ...` line (`official_bert.app`) when one of
+A command stops with one `error: ...` line (`official_bert.commands.app`) when one of
 these is raised; anything else is a bug and keeps its traceback. Raise them
 where the input is read, with a message that names the input (the flag, or
 the file and its line / record) and says what would fix it.

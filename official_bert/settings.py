@@ -4,7 +4,7 @@ Every config dataclass of this project (the run's `RunConfig`, each task's
 config, each data command's options) declares its fields with `setting`, which
 keeps the name, type (the annotation), default, help text and, for a closed set
 of values, the choices in one place. The command line is generated from those
-fields (`official_bert.cli_flags.define_flags`), and so are `--help` and
+fields (`official_bert.commands.cli_flags.define_flags`), and so are `--help` and
 docs/flags.md; nothing else restates a default. `tests/test_settings.py` checks
 every command's flags against its configs.
 

@@ -1,4 +1,4 @@
-"""One-line errors from the command-line entry points (official_bert.app): a
+"""One-line errors from the command-line entry points (official_bert.commands.app): a
 user error, a full disk and running out of memory are one `error:` line; any
 other exception is a bug, with its traceback and where to report it."""
 
@@ -11,14 +11,14 @@ import textwrap
 
 import pytest
 
-from official_bert import cli
+from official_bert.commands import cli
 from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent("""
     import errno, sys
-    from official_bert import app
+    from official_bert.commands import app
     from official_bert.errors import BadFileError, UserError
 
     def main(argv):
@@ -125,7 +125,7 @@ ABSL_PREFIX = r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] "
 LOGGING_SCRIPT = textwrap.dedent("""
     import sys
     from absl import logging
-    from official_bert import app
+    from official_bert.commands import app
 
     def main(argv):
         logging.info("our news")
@@ -181,7 +181,7 @@ def test_verbosity_minus_1_shows_warnings_only(tmp_path):
 
 
 def test_command_line_verbosity_is_read_before_absl_parses_it():
-    from official_bert import app
+    from official_bert.commands import app
 
     assert app.command_line_verbosity(["x", "--verbosity=1"]) == 1
     assert app.command_line_verbosity(["x", "-v", "2"]) == 2
@@ -197,7 +197,7 @@ def test_a_command_run_prints_no_tensorflow_internals(tmp_path):
 
     world = fault_kit.World(tmp_path / "world").build(pretraining_data=False)
     result = subprocess.run(
-        [sys.executable, "-m", "official_bert.cli", "export-encoder",
+        [sys.executable, "-m", "official_bert.commands.cli", "export-encoder",
          f"--init_checkpoint={world.ckpt}", "--max_seq_length=16",
          f"--output_dir={tmp_path / 'hub'}"],
         capture_output=True, text=True, timeout=600, env=_fresh_environment(), cwd=REPO)
@@ -212,7 +212,7 @@ def test_a_command_run_prints_no_tensorflow_internals(tmp_path):
 
 
 def _help(*args):
-    return processes.run([sys.executable, "-m", "official_bert.cli", *args, "--help"],
+    return processes.run([sys.executable, "-m", "official_bert.commands.cli", *args, "--help"],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
 
 

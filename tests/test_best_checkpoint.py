@@ -156,7 +156,7 @@ def test_a_kill_between_the_writes_keeps_the_named_pair(tmp_path):
 
 
 def test_a_best_json_naming_a_missing_checkpoint_is_one_line(tmp_path):
-    from official_bert import app
+    from official_bert.commands import app
     from official_bert.errors import RunDirectoryError
 
     best, trainer = _best(tmp_path, [0.5])

@@ -78,7 +78,7 @@ def test_a_small_corpus_says_how_many_tokens_it_learned_and_what_to_do(tmp_path,
     the --vocab_size it suggests learns without padding beyond --slack_ratio."""
     def build(vocab_size):
         return processes.run(
-            [sys.executable, "-m", "official_bert.cli", "build-vocab", f"--input_file={corpus}",
+            [sys.executable, "-m", "official_bert.commands.cli", "build-vocab", f"--input_file={corpus}",
              f"--output_file={tmp_path / 'vocab.txt'}", f"--vocab_size={vocab_size}",
              "--num_unused=99"], cwd=REPO, capture_output=True, text=True)
 

@@ -389,7 +389,7 @@ def check(name, result):
 def test_local_only_commands_refuse_a_cloud_output_dir(command, flags, tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env.pop("OFFICIAL_BERT_TRACEBACK", None)
-    result = processes.run([sys.executable, "-m", "official_bert.cli", command, *flags,
+    result = processes.run([sys.executable, "-m", "official_bert.commands.cli", command, *flags,
                              "--output_dir=gs://my-bucket/data"], cwd=str(tmp_path), env=env,
                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr[-3000:]

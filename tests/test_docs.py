@@ -174,12 +174,12 @@ def _run_block(path, body, tag, tmp_path, download_manifest):
 
 def test_flag_reference_is_current():
     """docs/flags.md is what `bert flags-reference` generates from the flag definitions."""
-    result = processes.run([sys.executable, "-m", "official_bert.cli", "flags-reference"],
+    result = processes.run([sys.executable, "-m", "official_bert.commands.cli", "flags-reference"],
                            cwd=REPO_ROOT, text=True, capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr
     current = (REPO_ROOT / "docs" / "flags.md").read_text(encoding="utf-8")
     assert current == result.stdout, (
-        "docs/flags.md is out of date: python -m official_bert.cli flags-reference > docs/flags.md")
+        "docs/flags.md is out of date: python -m official_bert.commands.cli flags-reference > docs/flags.md")
 
 
 @pytest.mark.slow

@@ -306,7 +306,7 @@ def test_the_builtin_table():
             assert len(remote.sha256) == 64 and int(remote.sha256, 16) >= 0
             assert isinstance(remote.size, int) and remote.size > 0
     assert unpinned == list(UNPINNED)
-    listing = processes.run([sys.executable, "-m", "official_bert.cli", "download", "--list"],
+    listing = processes.run([sys.executable, "-m", "official_bert.commands.cli", "download", "--list"],
                             cwd=REPO_ROOT, text=True, capture_output=True, timeout=120)
     assert listing.returncode == 0, listing.stderr
     assert "sha256 NOT PINNED YET (md5 afb04912d18ff20696f7f88eed49bea9)" in listing.stdout

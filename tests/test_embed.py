@@ -167,7 +167,7 @@ def test_command_line_one_error_line(tiny_model, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"the cat\n\xc3\x28 broken\n")
     result = processes.run(
-        [sys.executable, "-m", "official_bert.cli", "embed", f"--init_checkpoint={model_dir}",
+        [sys.executable, "-m", "official_bert.commands.cli", "embed", f"--init_checkpoint={model_dir}",
          f"--input_file={bad}", f"--output_file={tmp_path / 'out.npy'}",
          "--max_seq_length=16"],
         capture_output=True, text=True, cwd=REPO_ROOT)
@@ -231,7 +231,7 @@ def test_serving_dtype_bfloat16_through_the_command(tiny_model, tmp_path):
     model_dir, _ = tiny_model
     texts = _texts(4, seed=5)
     _write_texts(tmp_path / "in.txt", texts)
-    command = [sys.executable, "-m", "official_bert.cli", "embed",
+    command = [sys.executable, "-m", "official_bert.commands.cli", "embed",
                f"--init_checkpoint={model_dir}", "--max_seq_length=16",
                "--serving_dtype=bfloat16"]
     refused = processes.run(command + [f"--input_file={tmp_path / 'in.txt'}",

@@ -267,7 +267,7 @@ def test_command_line(tmp_path):
     (tmp_path / "busy" / "keep.txt").write_text("mine")
 
     def bert(*args):
-        return processes.run([sys.executable, "-m", "official_bert.cli", "export-google",
+        return processes.run([sys.executable, "-m", "official_bert.commands.cli", "export-google",
                                *args], capture_output=True, text=True, cwd=REPO_ROOT)
 
     refused = bert(f"--init_checkpoint={source}", f"--output_dir={tmp_path / 'busy'}")

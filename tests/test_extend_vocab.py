@@ -281,7 +281,7 @@ def test_minilm_a_domain_term_becomes_one_token(minilm_dir, tmp_path):
 
 def bert(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return processes.run([sys.executable, "-m", "official_bert.cli", "extend-vocab", *args],
+    return processes.run([sys.executable, "-m", "official_bert.commands.cli", "extend-vocab", *args],
                          cwd=REPO_ROOT, env=env, timeout=300)
 
 

@@ -478,7 +478,7 @@ def test_predict_answers_each_batch_while_the_pipe_stays_open(classifier_run):
     Run as a user runs it, it logs nothing a user should not see."""
     env = user_env()
     process = subprocess.Popen(
-        [sys.executable, "-m", "official_bert.cli", "predict", f"--model={classifier_run}",
+        [sys.executable, "-m", "official_bert.commands.cli", "predict", f"--model={classifier_run}",
          "--batch_size=2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=env, cwd=str(REPO))
     try:

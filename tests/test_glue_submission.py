@@ -232,7 +232,7 @@ def test_command_line(glue_runs, tmp_path):
     written, for an output that is another file; two runs of one task refused."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     out = tmp_path / "glue.zip"
-    command = [sys.executable, "-m", "official_bert.cli", "glue-submission",
+    command = [sys.executable, "-m", "official_bert.commands.cli", "glue-submission",
                f"--runs_dir={glue_runs['runs']}", f"--glue_dir={glue_runs['data']}"]
     result = processes.run(command + [f"--output_file={out}"], cwd=REPO, env=env,
                            capture_output=True, text=True, timeout=120)

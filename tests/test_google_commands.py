@@ -398,7 +398,7 @@ def test_every_google_flag_parses(script):
     code = (f"import sys\nfrom official_bert.commands import {COMMAND_MODULES[script]}\n"
             f"from absl import flags\n"
             f"flags.FLAGS(['{script}'] + sys.argv[1:])\n"
-            f"from official_bert import cli_flags\n"
+            f"from official_bert.commands import cli_flags\n"
             + ("print(cli_flags.run_config(flags.FLAGS).tpu)\n" if script != "extract_features"
                else "print('parsed')\n"))
     result = processes.run([sys.executable, "-c", code, *GOOGLE_ONLY_FLAGS[script]],

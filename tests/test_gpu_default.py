@@ -46,7 +46,7 @@ logging.getLogger("absl").addHandler(Keep())
 
 from absl import flags
 
-from official_bert import cli_flags
+from official_bert.commands import cli_flags
 from official_bert.commands import classify as run_classifier  # noqa: F401 (its flags)
 from official_bert.errors import UserError
 from official_bert.tasks import runner

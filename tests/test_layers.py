@@ -24,8 +24,8 @@ LAYERS = [
     ("official_bert.checkpoints", "official_bert.model_files", "official_bert.run_directory",
      "official_bert.google_export", "official_bert.vocab_extension", "official_bert.training"),
     ("official_bert.tasks", "official_bert.serving"),
-    ("official_bert.commands", "official_bert.cli_flags", "official_bert.app",
-     "official_bert.cli"),
+    ("official_bert.commands", "official_bert.commands.cli_flags", "official_bert.commands.app",
+     "official_bert.commands.cli"),
 ]
 
 

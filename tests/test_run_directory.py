@@ -390,7 +390,7 @@ def test_dtype_of_the_feature_based_commands(data, tmp_path, command):
     for dtype in ("float32", "bfloat16"):
         if command == "embed":
             out = tmp_path / f"{dtype}.npy"
-            args = ["-m", "official_bert.cli", "embed", f"--output_file={out}"]
+            args = ["-m", "official_bert.commands.cli", "embed", f"--output_file={out}"]
         else:
             out = tmp_path / f"{dtype}.jsonl"
             args = ["extract_features.py", f"--output_file={out}", "--layers=-1",

@@ -677,7 +677,7 @@ def ids_only(exports, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ids_only")
     source = os.path.dirname(exports["classification"]["dir"])
     result = processes.run(
-        [sys.executable, "-m", "official_bert.cli", "export-ids-only",
+        [sys.executable, "-m", "official_bert.commands.cli", "export-ids-only",
          f"--saved_model={source}", f"--export_dir={tmp / 'ids'}", "--export_version=7"],
         cwd=str(REPO_ROOT), env=dict(ENV, PYTHONPATH=str(REPO_ROOT)), capture_output=True,
         text=True, timeout=300)

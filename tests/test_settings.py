@@ -1,7 +1,7 @@
 """Each setting is defined once: every command's flags agree with its configs.
 
 A command module lists the config dataclasses its flags come from as
-`CONFIGS` (`official_bert.cli_flags`). For every command of `bert` under
+`CONFIGS` (`official_bert.commands.cli_flags`). For every command of `bert` under
 `official_bert.commands`, each flag, as absl defines it in a fresh process,
 must have the name, type, default and choices of the field of the first of
 those configs that has it (the command's own defaults: `SquadRunConfig`'s
@@ -22,7 +22,8 @@ import typing
 
 import pytest
 
-from official_bert import cli, settings
+from official_bert.commands import cli
+from official_bert import settings
 from official_bert import configs
 from support import processes
 
@@ -98,8 +99,7 @@ def test_no_flag_is_defined_by_hand():
     """No `flags.DEFINE_*` in the commands or cli_flags outside `define_flags`
     (its `_DEFINE` table included): every flag comes from a setting."""
     offenders = []
-    for path in [ROOT / "official_bert" / "cli_flags.py",
-                 *sorted((ROOT / "official_bert" / "commands").glob("*.py"))]:
+    for path in sorted((ROOT / "official_bert" / "commands").glob("*.py")):
         tree = ast.parse(path.read_text())
         allowed = {id(node) for top in tree.body
                    if (isinstance(top, ast.FunctionDef) and top.name == "define_flags")
@@ -116,7 +116,7 @@ def test_no_flag_is_defined_by_hand():
 def test_the_configs_module_loads_no_tensorflow():
     """`--help` stays fast: the configs every command's flags come from import
     no TensorFlow."""
-    code = ("import sys, official_bert.configs, official_bert.cli_flags; "
+    code = ("import sys, official_bert.configs, official_bert.commands.cli_flags; "
             "print(any(m.split('.')[0] in ('tensorflow', 'keras') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], text=True, capture_output=True,
                          check=True).stdout

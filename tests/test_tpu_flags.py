@@ -65,7 +65,7 @@ logging.getLogger("absl").addHandler(Keep())
 from absl import flags
 
 from official_bert.commands import classify as run_classifier
-from official_bert import cli_flags
+from official_bert.commands import cli_flags
 from official_bert.tasks import runner
 
 out = {}

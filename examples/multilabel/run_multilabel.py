@@ -14,7 +14,7 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # multilabel_task beside it
 
 import multilabel_task  # noqa: E402
-from official_bert import app, cli_flags  # noqa: E402
+from official_bert.commands import app, cli_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 cli_flags.define_flags(multilabel_task.MultiLabelConfig)  # the task's settings, as flags

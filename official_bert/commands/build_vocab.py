@@ -21,7 +21,7 @@ import sys
 from absl import flags
 
 from data_prep.configs import BuildVocabConfig
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 
 # data_prep.build_vocab loads the tokenizer and tensorflow-text's trainer:
 # `main` imports it once the flags are parsed, so that `--help` stays fast.

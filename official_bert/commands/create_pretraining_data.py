@@ -79,7 +79,7 @@ from __future__ import annotations
 from absl import flags
 
 from data_prep.configs import PretrainingDataConfig, PretrainingDataFiles
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 from official_bert.errors import UserError
 
 # data_prep.create_pretraining_data loads the tokenizer: `main` imports it once

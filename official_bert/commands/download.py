@@ -68,7 +68,8 @@ from absl import flags
 
 from data_prep.configs import (DATA_ENV, DEFAULT_OUTPUT_DIR, MANIFEST_ENV, DownloadListing,
                                DownloadOptions)
-from official_bert import app, cli_flags, settings
+from official_bert.commands import app, cli_flags
+from official_bert import settings
 from official_bert.errors import UserError
 
 FLAGS = flags.FLAGS

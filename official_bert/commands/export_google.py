@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 from official_bert.configs import ExportGoogleConfig
 
 # The export (`official_bert.google_export`) loads TensorFlow: it is imported

@@ -26,7 +26,8 @@ import os
 
 from absl import flags
 
-from official_bert import app, cli_flags, io
+from official_bert.commands import app, cli_flags
+from official_bert import io
 from official_bert.errors import UserError
 from official_bert.settings import setting
 

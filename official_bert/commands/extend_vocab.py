@@ -28,7 +28,7 @@ import sys
 
 from absl import flags
 
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 from official_bert.configs import ExtendVocabConfig
 
 # official_bert.vocab_extension reads checkpoints (TensorFlow): `main` imports it

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from absl import flags, logging
 
-from official_bert import app, cli_flags, settings
+from official_bert.commands import app, cli_flags
+from official_bert import settings
 from official_bert.configs import FeatureExtractionConfig, UnusedTpuFlags
 
 # tasks.features loads TensorFlow: `main` imports it once the flags are parsed, so

@@ -36,7 +36,8 @@ import zipfile
 from absl import flags, logging
 
 from data_prep import glue
-from official_bert import app, cli_flags, io
+from official_bert.commands import app, cli_flags
+from official_bert import io
 from official_bert.errors import BadFileError, UserError
 from official_bert.run_directory import RunDirectory
 from official_bert.settings import setting

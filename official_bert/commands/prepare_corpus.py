@@ -22,7 +22,7 @@ import sys
 from absl import flags
 
 from data_prep.configs import CorpusFiles, CorpusOptions
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 
 FLAGS = flags.FLAGS
 

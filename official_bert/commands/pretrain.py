@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 from official_bert.configs import GoogleTpuFlags, PretrainingConfig, PretrainRunConfig
 
 # tasks.pretraining loads TensorFlow: `main` imports it once the flags are parsed, so

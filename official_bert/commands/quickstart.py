@@ -36,7 +36,8 @@ import time
 
 from absl import flags
 
-from official_bert import app, cli_flags, file_sets, io
+from official_bert.commands import app, cli_flags
+from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.settings import setting
 
@@ -256,7 +257,7 @@ def build_vocabulary(corpus: pathlib.Path, vocab: pathlib.Path) -> str:
             return (f"vocabulary of {settings['vocab_size']} WordPieces reused from an earlier "
                     "run (the corpus and settings are unchanged; --fresh rebuilds it)")
     record.unlink(missing_ok=True)
-    seconds = run("-m official_bert.cli build-vocab", input_file=corpus, output_file=vocab,
+    seconds = run("-m official_bert.commands.cli build-vocab", input_file=corpus, output_file=vocab,
                   **settings)
     io.atomic_write(str(record), json.dumps(dict(wanted, vocab_sha256=_sha256(vocab)),
                                             indent=2) + "\n")
@@ -266,7 +267,7 @@ def build_vocabulary(corpus: pathlib.Path, vocab: pathlib.Path) -> str:
 def stage_data(out: pathlib.Path, summary: dict) -> None:
     print("[data] corpus → vocabulary → pre-training TFRecords", flush=True)
     corpus, vocab = out / "corpus.txt", out / "vocab.txt"
-    seconds = run("-m official_bert.cli prepare-corpus",
+    seconds = run("-m official_bert.commands.cli prepare-corpus",
                   input=HERE / "data_prep" / "sample_corpus", output_file=corpus)
     stats = json.loads(pathlib.Path(file_sets.sidecar_path(corpus, "stats")).read_text())
     print(f"      {stats.get('documents')} documents, {stats.get('sentences')} sentences "

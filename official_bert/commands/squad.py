@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 from official_bert.configs import GoogleTpuFlags, SquadConfig, SquadRunConfig
 
 # tasks.squad loads TensorFlow: `main` imports it once the flags are parsed, so

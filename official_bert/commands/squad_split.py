@@ -16,7 +16,7 @@ from __future__ import annotations
 from absl import flags
 
 from data_prep.configs import SquadSplitConfig
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 
 FLAGS = flags.FLAGS
 

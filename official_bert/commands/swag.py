@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert import app, cli_flags
+from official_bert.commands import app, cli_flags
 from official_bert.configs import GoogleTpuFlags, MultipleChoiceConfig, SwagRunConfig
 
 # tasks.multiple_choice loads TensorFlow: `main` imports it once the flags are parsed, so

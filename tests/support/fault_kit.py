@@ -231,7 +231,7 @@ class Result:
 def command(script: str, *args) -> list:
     """`script` is a run_*.py file, `bert <command>`, or `-m module`."""
     if script.startswith("bert "):
-        return [sys.executable, "-m", "official_bert.cli", script.split()[1], *map(str, args)]
+        return [sys.executable, "-m", "official_bert.commands.cli", script.split()[1], *map(str, args)]
     if script.startswith("-m "):
         return [sys.executable, "-m", script.split()[1], *map(str, args)]
     return [sys.executable, str(REPO / script), *map(str, args)]

@@ -115,7 +115,7 @@ def refuse_arguments(argv) -> None:
 
 def grouped_help(argv0: str, doc: str | None) -> str:
     """The script's doc (its example) and its flags, grouped as they were
-    defined: the script's own, then `official_bert.cli_flags`' groups (model
+    defined: the script's own, then `official_bert.commands.cli_flags`' groups (model
     files, training, distribution), leaving out absl's internals."""
     values = flags.FLAGS
     program = os.path.basename(argv0)

@@ -11,7 +11,7 @@ Nothing here parses argv.
 
 Example (a task command):
 
-    from official_bert import cli_flags
+    from official_bert.commands import cli_flags
     from official_bert.configs import GoogleTpuFlags, RunConfig, SquadConfig
     CONFIGS = (SquadConfig, RunConfig, GoogleTpuFlags)
     cli_flags.define_flags(SquadConfig)
@@ -40,7 +40,7 @@ from official_bert.configs import (DistributionSettings, ExportSettings, GoogleT
 # module of a flag, under which `--help` lists it), not to this module.
 flags.disclaim_key_flags()
 
-# Group titles: `--help` (official_bert.app) lists flags under these headings.
+# Group titles: `--help` (official_bert.commands.app) lists flags under these headings.
 MODEL_FLAGS = "model files"
 TRAINING_FLAGS = "training"
 DISTRIBUTION_FLAGS = "distribution, precision, XLA"

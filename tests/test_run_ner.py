@@ -4,6 +4,7 @@ this project), the feature-based path, and one-line errors for bad input."""
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -99,6 +100,12 @@ def test_fine_tuning_outputs(trained):
     gold_iob1 = [r[3] for r in rows]
     assert ner_metrics.detect_scheme([gold_iob1]) == "iob1"
     assert (out / "test_predictions.conll").exists()
+    # --predict_file has gold tags: they are scored, in test_results.txt and in the log.
+    scored = read_results(out / "test_results.txt")
+    logged = re.search(r"Predict results \(--predict_file's gold tags, in \S+\): (.*)",
+                       trained["log"])
+    assert logged, trained["log"][-2000:]
+    assert f"entity_f1 = {scored['entity_f1']:.4g}" in logged.group(1)
 
 
 def test_export_round_trip_without_project(trained):

@@ -216,7 +216,11 @@ class NerTask(base.Task):
         results = self._score(trainer, "predict", self.run_config.predict_batch_size)
         if results is not None:
             results["global_step"] = int(trainer.global_step.numpy())
-            evaluation.write_results(self.run_directory.file("test_results.txt"), results)
+            path = self.run_directory.file("test_results.txt")
+            evaluation.write_results(path, results)
+            # The gold tags of --predict_file were scored: say so, not only in the file.
+            logging.info("Predict results (--predict_file's gold tags, in %s): %s", path,
+                         evaluation.describe(results))
 
     def export(self, model, export_dir, version):
         return serving.export_token_classifier(

@@ -183,6 +183,10 @@ def test_a_stage_without_its_input_is_refused_before_anything_is_written(tmp_pat
     assert_quiet(result.stderr)
     assert message in result.stderr and "run the" in result.stderr
     assert not out.exists()
+    # Its first line says where it writes and how much, before it writes anything.
+    assert result.stdout.splitlines()[0] == (
+        f"quickstart: writing under {out.resolve()} (about {qs.FOOTPRINT_MIB} MiB; "
+        "--output_dir=PATH puts it elsewhere)")
 
 
 @pytest.mark.slow

@@ -78,6 +78,10 @@ class QuickstartConfig:
 
 CONFIGS = (QuickstartConfig,)  # its flags' definitions
 
+# What a default run leaves in --output_dir, in MiB: the size its last line prints
+# ("Everything is in ... (374 MiB)"), said before anything is written.
+FOOTPRINT_MIB = 375
+
 
 def _define_flags():
     """The quickstart's flags, defined when it runs (importing the module for its
@@ -451,6 +455,8 @@ def main(argv):
     out = pathlib.Path(FLAGS.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise UserError(f"--output_dir {out} is a file, not a directory")
+    print(f"quickstart: writing under {out} (about {FOOTPRINT_MIB} MiB; --output_dir=PATH puts "
+          "it elsewhere)", flush=True)
     summary_file = out / "summary.json"
     previous = (io.read_json(str(summary_file), what="the summary of an earlier quickstart",
                              directory_fix="remove it, or pass --fresh")
@@ -538,7 +544,7 @@ def summary_lines(summary: dict, ran: list, notes: dict) -> list:
 
 def _size(path: pathlib.Path) -> str:
     total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    return f"{total / 1e6:.0f} MB"
+    return f"{total / (1 << 20):.0f} MiB"
 
 
 def entry(argv=None):

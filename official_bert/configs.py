@@ -34,6 +34,8 @@ from official_bert.settings import setting, setting_of, with_defaults
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 SERVING_DTYPES = ("float32", "bfloat16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+# --optimizer's choices; `training.optimization.create_optimizer` builds each.
+OPTIMIZERS = ("adamw", "lamb")
 
 
 def dtype_policy(dtype: str) -> str | None:
@@ -83,6 +85,10 @@ class ModelFilesConfig:
         None, "Lower-case and strip accents (default: what the checkpoint says, else True).")
     max_seq_length: int | None = setting(
         128, "Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    student_layers: list | None = setting(
+        None, "A smaller model from --init_checkpoint: keep only these of its Transformer "
+        "layers (0-based, e.g. 0,2,4: DistilBERT's student, every other layer); embeddings, "
+        "pooler and heads are kept. Default: every layer.")
 
 
 @dataclasses.dataclass
@@ -117,7 +123,7 @@ class TrainingSettings:
         "clock from its checkpoint. The step count becomes an upper bound.")
     optimizer: str = setting(
         "adamw", "adamw: BERT's AdamW. lamb: BERT's LAMB (layer-wise trust ratio) for very "
-        "large batches.", choices=("adamw", "lamb"))
+        "large batches.", choices=OPTIMIZERS)
     gradient_accumulation_steps: int = setting(
         1, "Micro-batches summed per update: the batch per replica in memory is "
         "train_batch_size / replicas / gradient_accumulation_steps.")
@@ -365,7 +371,9 @@ class NerConfig:
 
     train_file: str | None = setting(None, "CoNLL file to train on.")
     eval_file: str | None = setting(None, "CoNLL file with gold tags to evaluate on.")
-    predict_file: str | None = setting(None, "CoNLL file to tag (gold column optional).")
+    predict_file: str | None = setting(
+        None, "CoNLL file to tag (gold column optional): writes test_predictions.conll; when "
+        "the file has gold tags they are scored too (test_results.txt, and the log).")
     window_stride: int | None = setting(
         None, "Sub-tokens between the starts of a long sentence's windows (default: half a "
         "window).")
@@ -577,3 +585,11 @@ class ExtendVocabConfig(ModelFilesConfig):
         for name in ("num_new_tokens", "min_count"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name}={getattr(self, name)} must be at least 1")
+
+
+@dataclasses.dataclass
+class OutputConfig:
+    """What a command that writes a file or directory may replace: the commands
+    whose registry entry declares such an output (`commands.registry`) take it."""
+    overwrite: bool = setting(
+        False, "replace an output file or directory that this project did not write")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from absl import logging
 
 from official_bert import checkpoints, io
+from official_bert.checkpoints import layer_subset
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.configs import BertConfig
 from official_bert.run_directory import has_checkpoint
@@ -119,6 +120,9 @@ def resolve_model_files(model: ModelFilesConfig, required_tokens=SPECIAL_TOKENS,
     config = (BertConfig.from_json_file(model.bert_config_file) if model.bert_config_file
               else None)
     ckpt = checkpoints.read_checkpoint(init_checkpoint, config) if init_checkpoint else None
+    if model.student_layers:
+        ckpt = _student(ckpt, model.student_layers, own_run=not model.init_checkpoint or (
+            bool(run_dir) and io.same_path(model.init_checkpoint, run_dir)))
     if ckpt is not None:
         config = ckpt.config
     if config is None:
@@ -140,6 +144,23 @@ def resolve_model_files(model: ModelFilesConfig, required_tokens=SPECIAL_TOKENS,
     vocab = _checked_vocab(vocab_file, config, required_tokens)
     tokenization.validate_case_matches_vocab(vocab, do_lower_case)
     return ModelFiles(config, ckpt, vocab_file, bool(do_lower_case), vocab)
+
+
+def _student(ckpt, layers, own_run: bool):
+    """--student_layers: the layers of --init_checkpoint to keep
+    (`checkpoints.layer_subset`). A run's own checkpoint (resumed, evaluated or
+    exported) is the student already, and is left as it is."""
+    if ckpt is None:
+        raise UserError(f"{layer_subset.FLAG} keeps layers of a checkpoint: give the teacher "
+                        "as --init_checkpoint")
+    if own_run:
+        logging.info("%s: the model comes from the run's own checkpoint, which has its %d "
+                     "layers already", layer_subset.FLAG, ckpt.config.num_hidden_layers)
+        return ckpt
+    kept = layer_subset.parse_layers(layers, ckpt.config.num_hidden_layers)
+    logging.info("A student of %d layers from %s: its layers are the teacher's %s of %d",
+                 len(kept), ckpt.path, ",".join(map(str, kept)), ckpt.config.num_hidden_layers)
+    return layer_subset.keep_layers(ckpt, kept)
 
 
 def google_names_in_a_hugging_face_directory(model: ModelFilesConfig) -> ModelFilesConfig:

@@ -1,0 +1,119 @@
+"""Distillation losses: what a student learns from its teacher.
+
+Soft targets (Hinton et al., 2015): the teacher's distribution at a
+temperature T, matched by the student's at the same T. The gradients of a
+softened loss shrink as 1/T², so it is scaled by T² to keep its weight against
+the labels' loss when T changes:
+
+    task loss = alpha * (loss on the labels) + (1 - alpha) * T² * KL(teacher_T ‖ student_T)
+
+with mean squared error between the two outputs for regression. Spans
+(SQuAD) are two distributions over positions, start and end, each masked to
+the sequence; tags (NER) one distribution per token, averaged over the real
+tokens.
+
+Representations, for general distillation (on a corpus, before a task):
+hidden states by cosine when the widths match (DistilBERT), and otherwise the
+last layer's self-attention relations (MiniLMv2, Wang et al., 2021):
+softmax(X Xᵀ / √d) for X each of the queries, keys and values, split into the
+same number of relation heads in teacher and student, so that the two may
+have different widths and head counts.
+
+Every function takes logits or activations as tensors and returns a scalar;
+masks are 1 for a real token and 0 for padding. No TensorFlow-only op: the
+functions are `keras.ops`, tested against hand computations
+(tests/test_distillation.py).
+"""
+
+from __future__ import annotations
+
+from keras import ops
+
+# What padding gets before a softmax over positions: far below any logit, finite so
+# that a row of padding alone still has a defined (uniform) distribution.
+_MASKED = -1e9
+
+
+def soft_target_loss(teacher_logits, student_logits, temperature: float, mask=None):
+    """T² · KL(softmax(teacher / T) ‖ softmax(student / T)) over the last axis,
+    averaged over every other position (only where `mask` is 1, when given:
+    a [batch] or [batch, tokens] array of 0/1)."""
+    teacher = ops.softmax(ops.cast(teacher_logits, "float32") / temperature, axis=-1)
+    student_log = ops.log_softmax(ops.cast(student_logits, "float32") / temperature, axis=-1)
+    teacher_log = ops.log(ops.maximum(teacher, 1e-30))
+    kl = ops.sum(teacher * (teacher_log - student_log), axis=-1)
+    return temperature ** 2 * _masked_mean(kl, mask)
+
+
+def regression_loss(teacher_outputs, student_outputs):
+    """Mean squared error between the teacher's and the student's scores."""
+    difference = ops.cast(student_outputs, "float32") - ops.cast(teacher_outputs, "float32")
+    return ops.mean(ops.square(difference))
+
+
+def span_loss(teacher_start, teacher_end, student_start, student_end, temperature: float,
+              mask):
+    """The soft-target loss of the start and of the end distributions over
+    positions, each masked to the sequence (`mask` [batch, tokens]), averaged."""
+    def over_positions(logits):
+        return ops.where(ops.cast(mask, "bool"), ops.cast(logits, "float32"), _MASKED)
+
+    start = soft_target_loss(over_positions(teacher_start), over_positions(student_start),
+                             temperature)
+    end = soft_target_loss(over_positions(teacher_end), over_positions(student_end),
+                           temperature)
+    return (start + end) / 2
+
+
+def task_loss(labels_loss, soft_loss, alpha: float):
+    """alpha · (loss on the labels) + (1 - alpha) · (soft-target loss)."""
+    return alpha * labels_loss + (1.0 - alpha) * soft_loss
+
+
+def hidden_state_loss(teacher_hidden, student_hidden, mask):
+    """1 - cosine similarity of each real token's teacher and student vectors
+    (same width), averaged over the real tokens."""
+    teacher = ops.cast(teacher_hidden, "float32")
+    student = ops.cast(student_hidden, "float32")
+    dot = ops.sum(teacher * student, axis=-1)
+    norms = ops.sqrt(ops.sum(ops.square(teacher), axis=-1) * ops.sum(ops.square(student), axis=-1))
+    return _masked_mean(1.0 - dot / ops.maximum(norms, 1e-12), mask)
+
+
+def self_attention_relations(vectors, num_relation_heads: int, mask):
+    """MiniLMv2's relation of one of the queries, keys or values [batch, tokens,
+    width]: softmax(X Xᵀ / √d) per relation head (d = width / heads), padding
+    columns masked; [batch, heads, tokens, tokens] log-probabilities."""
+    batch, tokens, width = ops.shape(vectors)
+    if width % num_relation_heads:
+        raise ValueError(f"a width of {width} does not split into {num_relation_heads} "
+                         "relation heads")
+    size = width // num_relation_heads
+    heads = ops.transpose(ops.reshape(ops.cast(vectors, "float32"),
+                                      (batch, tokens, num_relation_heads, size)), (0, 2, 1, 3))
+    scores = ops.matmul(heads, ops.transpose(heads, (0, 1, 3, 2))) / (size ** 0.5)
+    columns = ops.cast(mask, "bool")[:, None, None, :]
+    return ops.log_softmax(ops.where(columns, scores, _MASKED), axis=-1)
+
+
+def attention_relation_loss(teacher_qkv, student_qkv, num_relation_heads: int, mask):
+    """MiniLMv2's loss: for each of queries, keys and values (the two tuples of
+    [batch, tokens, width] tensors, widths free), KL(teacher ‖ student) of
+    their relations, averaged over heads and the real tokens' rows; summed
+    over the three."""
+    total = 0.0
+    for teacher, student in zip(teacher_qkv, student_qkv):
+        teacher_log = self_attention_relations(teacher, num_relation_heads, mask)
+        student_log = self_attention_relations(student, num_relation_heads, mask)
+        kl = ops.sum(ops.exp(teacher_log) * (teacher_log - student_log), axis=-1)
+        rows = ops.broadcast_to(ops.cast(mask, "float32")[:, None, :], ops.shape(kl))
+        total = total + _masked_mean(kl, rows)
+    return total
+
+
+def _masked_mean(values, mask=None):
+    """The mean of `values` where `mask` is 1 (all of them without a mask)."""
+    if mask is None:
+        return ops.mean(values)
+    weights = ops.cast(mask, "float32")
+    return ops.sum(values * weights) / ops.maximum(ops.sum(weights), 1.0)

@@ -93,14 +93,23 @@ def _kind(annotation) -> tuple[type, bool]:
     raise TypeError(f"a setting must be str, int, float, bool or list, not {annotation}")
 
 
+def default_of(config_class, name: str) -> Any:
+    """The default of the setting `name` of the dataclass `config_class`: how
+    a library class or function whose parameter is that setting states its
+    default without restating it (`training.trainer.TrainingConfig`)."""
+    field = {f.name: f for f in dataclasses.fields(config_class)}[name]
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
 def setting_of(config_class, name: str, default: Any = dataclasses.MISSING) -> Any:
     """The setting `name` of the dataclass `config_class` (its help, choices
     and default; `default` replaces the default) as a field of another config:
     a setting two configs share, defined once."""
     field = {f.name: f for f in dataclasses.fields(config_class)}[name]
     if default is dataclasses.MISSING:
-        default = (field.default_factory() if field.default_factory is not dataclasses.MISSING
-                   else field.default)
+        default = default_of(config_class, name)
     if isinstance(default, list):  # each instance its own list
         return dataclasses.field(default_factory=lambda: list(default), metadata=field.metadata)
     return dataclasses.field(default=default, metadata=field.metadata)

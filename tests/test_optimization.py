@@ -196,6 +196,6 @@ def test_lamb_and_bad_values():
     assert isinstance(optimizer._learning_rate, WarmupLinearDecay)
     assert (optimizer.weight_decay, optimizer.epsilon) == (0.01, 1e-6)
     with pytest.raises(ValueError, match="--optimizer='sgd' is unknown"):
-        OptimizerConfig(optimizer="sgd")
+        OptimizerConfig(optimizer="sgd", num_train_steps=10, num_warmup_steps=1)
     with pytest.raises(ValueError, match="num_warmup_steps"):
         OptimizerConfig(num_train_steps=10, num_warmup_steps=20)

@@ -51,7 +51,7 @@ from official_bert.serving.versions import check_export_version_free
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
 from official_bert.training import distribution, optimization, precision
 from official_bert.training.budget import TimeBudget
-from official_bert.training.trainer import Trainer, TrainingConfig
+from official_bert.training.trainer import Trainer, training_config
 
 
 def run_task(task) -> dict:
@@ -327,25 +327,18 @@ def make_strategy(config):
 def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, train: bool):
     """The `Trainer` of a run, with BERT's optimizer recipe (when `train`)."""
     config = task.run_config
-    training_config = TrainingConfig(
-        output_dir=config.output_dir, num_train_steps=max(num_train_steps, 1),
-        save_checkpoints_steps=config.save_checkpoints_steps,
-        keep_checkpoint_max=config.keep_checkpoint_max, log_steps=config.log_steps,
-        steps_per_loop=min(config.iterations_per_loop, config.log_steps),
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        jit_compile=task.jit_compile(),
-        tokens_per_example=config.max_seq_length)
+    trainer_config = training_config(config, max(num_train_steps, 1), task.jit_compile())
     optimizer_fn = budget = None
     if train and config.max_train_minutes:
         budget = TimeBudget.of_run(strategy, config.max_train_minutes, num_train_steps,
                                    num_warmup_steps)
     if train:
-        optimizer_fn = lambda: optimization.create_optimizer(optimization.OptimizerConfig(  # noqa: E731
-            learning_rate=config.learning_rate, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps, optimizer=config.optimizer, time_budget=budget))
+        optimizer_fn = lambda: optimization.create_optimizer(  # noqa: E731
+            optimization.OptimizerConfig.of_run(config, num_train_steps, num_warmup_steps,
+                                                time_budget=budget))
     checkpoint = task.model_files.checkpoint if task.model_files else None
     init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
-    return Trainer(task, strategy, training_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
+    return Trainer(task, strategy, trainer_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
                    loss_scale=config.dtype == "float16", time_budget=budget)
 
 

@@ -26,27 +26,32 @@ import dataclasses
 import keras
 from keras import ops
 
+from official_bert.configs import OPTIMIZERS, TrainingSettings
 from official_bert.errors import UserError
+from official_bert.settings import default_of
 from official_bert.training.budget import TimeBudget
 
 # Substrings of variable names that get no weight decay: LayerNorm's gamma and
 # beta, and every bias (the MLM output bias included).
 NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
 
-OPTIMIZERS = ("adamw", "lamb")
-
 
 @dataclasses.dataclass
 class OptimizerConfig:
     """Optimizer and learning-rate schedule settings.
 
+    The settings that are flags (`learning_rate`, `optimizer`) default to
+    their flags' defaults (`configs.TrainingSettings`); the run's length has no
+    default (a fine-tuning run derives it from its epochs). `of_run` takes
+    them from a `RunConfig`.
+
     Args:
-        learning_rate: float. Peak learning rate, reached at the end of warm-up.
         num_train_steps: int. Optimizer updates in the whole run; the rate
             reaches 0 there.
         num_warmup_steps: int. Updates of linear warm-up from 0.
-        optimizer: str. "adamw" (BERT) or "lamb" (BERT's LAMB, for very
-            large pre-training batches).
+        learning_rate: float. Peak learning rate, reached at the end of warm-up.
+        optimizer: str. One of `configs.OPTIMIZERS`: "adamw" (BERT) or "lamb"
+            (BERT's LAMB, for very large pre-training batches).
         weight_decay: float. Decoupled weight decay rate.
         beta_1: float. Adam's first-moment decay.
         beta_2: float. Adam's second-moment decay.
@@ -58,15 +63,24 @@ class OptimizerConfig:
     cross-replica gradient sum (Keras would clip each replica's part).
     """
 
-    learning_rate: float = 1e-4
-    num_train_steps: int = 100_000
-    num_warmup_steps: int = 10_000
-    optimizer: str = "adamw"
+    num_train_steps: int
+    num_warmup_steps: int
+    learning_rate: float = default_of(TrainingSettings, "learning_rate")
+    optimizer: str = default_of(TrainingSettings, "optimizer")
     weight_decay: float = 0.01
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-6
     time_budget: TimeBudget | None = None
+
+    @classmethod
+    def of_run(cls, run_config: TrainingSettings, num_train_steps: int, num_warmup_steps: int,
+               time_budget: TimeBudget | None = None) -> "OptimizerConfig":
+        """The optimizer of a run: its flags (`learning_rate`, `optimizer`) from
+        `run_config`'s training part, the schedule's length as the run derived it."""
+        return cls(num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
+                   learning_rate=run_config.learning_rate, optimizer=run_config.optimizer,
+                   time_budget=time_budget)
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -341,6 +355,11 @@ class Lamb(keras.optimizers.Optimizer):
         return config
 
 
+# The class of each of --optimizer's choices, `configs.OPTIMIZERS`
+# (tests/test_defaults.py checks that none lacks one).
+OPTIMIZER_CLASSES = {"adamw": AdamWeightDecay, "lamb": Lamb}
+
+
 def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
     """Builds the optimizer; create it under the distribution strategy's scope.
 
@@ -363,7 +382,7 @@ def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
         beta_2=config.beta_2,
         epsilon=config.epsilon,
     )
-    optimizer = (Lamb if config.optimizer == "lamb" else AdamWeightDecay)(**common)
+    optimizer = OPTIMIZER_CLASSES[config.optimizer](**common)
     # Lamb sets the same exclusion itself (for its trust ratio too).
     optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
     return optimizer

@@ -49,8 +49,10 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert import checkpoints
+from official_bert.configs import DistributionSettings, RunConfig, TrainingSettings
 from official_bert.errors import BadFileError, Preempted, UserError
 from official_bert.progress import Progress
+from official_bert.settings import default_of
 from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
 from official_bert.training import distribution
 from official_bert.training.run_checkpoints import RunCheckpoints
@@ -84,13 +86,18 @@ class Task(Protocol):
 class TrainingConfig:
     """How long to train, and how often to log and save.
 
+    The fields that are flags default to their flags' defaults
+    (`configs.TrainingSettings`, `DistributionSettings`); `training_config`
+    takes them from a run's `RunConfig`.
+
     Args:
         output_dir: str. Checkpoints, summaries and results go here.
         num_train_steps: int. Optimizer updates in the whole run.
         save_checkpoints_steps: int. Updates between checkpoints.
         keep_checkpoint_max: int. Checkpoints kept on disk.
         log_steps: int. Updates between progress lines and summaries.
-        steps_per_loop: int. Updates per host call (at most `log_steps`).
+        steps_per_loop: int. Updates per host call (None: --iterations_per_loop,
+            at most `log_steps`).
         gradient_accumulation_steps: int. Micro-batches per update.
         jit_compile: bool. Compile the forward and backward pass with XLA.
         tokens_per_example: int. For the tokens/s figure (the sequence length).
@@ -100,21 +107,42 @@ class TrainingConfig:
 
     output_dir: str
     num_train_steps: int
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 100
-    gradient_accumulation_steps: int = 1
-    jit_compile: bool = False
+    save_checkpoints_steps: int = default_of(TrainingSettings, "save_checkpoints_steps")
+    keep_checkpoint_max: int = default_of(TrainingSettings, "keep_checkpoint_max")
+    log_steps: int = default_of(TrainingSettings, "log_steps")
+    steps_per_loop: int | None = None
+    gradient_accumulation_steps: int = default_of(TrainingSettings, "gradient_accumulation_steps")
+    jit_compile: bool = default_of(DistributionSettings, "jit_compile")
     tokens_per_example: int = 0
     clip_norm: float | None = 1.0
 
     def __post_init__(self):
+        if self.steps_per_loop is None:
+            self.steps_per_loop = min(
+                default_of(TrainingSettings, "iterations_per_loop"), self.log_steps)
         for key in ("num_train_steps", "save_checkpoints_steps", "log_steps",
                     "steps_per_loop", "gradient_accumulation_steps",
                     "keep_checkpoint_max"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
+
+
+# The fields a run's `TrainingConfig` takes from its `RunConfig` as they are (the
+# run derives its steps, and the task its XLA choice).
+_RUN_SETTINGS = sorted(({f.name for f in dataclasses.fields(TrainingConfig)}
+                        & {f.name for f in dataclasses.fields(RunConfig)})
+                       - {"num_train_steps", "jit_compile"})
+
+
+def training_config(run_config: RunConfig, num_train_steps: int,
+                    jit_compile: bool) -> TrainingConfig:
+    """The `TrainingConfig` of a run: the settings it shares with `run_config`,
+    --iterations_per_loop capped at --log_steps, and what the run derives."""
+    return TrainingConfig(
+        num_train_steps=num_train_steps, jit_compile=jit_compile,
+        steps_per_loop=min(run_config.iterations_per_loop, run_config.log_steps),
+        tokens_per_example=run_config.max_seq_length,
+        **{name: getattr(run_config, name) for name in _RUN_SETTINGS})
 
 
 def seed_generator_states(model: keras.Model) -> list:

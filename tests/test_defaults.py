@@ -1,0 +1,103 @@
+"""A library default is its flag's default: no setting is restated elsewhere.
+
+The training library (`TrainingConfig`, `OptimizerConfig`, `Trainer`,
+`create_optimizer` and the functions that build them from a run) serves every
+task command, so each of its defaults named as a `RunConfig` setting must be
+that setting's default; a setting a run derives (`num_train_steps` from the
+epochs: None in `RunConfig`) has no default there at all. Each task built
+without configs holds its own command's flag defaults (`SpanLabelingTask()`
+packs 384 tokens, as `bert squad` does). A default changed on one side only
+fails here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+
+import pytest
+
+from official_bert import configs, settings
+from official_bert.tasks import classification, multiple_choice, ner, pretraining, squad
+from official_bert.training import optimization, trainer
+
+RUN_SETTINGS = {s.name: s.default for s in settings.settings_of(configs.RunConfig)}
+
+TRAINING_LIBRARY = {
+    "TrainingConfig": trainer.TrainingConfig,
+    "training_config": trainer.training_config,
+    "Trainer": trainer.Trainer,
+    "OptimizerConfig": optimization.OptimizerConfig,
+    "OptimizerConfig.of_run": optimization.OptimizerConfig.of_run,
+    "create_optimizer": optimization.create_optimizer,
+}
+
+# Each task command and the task it runs.
+TASK_COMMANDS = {
+    "classify": classification.ClassificationTask,
+    "ner": ner.NerTask,
+    "squad": squad.SpanLabelingTask,
+    "swag": multiple_choice.MultipleChoiceTask,
+    "pretrain": pretraining.PretrainingTask,
+}
+
+
+def _library_defaults(obj) -> dict:
+    """{name: default} of a dataclass's fields, or of the keyword parameters of
+    a function (of a class: of its `__init__`). A name without a default is
+    absent."""
+    if dataclasses.is_dataclass(obj):
+        return {name: settings.default_of(obj, name) for name in
+                (f.name for f in dataclasses.fields(obj)
+                 if f.default is not dataclasses.MISSING
+                 or f.default_factory is not dataclasses.MISSING)}
+    function = obj.__init__ if inspect.isclass(obj) else obj
+    return {p.name: p.default for p in inspect.signature(function).parameters.values()
+            if p.default is not inspect.Parameter.empty}
+
+
+def _flag_defaults(command: str) -> dict:
+    """{flag: default} of a command, from its `CONFIGS` (the first class with a
+    name defines its flag, as `cli_flags` does)."""
+    module = importlib.import_module(f"official_bert.commands.{command}")
+    defaults = {}
+    for config_class in module.CONFIGS:
+        for setting in settings.settings_of(config_class):
+            defaults.setdefault(setting.name, setting.default)
+    return defaults
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING_LIBRARY))
+def test_the_training_librarys_defaults_are_the_flags(name):
+    defaults = _library_defaults(TRAINING_LIBRARY[name])
+    differing = {key: (value, RUN_SETTINGS[key]) for key, value in defaults.items()
+                 if key in RUN_SETTINGS and value != RUN_SETTINGS[key]}
+    assert not differing, f"{name}'s defaults differ from the flags' (library, flag): {differing}"
+
+
+def test_a_default_that_differs_is_found():
+    @dataclasses.dataclass
+    class Restated:
+        log_steps: int = 100
+
+    assert _library_defaults(Restated) == {"log_steps": 100} != {"log_steps": RUN_SETTINGS[
+        "log_steps"]}
+
+
+@pytest.mark.parametrize("command", sorted(TASK_COMMANDS))
+def test_a_task_built_without_configs_holds_its_commands_defaults(command):
+    task = TASK_COMMANDS[command]()
+    held = {**dataclasses.asdict(task.run_config), **dataclasses.asdict(task.config)}
+    flags = _flag_defaults(command)
+    differing = {name: (held[name], default) for name, default in flags.items()
+                 if name in held and held[name] != default}
+    assert not differing, f"{command}'s task differs from its flags (task, flag): {differing}"
+    keywords = _library_defaults(TASK_COMMANDS[command])
+    assert not {name for name in keywords if name in flags and keywords[name] != flags[name]}
+
+
+def test_the_optimizer_choices_are_one_list():
+    optimizer = {s.name: s for s in settings.settings_of(configs.RunConfig)}["optimizer"]
+    assert optimizer.choices == configs.OPTIMIZERS
+    assert tuple(optimization.OPTIMIZER_CLASSES) == configs.OPTIMIZERS

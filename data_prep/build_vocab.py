@@ -38,7 +38,7 @@ import logging
 from typing import Sequence
 
 from data_prep.configs import BuildVocabConfig
-from official_bert import file_sets, io
+from official_bert import file_sets, io, outputs
 from official_bert.errors import BadFileError, UserError
 
 _log = logging.getLogger(__name__)
@@ -171,9 +171,8 @@ def build_vocab(input_patterns: Sequence[str], output_file: str,
     files = file_sets.expand_paths(input_patterns, "input_file")
     io.refuse_output_over_input({"--output_file": output_file},
                                 [("input_file", path) for path in files])
+    outputs.ensure_checked(output_file, "--output_file", outputs.FILE)
     io.check_output_directory(output_file)
-    if io.isdir(output_file):
-        raise UserError(f"--output_file {output_file} is a directory; name a file in it")
     counts = count_words(files, do_lower_case, max_lines)
     vocab, learned = learn_vocab(counts, vocab_size, num_unused, lower_thresh,
                                  slack_ratio, max_unique_chars)

@@ -53,7 +53,7 @@ import unicodedata
 from typing import Iterable, Sequence
 
 from data_prep.configs import CorpusOptions
-from official_bert import file_sets, io
+from official_bert import file_sets, io, outputs
 from official_bert.errors import BadFileError, UserError
 
 # --------------------------------------------------------------------------
@@ -377,8 +377,7 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
     files, skipped = expand_inputs(input_patterns)
     io.refuse_output_over_input({"--output_file": output_file},
                                 [("input", path) for path in files])
-    if io.isdir(output_file):
-        raise UserError(f"--output_file {output_file} is a directory; name a file in it")
+    outputs.ensure_checked(output_file, "--output_file", outputs.FILE)
     output_dir = os.path.dirname(os.path.abspath(output_file))
     for pattern in input_patterns:
         pattern = pattern.strip()
@@ -433,6 +432,8 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
         if stats["documents"] == 0:  # raising drops the output
             raise UserError(f"--input: no text in {len(files)} input file(s): all documents "
                             "are empty")
-    io.atomic_write(file_sets.sidecar_path(output_file, "stats"), json.dumps(stats, indent=2))
-    io.remove(file_sets.legacy_sidecar_path(output_file, "stats"))  # an older version's
+    if not io.is_stream(output_file):  # /dev/null's stats would be a file in /dev
+        io.atomic_write(file_sets.sidecar_path(output_file, "stats"),
+                        json.dumps(stats, indent=2))
+        io.remove(file_sets.legacy_sidecar_path(output_file, "stats"))  # an older version's
     return stats

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional
 
 from absl import logging
 
-from official_bert import io
+from official_bert import io, outputs
 from official_bert.errors import BadFileError, UserError
 from official_bert.text import tokenization
 
@@ -540,6 +540,8 @@ def split_by_article(input_file, train_file, dev_file, num_train_articles: int) 
                                 {"input_file": input_file})
     if io.same_path(train_file, dev_file):
         raise UserError(f"--train_output and --dev_output are one file ({train_file})")
+    outputs.ensure_checked(train_file, "--train_output", outputs.FILE)
+    outputs.ensure_checked(dev_file, "--dev_output", outputs.FILE)
     data = load_squad_json(input_file)  # checks the file first: errors name the place
     version = io.read_json(input_file, SquadFormatError).get("version", "")
     if not 0 < num_train_articles < len(data):

@@ -189,7 +189,7 @@ class TFRecordWriter:
         """Finishes the file; renames it to its final name unless `rename=False`."""
         self._finish()
         if rename:
-            io.rename(self.tmp_path, self.path, overwrite=True)
+            io.publish_file(self.tmp_path, self.path, overwrite=True)
         self.committed = True
 
     def close(self) -> None:

@@ -46,7 +46,8 @@ def sidecar_path(path: str, kind: str = "summary") -> str:
     '/data/.wiki-128_tfrecord.summary.json'
     """
     directory, name = os.path.split(os.fspath(path))
-    return os.path.join(directory, f".{name.replace('.', '_')}.{kind}.json")
+    budget = io.NAME_MAX - len(f"..{kind}.json")  # a long output name's sidecar still fits
+    return os.path.join(directory, f".{io.fit_name(name.replace('.', '_'), budget)}.{kind}.json")
 
 
 def legacy_sidecar_path(path: str, kind: str = "summary") -> str:
@@ -85,7 +86,12 @@ def publish_together(staged: dict, manifest_path: str | None = None,
         entries["complete"] = False
         io.atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")
     for final, tmp in staged.items():
-        io.rename(tmp, final, overwrite=True)
+        try:
+            io.publish_file(tmp, final, overwrite=True)
+        except FileExistsError:
+            raise UserError(f"{final} was written by another process while this one worked: "
+                            "it is kept, and this output was not published; choose another "
+                            "name") from None
     if manifest_path:
         entries["complete"] = True
         io.atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")
@@ -129,6 +135,21 @@ def _set_manifests(directory: str) -> list[tuple[str, dict, list]]:
         if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
             found.append((manifest_path, manifest, listed))
     return found
+
+
+def is_listed_member(path: str) -> bool:
+    """Whether a complete set's manifest in `path`'s directory lists it with
+    its current size: a file this project published (`publish_together`) and
+    nobody has cut or rewritten to another size since."""
+    if not io.isfile(path):
+        return False
+    directory, name = os.path.split(os.fspath(path))
+    for _, manifest, listed in _set_manifests(directory):
+        sizes = manifest.get("sizes")
+        if (manifest.get("complete") is True and name in listed and isinstance(sizes, dict)
+                and sizes.get(name) == io.size(path)):
+            return True
+    return False
 
 
 def check_published_sets(files: Iterable[str], flag: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from absl import logging
 
 from official_bert import checkpoints, io, model_files
+from official_bert.outputs import DIRECTORY, ensure_checked
 from official_bert.errors import UserError
 
 
@@ -39,8 +40,9 @@ def export(config) -> str:
     except checkpoints.ExactGeluError as e:
         raise UserError(f"{config.init_checkpoint}: {e.problem}; {e.fix}") from None
     except FileExistsError:
-        raise UserError(f"--output_dir={config.output_dir} appeared while exporting: the "
-                        "export never overwrites; choose a new directory") from None
+        raise UserError(f"--output_dir={config.output_dir} was written by another process "
+                        "while this one exported: it is kept, and this export was not "
+                        "published; choose another directory") from None
     logging.info("Wrote %s (%s checkpoint; heads: %s)", prefix, checkpoint.kind,
                  ", ".join(sorted({n.rsplit("/", 1)[0] for n in heads})) or "none")
     print(f"checkpoint\t{prefix}", flush=True)
@@ -51,7 +53,7 @@ def export(config) -> str:
 
 
 def _check_flags(config) -> None:
-    """`UserError` for a missing or bad flag, or an --output_dir that holds files."""
+    """`UserError` for a missing or bad flag, or an --output_dir it may not write."""
     if not config.init_checkpoint:
         raise UserError("--init_checkpoint is required: the weights to export")
     if not config.output_dir:
@@ -59,7 +61,5 @@ def _check_flags(config) -> None:
     if config.exact_gelu_as not in checkpoints.EXACT_GELU_CHOICES:
         raise UserError(f"--exact_gelu_as={config.exact_gelu_as!r}: use "
                         f"{', '.join(checkpoints.EXACT_GELU_CHOICES)}")
-    if io.exists(config.output_dir) and (not io.isdir(config.output_dir)
-                                         or io.listdir(config.output_dir)):
-        raise UserError(f"--output_dir={config.output_dir} exists and is not an empty "
-                        "directory: the export never overwrites; choose a new directory")
+    # The one output policy: new, empty, our own earlier export, or --overwrite.
+    ensure_checked(config.output_dir, "--output_dir", DIRECTORY)

@@ -6,7 +6,15 @@ Every file the project writes goes through here, so that:
   in the destination's directory (`.<name>.tmp-<pid>-<random>`), is flushed and
   fsynced, and is renamed over the destination in one step (`atomic_output`);
   the temporaries of a writer that was killed are cleared by the next run in
-  the directory (`remove_stale_temporaries`);
+  the directory (`remove_stale_temporaries`). A temporary's name is shortened
+  to fit NAME_MAX whenever the destination's fits (`fit_name`);
+* every output is published by one step (`publish_file`, `publish_directory`)
+  that follows what the output policy found before the work
+  (`official_bert.outputs`, `claim_output`: never over another writer's or the
+  user's file) and records what the project published in the directory's
+  hidden ledger (`OUTPUT_LEDGER`), so that a rerun may replace its own output;
+* a device node or a pipe (`/dev/null`, `/dev/stdout`, a FIFO) is written
+  through, never replaced by a regular file (`is_stream`, `write_through`);
 * files get the user's umask (not `mkstemp`'s 0600), and a temporary file is
   created with O_EXCL, so it never follows a symlink someone left in its place;
 * a full disk is reported as such (`errors.DiskFullError`), with the partial
@@ -26,13 +34,16 @@ Every file the project writes goes through here, so that:
 
 Two modules build on this one: `file_sets` (the files of one output published
 together with a manifest, and the flag patterns that name data files:
-`expand_paths`) and `run_lock` (a run's exclusive use of its `--output_dir`).
+`expand_paths`) and `run_directory.lock` (a run's exclusive use of its `--output_dir`).
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
+import fcntl
+import hashlib
 import glob as _glob
 import io as _pyio
 import json
@@ -40,6 +51,7 @@ import os
 import re
 import secrets
 import shutil
+import stat as _stat_mode
 from typing import Iterator
 
 from official_bert.errors import (BadFileError, DiskFullError, UserError, is_disk_full,
@@ -405,10 +417,42 @@ def new_file_mode() -> int:
 
 
 def temporary_name(path: str) -> str:
-    """A hidden, unique name beside `path` for writing it: `.<name>.tmp-<pid>-<hex>`."""
+    """A hidden, unique name beside `path` for writing it: `.<name>.tmp-<pid>-<hex>`.
+
+    The embedded name is shortened (`fit_name`) so that the temporary fits in
+    NAME_MAX bytes whenever `path`'s own name does: a legal 249-character output
+    name must not fail on its temporary. It keeps the `_TEMPORARY` shape, so
+    `remove_stale_temporaries` still recognises it.
+    """
     path = os.fspath(path)
     directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    suffix = f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    return os.path.join(directory, f".{fit_name(name, NAME_MAX - 1 - len(suffix))}{suffix}")
+
+
+# The longest name of one path component (Linux, macOS and most file systems), in bytes.
+NAME_MAX = 255
+
+
+def fit_name(name: str, budget: int) -> str:
+    """`name`, or when its UTF-8 is longer than `budget` bytes, its start and a
+    hash of the whole (`<start>~<12 hex>`): the same short name every time, so
+    a derived name (a temporary, a sidecar) stays within NAME_MAX."""
+    data = os.fsencode(name)
+    if len(data) <= budget:
+        return name
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    # A cut inside a multi-byte character drops its first bytes ("ignore").
+    return data[:budget - len(digest) - 1].decode("utf-8", "ignore") + "~" + digest
+
+
+def name_too_long(path: str) -> str | None:
+    """The first component of `path` longer than NAME_MAX bytes (the file
+    system would refuse it: ENAMETOOLONG), or None."""
+    for part in os.fspath(path).split("/"):
+        if len(os.fsencode(part)) > NAME_MAX:
+            return part
+    return None
 
 
 def reraise_disk_full(error: BaseException, path: str):
@@ -489,13 +533,17 @@ def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8",
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_output writes a new file: mode 'w' or 'wb', not {mode!r}")
     path = os.fspath(path)
+    if is_stream(path):
+        with write_through(path, mode, encoding) as f:
+            yield f
+        return
     makedirs(os.path.dirname(path) or ".")
     tmp = temporary_name(path)
     try:
         with open_new(tmp, mode, encoding) as f:
             yield f
             sync(f)
-        rename(tmp, path, overwrite=overwrite)
+        publish_file(tmp, path, overwrite=overwrite)
     except FileExistsError:
         remove(tmp)
         raise UserError(f"{path} exists now (another process wrote it while this one "
@@ -503,6 +551,21 @@ def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8",
                         "name") from None
     except BaseException as e:
         remove(tmp)
+        reraise_disk_full(e, path)
+
+
+@contextlib.contextmanager
+def write_through(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterator:
+    """Writes a device node or a pipe (`is_stream`: /dev/null, /dev/stdout, a
+    FIFO) directly: staging a file and renaming it over the name would
+    replace the device with a regular file. Opened for appending, so that
+    /dev/stdout redirected to a file keeps what is already there. A full
+    device (/dev/full) is a `DiskFullError`."""
+    text = {} if "b" in mode else {"encoding": encoding}
+    try:
+        with open(local_path(path), mode.replace("w", "a"), **text) as f:
+            yield f
+    except OSError as e:
         reraise_disk_full(e, path)
 
 
@@ -589,6 +652,241 @@ def _link_new(source: str, destination: str) -> None:
         os.rename(source, destination)
         return
     os.remove(source)
+
+
+# === Publishing outputs: streams, claims, what the project wrote ===
+
+# The hidden file in which the project records the outputs it published in a
+# directory (name → size and mtime_ns at publication), so that a rerun may
+# replace its own earlier output and nothing else. Inside a directory published
+# whole (`publish_directory`) the same file lists every file below it.
+OUTPUT_LEDGER = ".official_bert.outputs.json"
+
+# Outputs checked by the output policy (`official_bert.outputs`) before the
+# job's work, by absolute path: (how it may be published, its identity then).
+# "new": nothing was there, so publishing never replaces (a second writer that
+# got there first wins); "ours": the project's own earlier output, replaced
+# only while it is still that file; "replace": --overwrite.
+_claims: dict[str, tuple[str, tuple | None]] = {}
+
+
+def is_stream(path: str) -> bool:
+    """Whether the local `path` is a device node, a pipe or a socket, or a name
+    in /dev or /proc (/dev/stdout redirected to a file): written through
+    (`write_through`), never replaced by a regular file."""
+    if not path or not is_local(path):
+        return False
+    path = local_path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    if _stat_mode.S_ISREG(mode):  # a file reached through a process's descriptor
+        return os.path.abspath(path).startswith(_DESCRIPTOR_NAMES)
+    return not _stat_mode.S_ISDIR(mode)
+
+
+# Names of a process's open files: writing one must reach that file, not replace the name.
+_DESCRIPTOR_NAMES = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/")
+
+
+def _key(path: str) -> str:
+    return os.path.abspath(local_path(path))
+
+
+def identity(path: str) -> tuple | None:
+    """What tells one file (or directory) from another that took its name
+    since, or changes to it: device, inode, size, mtime; None when absent."""
+    try:
+        st = os.lstat(local_path(path))
+    except OSError:
+        return None
+    size = 0 if _stat_mode.S_ISDIR(st.st_mode) else st.st_size
+    mtime = 0 if _stat_mode.S_ISDIR(st.st_mode) else st.st_mtime_ns
+    return (st.st_dev, st.st_ino, size, mtime)
+
+
+def claim_output(path: str, state: str) -> None:
+    """Records how the output `path` may be published (see `_claims`); made by
+    the output policy after its checks, before any work."""
+    if state not in ("new", "ours", "replace"):
+        raise ValueError(f"claim_output: state {state!r}")
+    if is_local(path):
+        _claims[_key(path)] = (state, identity(path))
+
+
+def is_claimed(path: str) -> bool:
+    return is_local(path) and _key(path) in _claims
+
+
+def publish_file(tmp: str, path: str, overwrite: bool = True) -> None:
+    """Renames the complete temporary file `tmp` to `path`: the one step that
+    publishes a file (`atomic_output`, `file_sets.publish_together`).
+
+    A claimed output (`claim_output`) is published as its claim says and
+    recorded as the project's (`record_published`); `FileExistsError` when
+    another writer published it since the claim (the caller refuses in one
+    line). An unclaimed path (a run directory's own files) is replaced or not
+    as `overwrite` says.
+    """
+    claim = _claims.get(_key(path)) if is_local(path) else None
+    if claim is None:
+        rename(tmp, path, overwrite=overwrite)
+        return
+    state, was = claim
+    if state == "new" or (state == "ours" and not os.path.lexists(local_path(path))):
+        rename(tmp, path, overwrite=False)
+    else:
+        _replace_unchanged(tmp, path, was if state == "ours" else None)
+    record_published(path)
+    _claims[_key(path)] = ("ours", identity(path))
+
+
+def publish_directory(staging: str, target: str) -> None:
+    """Renames the complete directory `staging` (beside `target`, see
+    `make_temporary_dir`) to `target` in one step, and records inside it what
+    it holds (`OUTPUT_LEDGER`), so a rerun knows it as the project's.
+
+    `target` may be absent or an empty directory; a claimed `target` that is
+    the project's own earlier output ("ours", unchanged) or --overwrite's
+    ("replace") is moved aside and removed once the new one is in place.
+    `FileExistsError` when `target` holds something else (another writer's
+    output that appeared since the claim: of two writers one wins).
+    """
+    if not is_local(staging):
+        if isdir(target) and not listdir(target):
+            remove_tree(target)  # an empty directory: replaced, as locally
+        rename(staging, target)
+        return
+    _write_ledger(local_path(staging), _directory_listing(local_path(staging)))
+    state, was = _claims.get(_key(target), ("new", None))
+    target_path = local_path(target)
+    if state != "new" and os.path.lexists(target_path):
+        _replace_unchanged(staging, target, was if state == "ours" else None)
+    else:
+        try:
+            os.rename(local_path(staging), target_path)  # onto nothing or an empty directory
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                raise FileExistsError(target) from None
+            raise
+    _claims[_key(target)] = ("ours", identity(target))
+
+
+def _replace_unchanged(new: str, path: str, was: tuple | None) -> None:
+    """Replaces `path` by `new` (a file or directory); with `was`, only while
+    `path` is still that file (its identity). Holding an exclusive lock on the
+    old file while comparing and replacing, so that of two writers replacing
+    the same earlier output one replaces it and the other finds it changed."""
+    path = local_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except FileNotFoundError:
+        fd = None  # gone since the claim: nothing to replace
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if was is not None and identity(path) != was:
+            raise FileExistsError(path)
+        if not os.path.isdir(local_path(new)):
+            os.replace(local_path(new), path)
+            return
+        aside = temporary_name(path)
+        if os.path.lexists(path):
+            os.rename(path, aside)
+        try:
+            os.rename(local_path(new), path)
+        except OSError:
+            if os.path.lexists(aside) and not os.path.lexists(path):
+                os.rename(aside, path)
+            raise FileExistsError(path) from None
+        remove_tree(aside) if os.path.isdir(aside) else remove(aside)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def record_published(path: str) -> None:
+    """Records the file `path` in its directory's `OUTPUT_LEDGER` as this
+    project's output, as it is now (size, mtime): a rerun may replace it; once
+    someone changes it, it is theirs. The ledger is read and rewritten under a
+    lock on the directory, so that writers in one directory lose no entry."""
+    if not is_local(path):
+        return
+    directory, name = os.path.split(_key(path))
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        ledger = {n: entry for n, entry in _read_ledger(directory).items()
+                  if os.path.lexists(os.path.join(directory, n))}  # forget what is gone
+        ledger[name] = _fingerprint(os.path.join(directory, name))
+        _write_ledger(directory, ledger)
+    finally:
+        os.close(fd)
+
+
+def is_published_output(path: str) -> bool:
+    """Whether `path` is an output this project published and nobody changed
+    since: a file its directory's ledger lists with its current size and
+    mtime, or a directory whose own ledger lists exactly the files below it."""
+    if not is_local(path):
+        return False
+    path = _key(path)
+    if os.path.islink(path) or not os.path.lexists(path):
+        return False
+    if os.path.isdir(path):
+        listed = _read_ledger(path)
+        return bool(listed) and listed == _directory_listing(path)
+    directory, name = os.path.split(path)
+    return _read_ledger(directory).get(name) == _fingerprint(path)
+
+
+def is_in_ledger(path: str) -> bool:
+    """Whether the ledger of `path`'s directory names it (changed or not)."""
+    if not is_local(path):
+        return False
+    directory, name = os.path.split(_key(path))
+    return name in _read_ledger(directory)
+
+
+def _fingerprint(path: str) -> dict:
+    st = os.stat(path)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _directory_listing(directory: str) -> dict:
+    """Every file below `directory` but its ledgers (relative path → fingerprint)."""
+    listing = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if name != OUTPUT_LEDGER:
+                full = os.path.join(root, name)
+                listing[os.path.relpath(full, directory)] = _fingerprint(full)
+    return listing
+
+
+def _read_ledger(directory: str) -> dict:
+    """The ledger of `directory` ({} when there is none or it is damaged: then
+    nothing there counts as the project's, the safe side)."""
+    try:
+        with open(os.path.join(directory, OUTPUT_LEDGER), encoding="utf-8") as f:
+            ledger = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return ledger if isinstance(ledger, dict) else {}
+
+
+def _write_ledger(directory: str, ledger: dict) -> None:
+    path = os.path.join(directory, OUTPUT_LEDGER)
+    tmp = temporary_name(path)
+    try:
+        with open_new(tmp, "w") as f:
+            f.write(json.dumps(ledger, indent=1, sort_keys=True) + "\n")
+            sync(f)
+        os.replace(tmp, path)
+    except BaseException as e:
+        remove(tmp)
+        reraise_disk_full(e, path)
 
 
 def remove_stale_temporaries(directory: str) -> list[str]:

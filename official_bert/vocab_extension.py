@@ -30,6 +30,7 @@ from typing import Sequence
 from data_prep import build_vocab
 from data_prep.extend_vocab import Extension, NewToken, plan_extension
 from official_bert import checkpoints, file_sets, io, model_files
+from official_bert.outputs import DIRECTORY, ensure_checked
 from official_bert.checkpoints.vocabulary import MLM_OUTPUT_BIAS
 from official_bert.errors import UserError
 
@@ -49,7 +50,7 @@ def extend_vocab(config) -> dict:
         ("init_checkpoint", config.init_checkpoint), ("vocab_file", config.vocab_file),
         ("bert_config_file", config.bert_config_file),
         ("init_checkpoint", _checkpoint_directory(config.init_checkpoint))])
-    _check_output_dir(config.output_dir)
+    ensure_checked(config.output_dir, "--output_dir", DIRECTORY)  # the one output policy
     files = model_files.prepare_job(config, inputs=inputs, outputs=outputs)
     counts = build_vocab.count_words(input_files, files.do_lower_case)
     if not counts:
@@ -76,25 +77,6 @@ def _checkpoint_directory(init_checkpoint: str) -> str:
     if io.isdir(init_checkpoint):
         return init_checkpoint
     return os.path.dirname(os.fspath(init_checkpoint).rstrip("/")) or "."
-
-
-def _check_output_dir(output_dir: str) -> None:
-    """`UserError` unless --output_dir is new (and can be made) or an empty directory."""
-    if io.exists(output_dir):
-        if not io.isdir(output_dir) or io.listdir(output_dir):
-            raise UserError(f"--output_dir={output_dir} exists and is not an empty directory: "
-                            "extend-vocab never overwrites; choose a new directory")
-    if not io.is_local(output_dir):
-        return
-    existing = os.path.abspath(io.local_path(output_dir))
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise UserError(f"cannot make --output_dir={output_dir}: {existing} is a file; choose "
-                        "another path")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write --output_dir={output_dir}: {existing} is not writable; "
-                        "choose another path")
 
 
 def _summary_table(new_tokens: Sequence[NewToken]) -> str:

@@ -15,6 +15,7 @@ from safetensors import numpy as safetensors_numpy
 
 from official_bert import file_sets, io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError
+from official_bert.errors import UserError
 from official_bert.checkpoints.canonical_names import (GOOGLE_HEAD_NAMES, assign_encoder_weights,
                                                        canonical_to_hf, get_encoder_weights,
                                                        hf_to_canonical)
@@ -67,9 +68,12 @@ def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_cas
     is the word embeddings, tied, so it is not written). `model.safetensors`
     (float32), `config.json` (with `config`'s vocab_size), `vocab.txt` (copied from
     `vocab_file`), `tokenizer_config.json` (when `do_lower_case` is known) and
-    `files` (name → text) are written to a hidden staging directory inside
-    `output_dir` first and published together (`file_sets.publish_together`), so
-    a crash never leaves a half-written file.
+    `files` (name → text) are written to a hidden staging directory first, so a
+    crash never leaves a half-written file. A new or empty `output_dir` (or one
+    the output policy cleared for replacing, `official_bert.outputs`) is staged
+    beside it and published whole (`io.publish_directory`: of two writers one
+    wins); into an existing directory the files are published together
+    (`file_sets.publish_together`).
     """
     output_dir = os.fspath(output_dir)
     heads = sorted(name for name in weights if not name.startswith("bert/"))
@@ -89,7 +93,11 @@ def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_cas
     if any(name.startswith("cls/predictions/") for name in heads):
         hf_config["architectures"] = ["BertForPreTraining" if "cls/seq_relationship/output_bias"
                                       in heads else "BertForMaskedLM"]
-    staging = io.make_temporary_dir(output_dir, "export")
+    whole = (io.is_claimed(output_dir) or not io.isdir(output_dir)
+             or not io.listdir(output_dir))
+    name = os.path.basename(output_dir.rstrip("/"))
+    staging = (io.make_temporary_dir(os.path.dirname(output_dir.rstrip("/")) or ".", name)
+               if whole else io.make_temporary_dir(output_dir, "export"))
     try:
         files = {"config.json": json.dumps(hf_config, indent=2, sort_keys=True) + "\n",
                  **(files or {})}
@@ -97,19 +105,22 @@ def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_cas
             files["tokenizer_config.json"] = json.dumps(
                 {"do_lower_case": do_lower_case, "tokenizer_class": "BertTokenizer"},
                 indent=2) + "\n"
-        weights_file = io.join(staging, "model.safetensors")
-        if io.is_local(weights_file):
-            safetensors_numpy.save_file(tensors, weights_file, metadata={"format": "pt"})
-            os.chmod(io.local_path(weights_file), io.new_file_mode())  # its 0600: the umask's
-        else:
-            files["model.safetensors"] = safetensors_numpy.save(
-                tensors, metadata={"format": "pt"})
-        for name, data in files.items():
-            io.atomic_write(io.join(staging, name), data)
+        # As bytes through io, so a full disk is `DiskFullError`, not a SafetensorError.
+        files["model.safetensors"] = safetensors_numpy.save(tensors, metadata={"format": "pt"})
+        for file_name, data in files.items():
+            io.atomic_write(io.join(staging, file_name), data)
         if vocab_file:
             io.atomic_copy(vocab_file, io.join(staging, "vocab.txt"))
-        file_sets.publish_together({io.join(output_dir, name): io.join(staging, name)
-                                    for name in io.listdir(staging)})
+        if whole:
+            try:
+                io.publish_directory(staging, output_dir)
+            except FileExistsError:
+                raise UserError(f"{output_dir} was written by another process while this one "
+                                "worked: it is kept, and this output was not published; "
+                                "choose another directory") from None
+        else:
+            file_sets.publish_together({io.join(output_dir, n): io.join(staging, n)
+                                        for n in io.listdir(staging)})
     finally:
         io.remove_tree(staging)
     return output_dir
@@ -183,8 +194,9 @@ def export_google(encoder, output_dir, vocab_file=None, heads=None, exact_gelu_a
     if exact_gelu_as not in EXACT_GELU_CHOICES:
         raise ValueError(f"exact_gelu_as={exact_gelu_as!r}: one of {EXACT_GELU_CHOICES}")
     config_dict = _google_config(encoder.config, exact_gelu_as)
-    if io.exists(output_dir) and (not io.isdir(output_dir) or io.listdir(output_dir)):
-        raise FileExistsError(output_dir)
+    if not io.is_claimed(output_dir) and io.exists(output_dir) and (
+            not io.isdir(output_dir) or io.listdir(output_dir)):
+        raise FileExistsError(output_dir)  # the output policy's claim may replace it
 
     tensors = {name: np.asarray(value, np.float32)
                for name, value in get_encoder_weights(encoder).items()}
@@ -201,12 +213,7 @@ def export_google(encoder, output_dir, vocab_file=None, heads=None, exact_gelu_a
                         json.dumps(config_dict, indent=2, sort_keys=True) + "\n")
         if vocab_file:
             io.atomic_copy(vocab_file, io.join(staging, "vocab.txt"))
-        if io.exists(output_dir):  # an empty directory the user made: replaced
-            if io.is_local(output_dir):
-                os.rmdir(output_dir)
-            else:
-                io.remove_tree(output_dir)
-        io.rename(staging, output_dir)
+        io.publish_directory(staging, output_dir)
     finally:
         io.remove_tree(staging)
     return io.join(output_dir, GOOGLE_CHECKPOINT)

@@ -6,7 +6,8 @@ makes the .npy header), then in chunks that are tokenized, sorted by length
 (so a batch pads to about its own length), run through the encoder in
 batches, pooled by `pooling.sentence_embedding` and written in input order. The
 memory is a chunk's, whatever the file's size. The output appears complete
-or not at all (`io.atomic_output`), and never replaces an existing file.
+or not at all (`io.atomic_output`), and never replaces a file the project did
+not write unless --overwrite says so (`official_bert.outputs`).
 
 Outputs (by the output file's extension):
   .npy    float32 [lines, hidden], row i = line i (numpy.load, or mmap_mode="r")
@@ -25,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, io, model_files
+from official_bert import checkpoints, io, model_files, outputs
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
 from official_bert.serving.base import with_weights_in
@@ -59,9 +60,7 @@ def run(config: EmbedConfig) -> dict:
         if not config.output_file.endswith(OUTPUT_FORMATS):
             raise UserError(f"--output_file={config.output_file}: end it with "
                             f"{' or '.join(OUTPUT_FORMATS)} (the format)")
-        if io.exists(config.output_file):
-            raise UserError(f"--output_file={config.output_file} exists: embed never "
-                            "overwrites a file; remove it or choose another name")
+        outputs.ensure_checked(config.output_file, "--output_file", outputs.FILE)
     if config.input_file and (not io.exists(config.input_file) or io.isdir(config.input_file)):
         raise BadFileError(config.input_file, "does not exist or is a directory",
                            fix="check --input_file")
@@ -171,7 +170,7 @@ def embed_file(encoder, tokenizer, config: EmbedConfig, num_lines: int) -> None:
     npy = config.output_file.endswith(".npy")
     start = last_log = time.time()
     done = 0
-    # Published only if no other process wrote the file meanwhile (checked in `run`).
+    # Published as the output policy found it in `run` (`outputs`): never over another's file.
     with io.atomic_output(config.output_file, "wb", overwrite=False) as out:
         if npy:
             np.lib.format.write_array_header_1_0(out, {

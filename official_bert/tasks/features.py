@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, io, model_files
+from official_bert import checkpoints, io, model_files, outputs
 from official_bert.errors import BadFileError, UserError
 from official_bert.configs import FeatureExtractionConfig, dtype_policy
 from official_bert.text import tokenization
@@ -40,6 +40,7 @@ def run(config: FeatureExtractionConfig) -> int:
     if config.pooling not in ("none", "cls", "mean"):
         raise UserError(f"--pooling={config.pooling!r}: use none, cls or mean")
     policy = dtype_policy(config.dtype)
+    outputs.ensure_checked(config.output_file, "--output_file", outputs.FILE)
     files = model_files.prepare_job(config, inputs={"input_file": config.input_file},
                                     outputs={"--output_file": config.output_file})
     layer_indexes = parse_layers(config.layers, files.config.num_hidden_layers)

@@ -41,6 +41,7 @@ from data_prep.pretraining_instances import (InstanceMaker, PackedInstanceMaker,
                                              VocabInfo)
 from data_prep.pretraining_records import GenerationStats, count_summary
 from official_bert import file_sets, io
+from official_bert.outputs import FILE_PREFIX, ensure_checked
 from official_bert.progress import Progress
 from official_bert.errors import BadFileError, UserError
 
@@ -67,15 +68,9 @@ def check_output_files(output_file: str | Sequence[str], inputs: Sequence[str]) 
     for path in outputs:
         io.refuse_output_over_input({"--output_file": path},
                                     [("input_file", source) for source in inputs])
-        if io.isdir(path):
-            raise UserError(f"--output_file {path} is a directory; name a file in it")
         io.check_output_directory(path)
-        if not io.is_local(path):
-            continue
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise UserError(f"cannot write --output_file {path}: directory {directory} "
-                            "is not writable")
+    # The one output policy: kinds, names, devices, writable, never over a foreign file.
+    ensure_checked(",".join(outputs), "--output_file", FILE_PREFIX)
     return outputs
 
 

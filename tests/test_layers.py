@@ -18,8 +18,8 @@ from support import REPO_ROOT
 LAYERS = [
     ("official_bert.errors", "official_bert.settings", "official_bert.configs",
      "official_bert.progress", "data_prep.configs"),
-    ("official_bert.io", "official_bert.file_sets", "official_bert.run_lock",
-     "official_bert.metrics"),
+    ("official_bert.io", "official_bert.file_sets", "official_bert.outputs",
+     "official_bert.run_lock", "official_bert.metrics"),
     ("official_bert.text", "official_bert.modeling", "data_prep"),
     ("official_bert.checkpoints", "official_bert.model_files", "official_bert.run_directory",
      "official_bert.google_export", "official_bert.vocab_extension", "official_bert.training"),

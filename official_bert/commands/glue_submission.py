@@ -19,8 +19,9 @@ takes (the eleven files at its top level):
   SST-2 1,821, MRPC 1,725, ...).
 
 Nothing is written unless all of it holds. The zip is written atomically; an
-existing `--output_file` is replaced only when it is an earlier zip of this
-command (never another file).
+existing `--output_file` is replaced only when it is this project's earlier
+output, unchanged, or with --overwrite (the one output policy,
+`official_bert.outputs`).
 
 Example:
   bert glue-submission --runs_dir=runs/glue --glue_dir=$DATA/glue \\
@@ -37,7 +38,7 @@ from absl import flags, logging
 
 from data_prep import glue
 from official_bert.commands import app, cli_flags
-from official_bert import io
+from official_bert import io, outputs
 from official_bert.errors import BadFileError, UserError
 from official_bert.run_directory import RunDirectory
 from official_bert.settings import setting
@@ -149,17 +150,7 @@ def collect(config: GlueSubmissionConfig) -> dict:
 
 
 def write_zip(files: dict, output_file: str) -> None:
-    """The zip, atomically; an existing file is replaced only when it is one of ours."""
-    existed = io.exists(output_file)
-    if existed:
-        try:
-            with io.open_file(output_file, "rb") as f, zipfile.ZipFile(f) as old:
-                ours = old.comment == ZIP_COMMENT
-        except (zipfile.BadZipFile, OSError, IsADirectoryError):
-            ours = False
-        if not ours:
-            raise UserError(f"--output_file {output_file} exists and is not a zip this command "
-                            "wrote; nothing was written: choose another --output_file")
+    """The zip, atomically, as the output policy found `output_file` (`make_submission`)."""
     buffer = _bytes_io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.comment = ZIP_COMMENT
@@ -167,8 +158,7 @@ def write_zip(files: dict, output_file: str) -> None:
             # A fixed date: the same predictions make the same bytes.
             archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text,
                              zipfile.ZIP_DEFLATED)
-    # A new file is published only if no other process wrote one meanwhile.
-    io.atomic_write(output_file, buffer.getvalue(), overwrite=existed)
+    io.atomic_write(output_file, buffer.getvalue(), overwrite=False)
 
 
 def make_submission(config: GlueSubmissionConfig) -> list:
@@ -177,6 +167,7 @@ def make_submission(config: GlueSubmissionConfig) -> list:
         raise UserError("--output_file is required (the zip to write, e.g. glue_submission.zip)")
     io.refuse_output_over_input({"--output_file": config.output_file},
                                 {"runs_dir": config.runs_dir, "glue_dir": config.glue_dir})
+    outputs.ensure_checked(config.output_file, "--output_file", outputs.FILE)
     files = collect(config)
     write_zip(files, config.output_file)
     logging.info("Wrote %s: %s", config.output_file, ", ".join(files))

@@ -5,6 +5,14 @@ r"""Every command x every bad input we can think of, on tiny data: a table.
     python tools/bad_input_sweep.py --only=predict       # the cases whose command or input says it
     python tools/bad_input_sweep.py --limit=3            # the first 3 cases of each command
     python tools/bad_input_sweep.py --list               # the cases, without running them
+    python tools/bad_input_sweep.py --matrix             # the generated matrix instead
+    python tools/bad_input_sweep.py --matrix --commands=build-vocab --classes=race,sigint
+
+The matrix (`tools/sweep/matrix.py`) is generated from the command registry: every
+command x every output fault of each output it declares, every signal at each of its
+phases and the run-record faults; it prints one table per command and fault class (each
+cell its outcomes: clean, ok, traceback, vague, silent, lost, refused, unreached) and
+writes every case's outcome as JSON (--json).
 
 The cases are data, one module per command in tools/sweep/cases/ (a list of `Case`:
 the input's name, the command's argv, the damage done first, what the error line must
@@ -31,6 +39,7 @@ every bad input gave a clean error and every control ran through.
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import shutil
 import sys
@@ -43,6 +52,7 @@ import time
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from sweep import cases as sweep_cases  # noqa: E402
+from sweep import matrix  # noqa: E402
 from sweep import run as sweep_run  # noqa: E402
 
 
@@ -89,6 +99,53 @@ def run_all(cases: list, keep: bool) -> list:
     return rows
 
 
+def run_matrix(generated: list, keep: bool) -> list:
+    """Builds the world and runs the generated cases (each in a copy), one by one."""
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bad_input_matrix-"))
+    rows = []
+    try:
+        print(f"building the tiny world in {scratch} ...", file=sys.stderr, flush=True)
+        sweep_run.build_world(scratch / "world")
+        for i, generated in enumerate(generated):
+            row = matrix.run_generated(scratch / "world", scratch, i, generated)
+            rows.append(row)
+            print(f"[{i + 1}/{len(generated)}] {generated.command}: {generated.klass}: "
+                  f"{generated.case.name}: {row['outcome']} ({row['seconds']:.0f} s) "
+                  f"{row['why'][:160]}", file=sys.stderr, flush=True)
+            if not keep:
+                shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
+    finally:
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return rows
+
+
+def matrix_main(args) -> int:
+    generated = matrix.select(matrix.generate(), args.commands, args.classes)
+    if args.only:
+        words = [w.strip().lower() for w in args.only.split(",")]
+        generated = [g for g in generated
+                     if any(w in f"{g.command}: {g.klass}: {g.case.name}".lower() for w in words)]
+    if args.list:
+        for g in generated:
+            print(f"{g.command}: {g.klass}: {g.case.name}")
+        print(f"{len(generated)} generated cases", file=sys.stderr)
+        return 0
+    print(f"{len(generated)} generated cases", file=sys.stderr, flush=True)
+    start = time.time()
+    rows = run_matrix(generated, args.keep)
+    print(matrix.grid(rows))
+    print()
+    print(matrix.details(rows))
+    print()
+    good = sum(r["outcome"] in matrix.GOOD for r in rows)
+    print(f"`python tools/bad_input_sweep.py --matrix` ({len(rows)} generated cases, {good} "
+          f"clean or ok, {time.time() - start:.0f} s)")
+    pathlib.Path(args.json).write_text(json.dumps(matrix.as_json(rows), indent=1) + "\n")
+    print(f"every case's outcome: {args.json}", file=sys.stderr)
+    return 0 if good == len(rows) else 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commands", default="", help="run the cases of these commands "
@@ -99,7 +156,15 @@ def main(argv=None) -> int:
                         help="run at most this many cases of each command (its first ones)")
     parser.add_argument("--list", action="store_true", help="list the cases")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--matrix", action="store_true", help="run the matrix generated "
+                        "from the command registry instead of the hand-written cases")
+    parser.add_argument("--classes", default="", help="with --matrix: these fault classes "
+                        f"(comma-separated: {', '.join(matrix.CLASSES)})")
+    parser.add_argument("--json", default="bad_input_matrix.json",
+                        help="with --matrix: where every case's outcome is written")
     args = parser.parse_args(argv)
+    if args.matrix:
+        return matrix_main(args)
     cases = select(sweep_cases.by_command(), args.commands, args.only, args.limit)
     if args.list:
         for case in cases:

@@ -1,85 +1,43 @@
-"""A run's --output_dir: every file in it, by name, in one place.
+"""A run's --output_dir: one owner of everything in it.
 
-    run.json               the run's record of itself (below)
-    bert_config.json       the model's config            } the record's files: written
-    vocab.txt              its vocabulary                } before training; once the
-    classifier_config.json classification: task, labels, } directory holds a trained
-                           casing, length, windows       } checkpoint a rerun must
-    label_list.txt         NER: the tag list             } give the same text (a rerun
-    tokenizer_config.json  pre-training: the data's casing } with other model files is
-                                                           } refused)
-    checkpoint, ckpt-<N>.* the training checkpoints (TensorFlow's index file and prefix)
-    train/  eval/          TensorBoard summaries of training and of each evaluation
-    eval_results.txt       the final evaluation (google's `key = value` lines)
-    eval_history.jsonl     each evaluation while training (--eval_every_steps)
-    best/                  the best model so far: best.json (its step and metrics) and
-                           best-<step>.* (--keep_best_metric)
-    features/              classification's cached TFRecords of converted examples
-    feature_cache/         feature-based NER's cached encoder features
-    .official_bert.lock    one run at a time (`run_lock.RunLock`)
+    layout       every file name of a run directory, once
+    record       run.json, the run's record of itself, read through a schema
+    lock         one run at a time (`RunLock`)
+    checkpoints  the checkpoint lifecycle: written, rotated (only the run's
+                 own), TensorFlow's staging, killed runs' leftovers, the
+                 checkpoints of a run made before records were kept
 
-besides each task's own prediction files (`Task.result_files`). Code that
-writes, reads or compares any of these asks `RunDirectory`; nothing else
-spells their names. This module sits below tasks/, serving/ and training/ and
-imports only `io`, `errors` and the run lock.
-
-`run.json`, the run's record of itself (JSON, written atomically):
-
-    identity       what the run is: the task (and its task name, labels, ...),
-                   the model's config, the vocabulary's sha256, the casing,
-                   --max_seq_length. A rerun that would change one is refused
-                   (`check_run`): the checkpoints belong to that run.
-    settings       how it trains: learning rate, steps or epochs, warm-up, batch
-                   size, optimizer, accumulation, the training data (paths and
-                   sizes). A training rerun with other values is refused unless
-                   --allow_changed_settings; then what changed is logged and
-                   appended to `history`.
-    checkpoints    the ckpt-<N> this directory's runs wrote: the only ones
-                   `keep_checkpoint_max` ever deletes (`note_checkpoint`).
-    eval_schedule  --eval_every_steps and the step it applies from, so that a
-                   resume evaluates the steps a killed run left unevaluated.
-    history        each session that changed the settings, or started the record.
+`RunDirectory` is the one object the rest of the library asks: the path of
+each file, the lock, the record (written, read back and compared on resume)
+and what identifies a run when the record is missing. Nothing else spells a
+file name of a run directory. This package sits below tasks/, serving/ and
+training/; `layout`, `record` and `lock` load no TensorFlow.
 
 A directory that holds a checkpoint but no record is either a run made before
-records were kept (its record starts now) or a checkpoint no run wrote (a
-pre-trained model): that is no run directory, and `refuse_foreign` says so.
+records were kept (its record starts now, once the files that carry what it
+is agree with this run: `identity_from_files`) or a checkpoint no run wrote (a
+pre-trained model): that is no run directory, and `foreign_checkpoint_error`
+says so.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import re
 
 from absl import logging
 
-from official_bert import io, run_lock
+from official_bert import io
 from official_bert.errors import RunDirectoryError
+from official_bert.run_directory import layout, record as records
+from official_bert.run_directory.layout import (  # noqa: F401  (the names, re-exported)
+    BERT_CONFIG, BEST, BEST_CHECKPOINT, BEST_STATE, CHECKPOINT_INDEX, CHECKPOINT_NAME,
+    CLASSIFIER_CONFIG, EVAL_HISTORY, EVAL_RESULTS, EVAL_SUMMARIES, FEATURE_CACHE, FEATURES,
+    LABEL_LIST, RUN_RECORD, TOKENIZER_CONFIG, TRAIN_SUMMARIES, VOCAB)
+from official_bert.run_directory.lock import RunLock
+from official_bert.run_directory.record import TRAINING_SETTINGS  # noqa: F401
 
-BERT_CONFIG = "bert_config.json"
-VOCAB = "vocab.txt"
-CLASSIFIER_CONFIG = "classifier_config.json"
-LABEL_LIST = "label_list.txt"
-TOKENIZER_CONFIG = "tokenizer_config.json"
-CHECKPOINT_INDEX = "checkpoint"  # tf.train's state file: the directory holds a checkpoint
-CHECKPOINT_NAME = "ckpt"  # the checkpoints' prefix: ckpt-<step>.index, ...
-TRAIN_SUMMARIES = "train"
-EVAL_SUMMARIES = "eval"
-EVAL_RESULTS = "eval_results.txt"
-EVAL_HISTORY = "eval_history.jsonl"
-BEST = "best"
-BEST_STATE = "best.json"
-BEST_CHECKPOINT = "best-"  # best/best-<step>.*: the kept model's checkpoint files
-FEATURES = "features"
-FEATURE_CACHE = "feature_cache"
-RUN_RECORD = "run.json"
-RECORD_FORMAT = 1
-
-# The training settings a run records (`RunConfig`'s fields, named by their flags);
-# the record's settings add "training_data" (path → size of each training file).
-TRAINING_SETTINGS = ("learning_rate", "num_train_epochs", "num_train_steps",
-                     "warmup_proportion", "num_warmup_steps", "train_batch_size", "optimizer",
-                     "gradient_accumulation_steps", "max_train_examples")
+RECORD_FORMAT = records.FORMAT
 ALLOW_CHANGED_SETTINGS = "--allow_changed_settings"
 
 # How messages name a record key that is not a flag (a flag is --<key>).
@@ -87,14 +45,6 @@ _KEY_NAMES = {"task": "the task", "labels": "the labels",
               "bert_config": "the model (bert_config.json)",
               "vocab_sha256": "the vocabulary (vocab.txt)", "training_data": "the training data",
               "windows": "the --long_document windows"}
-
-# TensorFlow stages checkpoint N in `ckpt-N_temp/` and renames its files out when
-# complete: one left behind is a killed save's.
-_STAGED_CHECKPOINT = re.compile(rf"^{CHECKPOINT_NAME}-\d+_temp$")
-
-# Files rewritten only when their text is the same (the record's model files),
-# so they are never an output that could replace an input.
-_MODEL_FILES = (BERT_CONFIG, VOCAB)
 
 
 def has_checkpoint(directory: str | None) -> bool:
@@ -118,6 +68,10 @@ class RunDirectory:
 
     def __init__(self, path: str):
         self.path = path
+        # This session's change to the record (`start_session`), written with its
+        # first checkpoint (`note_checkpoint`): a session that trains nothing
+        # records nothing.
+        self._session = None
 
     def file(self, name: str) -> str:
         """The path of `name` in the directory (a task's own prediction file)."""
@@ -165,9 +119,18 @@ class RunDirectory:
     def best_state(self) -> str:
         return io.join(self.best, BEST_STATE)
 
+    @property
+    def best_state_file(self) -> str:
+        """TensorFlow's `checkpoint` state file in best/ (naming the best model)."""
+        return io.join(self.best, CHECKPOINT_INDEX)
+
     def best_checkpoint(self, step: int) -> str:
         """The prefix of the best model's checkpoint of `step`."""
-        return io.join(self.best, f"{BEST_CHECKPOINT}{step}")
+        return io.join(self.best, layout.best_checkpoint_name(step))
+
+    def checkpoint(self, step: int) -> str:
+        """The prefix of the run's training checkpoint of `step`."""
+        return self.file(layout.checkpoint_name(step))
 
     @property
     def features(self) -> str:
@@ -187,9 +150,9 @@ class RunDirectory:
         """Whether this is a classification run (its classifier_config.json)."""
         return io.exists(self.classifier_config)
 
-    def lock(self) -> run_lock.RunLock:
+    def lock(self) -> RunLock:
         """The run's exclusive use of the directory (a context manager)."""
-        return run_lock.RunLock(self.path)
+        return RunLock(self.path)
 
     # --- the record -------------------------------------------------------------
 
@@ -240,7 +203,7 @@ class RunDirectory:
         model files, which are rewritten only when equal. For
         `io.refuse_output_over_input`."""
         return {f"the run's {name}": self.file(name)
-                for name in [EVAL_RESULTS, *names] if name not in _MODEL_FILES}
+                for name in [EVAL_RESULTS, *names] if name not in layout.MODEL_FILES}
 
     # --- run.json: what the run is, what it wrote -----------------------------------
 
@@ -249,35 +212,32 @@ class RunDirectory:
         return self.file(RUN_RECORD)
 
     def read_run_record(self) -> dict | None:
-        """The directory's run.json (None when there is none); a damaged one is
-        a `RunDirectoryError` saying how to start the record anew."""
-        if not io.exists(self.run_record):
-            return None
-        try:
-            record = json.loads(io.read_text(self.run_record))
-        except ValueError:  # not JSON, or not UTF-8 (a BadFileError is a ValueError)
-            record = None
-        if not isinstance(record, dict):
-            raise RunDirectoryError(
-                f"{self.run_record} is damaged (not a JSON object): restore it, or delete it "
-                "to start the run's record anew (the checkpoints are kept)")
-        return record
+        """The directory's run.json (None when there is none), every field
+        checked (`record.read`): a damaged one is a one-line `RunDirectoryError`."""
+        return records.read(self.run_record)
 
     def _update_run_record(self, change) -> dict:
         """Reads run.json, applies `change(record)`, writes it back atomically."""
         record = self.read_run_record() or {"format": RECORD_FORMAT}
         change(record)
-        io.atomic_write(self.run_record, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        records.check(self.run_record, record)  # what is written reads back
+        io.atomic_write(self.run_record, records.dump(record))
         return record
 
     def note_checkpoint(self, name: str) -> None:
         """Records that this run writes checkpoint `name` (`ckpt-<N>`), before it
-        writes it: rotation deletes only the checkpoints the record names."""
+        writes it: rotation deletes only the checkpoints the record names. The
+        session's record (`start_session`) goes with the first one."""
+        session = self._session
+
         def add(record):
+            if session is not None:
+                session(record)
             names = record.setdefault("checkpoints", [])
             if name not in names:
                 names.append(name)
         self._update_run_record(add)
+        self._session = None
 
     def forget_checkpoints(self, names) -> None:
         """Takes deleted checkpoints off the record's list."""
@@ -310,23 +270,16 @@ class RunDirectory:
         and for a change of training settings unless `allow_changes`; returns the
         allowed changes, [(key, old, new)]. `settings` is None for a run that does
         not train: then only the identity is compared (the keys both give).
-        Nothing is compared when no trained run is recorded here."""
-        record = self.read_run_record()
-        if not self.has_checkpoint() or not record or not record.get("identity"):
+        A trained directory without a record is compared with what the files
+        that carry a run say it is (`identity_from_files`)."""
+        if not self.has_checkpoint():
             return []
-        old = record["identity"]
-        if old.get("task") != identity.get("task"):
-            raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run, not a "
-                f"{_task_words(identity)} one: its checkpoints are another task's model; "
-                "nothing was changed. Use another --output_dir")
-        changed = differences(old, identity)
-        if changed:
-            raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run that this one would "
-                f"change: {describe_changes(changed)}. A run with other values is another run, "
-                "not this one resumed; nothing was changed. Use another --output_dir, or the "
-                "run's own values")
+        record = self.read_run_record()
+        if not record or not record.get("identity"):
+            self._check_identity(self.identity_from_files(), identity,
+                                 f" (made before runs kept a {RUN_RECORD}: so its files say)")
+            return []
+        self._check_identity(record["identity"], identity, "")
         if settings is None or not record.get("settings"):
             return []
         changed = differences(record["settings"], settings)
@@ -338,14 +291,73 @@ class RunDirectory:
                 "run's own values; nothing was changed")
         return changed
 
+    def _check_identity(self, old: dict, identity: dict, source: str) -> None:
+        """`RunDirectoryError` when `identity` is another task's, or changes one of
+        the values `old` (the trained run's identity) gives."""
+        families = old.get("task")
+        families = [families] if isinstance(families, str) else families
+        if families and identity.get("task") not in families:
+            raise RunDirectoryError(
+                f"--output_dir {self.path} holds a {_task_words(old)} run{source}, not a "
+                f"{_task_words(identity)} one: its checkpoints are another task's model; "
+                "nothing was changed. Use another --output_dir")
+        changed = differences({k: v for k, v in old.items() if k != "task"}, identity)
+        if changed:
+            raise RunDirectoryError(
+                f"--output_dir {self.path} holds a {_task_words(old)} run{source} that this "
+                f"one would change: {describe_changes(changed)}. A run with other values is "
+                "another run, not this one resumed; nothing was changed. Use another "
+                "--output_dir, or the run's own values")
+
+    def identity_from_files(self) -> dict:
+        """What the files that carry a run say it is, for a trained directory
+        without a record (a run made before records were kept, or whose record
+        was deleted): classifier_config.json's task, labels, casing and length;
+        label_list.txt's tags (an NER run); tokenizer_config.json (a pre-training
+        run). "task" is the list of families the files fit. The
+        model and vocabulary are compared as text (`check_record`), and the
+        checkpoint's variables with the model the task builds (the run flow,
+        with `checkpoints.model_mismatch`)."""
+        classifier = self._json_file(CLASSIFIER_CONFIG)
+        if classifier is not None:
+            identity = {"task": ["classification"]}
+            identity.update({key: classifier[key] for key in (
+                "task_name", "labels", "regression", "max_seq_length", "do_lower_case")
+                if key in classifier})
+            return identity
+        if io.exists(self.label_list):
+            labels = [line.strip() for line in io.read_text(self.label_list).splitlines()
+                      if line.strip()]
+            return {"task": ["ner", "feature-based ner"], "labels": labels}
+        if io.exists(self.file(TOKENIZER_CONFIG)):  # the data's casing: not the run's
+            return {"task": ["pretraining"]}
+        return {}
+
+    def _json_file(self, name: str) -> dict | None:
+        """The JSON object in the directory's file `name` (None: none, or not one)."""
+        path = self.file(name)
+        if not io.exists(path):
+            return None
+        try:
+            value = json.loads(io.read_text(path))
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
     def start_session(self, identity: dict, settings: dict | None, changes: list,
                       resumed_from: str | None = None, adopted=()) -> None:
-        """Writes run.json for this run (the chief, holding the lock, after
-        `check_run`): a new run's record; a trained run's identity kept and, when
-        training (`settings`), its settings replaced and `changes` appended to its
-        history. `adopted`: checkpoints of a run made before records were kept,
-        added to those this directory wrote (its record starts now)."""
+        """This training session's record (the chief, holding the lock, after
+        `check_run`): a new run's record; a trained run's identity kept, its
+        settings replaced and `changes` appended to its history. `adopted`:
+        checkpoints of a run made before records were kept, added to those this
+        directory wrote (its record starts now). Written into run.json with the
+        session's first checkpoint (`note_checkpoint`), so that a session that
+        fails before it trains (a bad flag combination, a kill) leaves the
+        record as it was; a session that does not train writes no record."""
         trained = self.has_checkpoint()
+        if changes:
+            logging.info("Resuming with changed settings (%s): %s", ALLOW_CHANGED_SETTINGS,
+                         describe_changes(changes))
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         version = project_version()
 
@@ -364,15 +376,13 @@ class RunDirectory:
             if settings is not None:
                 record["settings"] = settings
             if changes:
-                logging.info("Resuming with changed settings (%s): %s", ALLOW_CHANGED_SETTINGS,
-                             describe_changes(changes))
                 record.setdefault("history", []).append(
                     {"time": now, "project_version": version, "resumed_from": resumed_from,
                      "changed": {key: [old, new] for key, old, new in changes}})
             names = record.setdefault("checkpoints", [])
             names.extend(n for n in adopted if n not in names)
             record.update(format=RECORD_FORMAT, project_version=version)
-        self._update_run_record(update)
+        self._session = update
 
     def eval_schedule_start(self, every: int, step: int, write: bool) -> int:
         """The step from which --eval_every_steps=`every` has applied: the
@@ -397,7 +407,7 @@ class RunDirectory:
         removed = []
         for name in io.listdir(self.path):
             path = self.file(name)
-            if _STAGED_CHECKPOINT.match(name) and io.isdir(path):
+            if layout.STAGED_CHECKPOINT.match(name) and io.isdir(path):
                 io.remove_tree(path)
                 removed.append(path)
         for directory in (self.best, self.features, self.feature_cache):
@@ -460,5 +470,7 @@ def describe_changes(changes: list) -> str:
 def _task_words(identity: dict) -> str:
     """A task as a message says it: "classification (--task_name=sst-2)"."""
     task = identity.get("task") or "unknown"
+    if isinstance(task, list):  # the families a directory's files fit
+        task = " or ".join(task)
     name = identity.get("task_name")
     return f"{task} (--task_name={name})" if name else task

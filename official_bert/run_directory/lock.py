@@ -1,6 +1,6 @@
 """The run lock: a run's exclusive use of its `--output_dir`.
 
-`tasks` takes it for a training run, `bert download` for its directory; a
+`tasks` takes it for a run (`RunDirectory.lock`), `bert download` for its directory; a
 second process into the same directory fails at once with
 `errors.RunDirectoryError` naming the holder.
 """
@@ -15,9 +15,7 @@ import sys
 
 from official_bert import io
 from official_bert.errors import RunDirectoryError
-
-# Inside the run directory; hidden, so no data pattern matches it.
-LOCK_FILE = ".official_bert.lock"
+from official_bert.run_directory.layout import LOCK_FILE
 
 
 class RunLock:

@@ -1,6 +1,6 @@
 """A run's training checkpoints: written, listed, rotated; never another's deleted.
 
-The `Trainer` saves through `RunCheckpoints`. Checkpoint N is
+The `Trainer` saves through `RunCheckpoints` (`RunDirectory.checkpoints`). Checkpoint N is
 `output_dir/ckpt-N` (TensorFlow's `.index` and `.data-*` files), listed in
 TensorFlow's `checkpoint` state file (which `tf.train.latest_checkpoint` and a
 resume read), and noted in the run directory's record (`run.json`) before its
@@ -12,7 +12,13 @@ deleted, whatever the state file lists.
 A run killed at any moment leaves a consistent directory: the files of a
 checkpoint are written before the state file names it (atomically), and a
 checkpoint is taken off the state file before its files are deleted, and off
-the record after.
+the record after. A save that fails (a full disk) removes TensorFlow's staging
+directory of it (`ckpt-N_temp/`); those a killed run left are removed by the
+next run (`RunDirectory.remove_killed_leftovers`).
+
+A directory made before runs kept records holds checkpoints that no record
+names: `unrecorded_run_checkpoints` tells a run's (adopted into the record
+that starts now) from a checkpoint no run wrote (a pre-trained model, refused).
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ import os
 import tensorflow as tf
 
 from official_bert import io
-from official_bert.checkpoints.tf_checkpoints import checkpoint_files, run_checkpoints
-from official_bert.run_directory import CHECKPOINT_INDEX, CHECKPOINT_NAME, RunDirectory
+from official_bert.checkpoints.tf_checkpoints import (checkpoint_files, open_reader,
+                                                      run_checkpoints)
+from official_bert.run_directory import layout
 
 
 class RunCheckpoints:
@@ -40,7 +47,7 @@ class RunCheckpoints:
     """
 
     def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, keep: int,
-                 record: RunDirectory | None):
+                 record: "RunDirectory | None"):  # noqa: F821 (the package's, not imported)
         self.checkpoint, self.directory, self.keep, self.record = (
             checkpoint, directory, keep, record)
         self.latest_checkpoint = None  # the prefix this process last saved
@@ -48,16 +55,29 @@ class RunCheckpoints:
     def save(self, step: int) -> str:
         """Writes checkpoint `step`; returns its prefix. (Every worker of a
         multi-worker run calls it: the write is a collective.)"""
-        name = f"{CHECKPOINT_NAME}-{step}"
+        name = layout.checkpoint_name(step)
         if self.record is not None:
             self.record.note_checkpoint(name)  # before the files: rotation may delete it
-        path = self.checkpoint.write(io.join(self.directory, name))
+        try:
+            path = self.checkpoint.write(io.join(self.directory, name))
+        except BaseException:
+            self._remove_staged(step)
+            raise
         if self.record is not None:
             listed = [p for p in run_checkpoints(self.directory)
                       if os.path.basename(p) != name and io.exists(p + ".index")]
             self._rotate([*listed, path])
         self.latest_checkpoint = path
         return path
+
+    def _remove_staged(self, step: int) -> None:
+        """TensorFlow stages a checkpoint in `ckpt-N_temp/` and leaves it when a
+        write fails (a full disk): removed, so only complete checkpoints remain."""
+        for temp in tf.io.gfile.glob(io.join(self.directory, layout.staged_checkpoints(step))):
+            try:
+                tf.io.gfile.rmtree(temp)
+            except tf.errors.OpError:
+                pass
 
     def _name(self, prefix: str) -> str:
         """How the state file names `prefix`: relative when it is in the directory."""
@@ -88,4 +108,42 @@ def write_state_file(directory: str, names: list) -> None:
 
     lines = [f"model_checkpoint_path: {quoted(names[-1])}"]
     lines += [f"all_model_checkpoint_paths: {quoted(name)}" for name in names]
-    io.atomic_write(io.join(directory, CHECKPOINT_INDEX), "\n".join(lines) + "\n")
+    io.atomic_write(io.join(directory, layout.CHECKPOINT_INDEX), "\n".join(lines) + "\n")
+
+
+# The key of the Trainer's global step in a checkpoint it wrote (an object-based one;
+# google's TF1 checkpoints name theirs "global_step", a pre-trained model has none).
+_TRAINER_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def unrecorded_run_checkpoints(run_directory) -> list:
+    """The checkpoints of a directory without a record: a run's made before
+    records were kept (they hold the Trainer's global step) are returned, to be
+    adopted into its record; when the newest holds none, no run wrote it (a
+    pre-trained model): `RunDirectoryError`. A damaged newest one is left to the
+    `Trainer`, which names it."""
+    def written_by_a_run(prefix) -> bool | None:
+        try:
+            return _TRAINER_STEP in open_reader(prefix).get_variable_to_shape_map()
+        except (tf.errors.OpError, ValueError, IndexError):
+            return None  # damaged: not readable enough to tell
+
+    listed = [p for p in run_checkpoints(run_directory.path) if io.exists(p + ".index")]
+    kinds = {p: written_by_a_run(p) for p in listed}
+    if listed and kinds[listed[-1]] is False:
+        raise run_directory.foreign_checkpoint_error()
+    return [os.path.basename(p) for p in listed if kinds[p]]
+
+
+def model_mismatch(prefix: str, model) -> str | None:
+    """What keeps checkpoint `prefix` (a run's, written as the Trainer writes:
+    `tf.train.Checkpoint(model=...)`) from restoring into `model`: a variable
+    of another shape, or one the checkpoint lacks (another task's head); None
+    when it fits. The weights are read into `model`, a throwaway one: nothing
+    is written."""
+    try:
+        status = tf.train.Checkpoint(model=model).read(prefix)
+        status.assert_existing_objects_matched()
+    except (ValueError, AssertionError) as e:  # a shape; an object the checkpoint lacks
+        return str(e).strip().splitlines()[0][:200]
+    return None

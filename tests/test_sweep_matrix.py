@@ -1,0 +1,86 @@
+"""The sweep's matrix (`tools/sweep/matrix.py`): its cases come from the command registry,
+so a new command or a new output gets them without anyone writing one; and a few cheap
+generated cases run end to end as the sweep runs them."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import stat
+import sys
+
+import pytest
+
+from tests.support import fault_kit as kit
+
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1] / "tools"))
+
+from sweep import matrix  # noqa: E402
+
+registry = pytest.importorskip("official_bert.commands.registry")
+
+
+def test_the_matrix_reads_the_registry():
+    assert [c.name for c in matrix.registered_commands()] == [
+        c.name for c in registry.COMMANDS]
+
+
+@pytest.mark.parametrize("command", matrix.registered_commands(), ids=lambda c: c.name)
+def test_every_registered_command_gets_a_case_of_every_class(command):
+    mine = matrix.generate([command])
+    assert len(mine) == matrix.expected_count(command)
+    for flag in command.outputs:
+        hit = {g.klass for g in mine if g.target == f"--{flag}"}
+        assert set(matrix.OUTPUT_FAULTS) <= hit, flag
+        if flag in matrix.recorded_runs(command):
+            assert "record" in hit, flag
+    for klass in matrix.SIGNALS:
+        assert sorted(g.target for g in mine if g.klass == klass) == sorted(command.phases)
+
+
+def test_a_command_without_a_control_case_still_gets_its_cases(tmp_path):
+    """Coverage follows the registry: a new command's cases are made, and report that
+    the sweep has no good run of it yet."""
+    new = matrix.Command("new-thing", {"output_file": "file", "output_dir": "run_dir"},
+                         ("read", "train"))
+    made = matrix.generate([new])
+    assert len(made) == matrix.expected_count(new) == 2 * 9 + 2 * 2 + 4
+    world = tmp_path / "world"
+    world.mkdir()
+    row = matrix.run_generated(world, tmp_path, 0, made[0])
+    assert row["outcome"] == matrix.SETUP_FAILED and "no control case" in row["why"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("matrix") / "world"
+    kit.World(root).build(checkpoint=False, pretraining_data=False)
+    return root
+
+
+def _case(command, klass, name_part):
+    found = [g for g in matrix.select(matrix.generate(), command, klass)
+             if name_part in g.case.name]
+    assert len(found) == 1, [g.case.name for g in found]
+    return found[0]
+
+
+def test_build_vocab_over_a_foreign_file_is_refused_and_the_file_kept(world, tmp_path):
+    row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", "foreign", ""))
+    assert row["outcome"] == matrix.CLEAN, row["why"]
+    kept = tmp_path / "case-000" / "mx" / "vocab.txt"
+    assert kept.read_bytes() == matrix.FOREIGN
+
+
+def test_prepare_corpus_to_a_null_device_writes_through(world, tmp_path):
+    row = matrix.run_generated(world, tmp_path, 0, _case("prepare-corpus", "device", "(null)"))
+    assert row["outcome"] in (matrix.OK, matrix.CLEAN), row["why"]
+    assert stat.S_ISCHR(os.lstat(tmp_path / "case-000" / "mx" / "null").st_mode)
+
+
+def test_build_vocab_stopped_by_sigterm_while_reading(world, tmp_path):
+    """The driver pauses the command as it opens its corpus; SIGTERM lands there: exit
+    75, one line, no temporaries, and the same command then finishes."""
+    row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", "sigterm", "read"))
+    assert row["outcome"] == matrix.CLEAN, row["why"]
+    assert row["why"].startswith("preempted:") and "the rerun finished" in row["why"]

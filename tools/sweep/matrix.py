@@ -1,0 +1,889 @@
+"""The sweep as a matrix: cases generated from the command registry, not written by hand.
+
+Every registered command (`official_bert.commands.registry`: its declared outputs, each a
+flag and a kind, and the phases a signal can interrupt) x every fault of a class:
+
+    output faults, for each declared output (file, file_prefix, dir, run_dir, export_dir):
+      foreign     the output exists and this project did not write it: a file must be
+                  refused and left byte-identical; a directory's files are kept
+      device      a character device (null, full) as the output: written through or
+                  refused, and still a character device after
+      wrong-kind  a directory where a file goes, a file where a directory goes: refused,
+                  the thing there kept
+      too-long    a 300-character name (ENAMETOOLONG): one line
+      long-name   a legal 249-character name: it works (temporaries must fit too)
+      read-only   the output's parent directory is read-only: one line, nothing written
+      disk-full   a file-size limit (RLIMIT_FSIZE): one line, nothing partial left
+      race        the same command twice at once: one output and one clean refusal, or
+                  both succeed with one intact output
+    signals, for each phase the command declares (read, data, train, eval, predict,
+    export, write):
+      sigint      SIGINT to the process group (Ctrl-C) while the phase is under way:
+                  exit 130, one line, no traceback, no temporaries left; a rerun finishes
+      sigterm     SIGTERM to the process (a preempted VM), likewise with exit 75
+    run-record faults, for a command with a run_dir output, on a run it trained:
+      record      run.json missing (correct handling), with fields of the wrong type or
+                  "format": 99 (refused, run.json kept), read-only (an evaluation works)
+
+A command is run as the sweep's hand-written control case for it runs it (its "good
+input", `tools/sweep/cases/`); the matrix only puts the fault's path in place of the
+output flag's value, or adds the fault. A registered command without a control case still
+gets its cases, which report "setup failed" until one is written: coverage follows the
+registry. How a signal finds its phase: the command runs under a small driver that, at
+the first log line of the phase (`PHASE_LINES`), notes it in a file and pauses there, so
+that the signal lands inside the phase, not after it.
+
+Each case's outcome is one cell: clean (a right refusal, or a stop as the policy says),
+ok (the command worked and its result is right), traceback, vague (not one line, or the
+wrong exit status), silent (exit 0 where it should have refused or stopped), lost (a file
+replaced or deleted, something half-written or temporary left, or the rerun failed),
+refused (a clean error where the command should have worked), unreached (the command
+ended before the phase began: the matrix's fault, not the command's) and setup failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import stat
+import sys
+import time
+from typing import Callable
+
+from tests.support import fault_kit as kit
+from tests.support import processes
+
+from . import argv as argvs
+from . import cases as hand_written
+from .case import WORLD, Case, Ctx, at
+
+# === The registry (or, until it is there, the same facts listed here) ===
+
+OUTPUT_KINDS = ("file", "file_prefix", "dir", "run_dir", "export_dir")
+FILE_KINDS = ("file", "file_prefix")
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """What the matrix needs of a registered command."""
+
+    name: str
+    outputs: dict  # output flag (without --) -> kind
+    phases: tuple
+
+
+# What official_bert.commands.registry will say, for as long as it is not there (the
+# matrix reads the registry itself when it is: a command added there gets its cases).
+FALLBACK = (
+    Command("download", {"output_dir": "dir"}, ("read", "write")),
+    Command("prepare-corpus", {"output_file": "file"}, ("read", "write")),
+    Command("build-vocab", {"output_file": "file"}, ("read", "write")),
+    Command("extend-vocab", {"output_dir": "dir"}, ("read", "write")),
+    Command("create-pretraining-data", {"output_file": "file"}, ("read", "data", "write")),
+    Command("pretrain", {"output_dir": "run_dir", "export_dir": "export_dir"},
+            ("data", "train", "eval", "export")),
+    Command("classify", {"output_dir": "run_dir", "export_dir": "export_dir"},
+            ("read", "train", "eval", "predict", "export")),
+    Command("squad", {"output_dir": "run_dir", "export_dir": "export_dir"},
+            ("read", "train", "predict", "export")),
+    Command("squad-split", {"train_output": "file", "dev_output": "file"}, ("read", "write")),
+    Command("swag", {"output_dir": "run_dir", "export_dir": "export_dir"},
+            ("read", "train", "eval", "export")),
+    Command("ner", {"output_dir": "run_dir", "export_dir": "export_dir"},
+            ("read", "train", "eval", "predict", "export")),
+    Command("glue-submission", {"output_file": "file"}, ("read", "write")),
+    Command("predict", {}, ("read", "predict")),
+    Command("extract-features", {"output_file": "file"}, ("read", "predict", "write")),
+    Command("embed", {"output_file": "file", "export_dir": "export_dir"},
+            ("read", "predict", "write", "export")),
+    Command("export-encoder", {"output_dir": "dir", "export_dir": "export_dir"},
+            ("read", "export")),
+    Command("export-ids-only", {"export_dir": "export_dir"}, ("read", "export")),
+    Command("export-google", {"output_dir": "dir"}, ("read", "write")),
+    Command("quickstart", {"output_dir": "dir"}, ("data", "train", "eval", "export")),
+)
+
+
+def _as_command(entry) -> Command:
+    """A registry entry (any object with name, outputs and phases) as the matrix's Command."""
+    return Command(entry.name, dict(entry.outputs or {}), tuple(entry.phases or ()))
+
+
+def registered_commands() -> list:
+    """Every registered command, in the registry's order; FALLBACK until it exists."""
+    try:
+        from official_bert.commands import registry
+    except ImportError:
+        return list(FALLBACK)
+    entries = getattr(registry, "COMMANDS", None)
+    if entries is None:
+        entries = next(getattr(registry, name)() for name in ("commands", "all_commands")
+                       if hasattr(registry, name))
+    if isinstance(entries, dict):
+        entries = entries.values()
+    return [_as_command(entry) for entry in entries]
+
+
+# === Each command's good run: the hand-written control case, with every phase in it ===
+
+EXPORT_DIR = f"--export_dir={at('gen', 'export')}"
+# Flags that make a command's good run go through all its declared phases, where its
+# control case leaves one out (the control trains only; a signal needs the others too).
+PHASE_FLAGS = {
+    "classify": ("--do_eval", "--do_predict", EXPORT_DIR),
+    "pretrain": ("--do_eval", EXPORT_DIR),
+    "squad": ("--do_predict", f"--predict_file={at('squad', 'dev.json')}", EXPORT_DIR),
+    "swag": ("--do_eval", f"--eval_file={at('swag', 'val.csv')}", "--do_predict",
+             f"--predict_file={at('swag', 'val.csv')}", EXPORT_DIR),
+    "ner": ("--do_eval", f"--eval_file={at('conll', 'dev.txt')}", "--do_predict",
+            f"--predict_file={at('conll', 'dev.txt')}", EXPORT_DIR),
+    "embed": (EXPORT_DIR,),
+}
+# quickstart has no control case (it trains for minutes): its smallest full run.
+EXTRA_CONTROLS = {"quickstart": Case("good input", argvs.quickstart("--fast"), control=True,
+                                     timeout=1200)}
+
+
+@functools.lru_cache(maxsize=None)
+def _hand_written() -> dict:
+    return hand_written.by_command()
+
+
+def control_case(name: str) -> Case | None:
+    """The command's good run: its first hand-written control, with PHASE_FLAGS added."""
+    case = next((c for c in _hand_written().get(name, ()) if c.control),
+                EXTRA_CONTROLS.get(name))
+    if case is None:
+        return None
+    return dataclasses.replace(case, argv=[*case.argv, *PHASE_FLAGS.get(name, ())],
+                               after=None, command=name)
+
+
+def flag_value(argv: list, flag: str) -> str | None:
+    prefix = f"--{flag}="
+    return next((a[len(prefix):] for a in argv if str(a).startswith(prefix)), None)
+
+
+def with_flag(argv: list, flag: str, value: str) -> list:
+    """`argv` with --flag=value in place of the flag's value (added if it has none)."""
+    prefix = f"--{flag}="
+    if flag_value(argv, flag) is None:
+        return [*argv, prefix + value]
+    return [prefix + value if str(a).startswith(prefix) else a for a in argv]
+
+
+def output_name(control: Case | None, flag: str) -> str:
+    """The name the control gives the output (vocab.txt, out): the faults keep it."""
+    value = flag_value(control.argv, flag) if control else None
+    return os.path.basename(value.rstrip("/")) if value else flag
+
+
+# === A generated case ===
+
+REFUSE, WORK, EITHER, STOP, RACE = "refuse", "work", "either", "stop", "race"
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """One cell's case: the command's control with one fault.
+
+    klass, target: the fault class and what it hits (an output flag, a phase, a record
+        fault), the table's column and the case's name.
+    case: the command line, its setup and follow-up (`Case`: the sweep's own).
+    expect: REFUSE (one clean line), WORK (exit 0), EITHER, STOP (a signal's exit status
+        and line) or RACE (two writers).
+    check: (ctx, result) -> a problem, or None: what must hold after the run (the foreign
+        file kept, the device still a device, no temporaries).
+    launch: (ctx, case) -> kit.Result: how the command runs (once, under a signal, twice).
+    """
+
+    klass: str
+    target: str
+    case: Case
+    expect: str
+    check: Callable | None = None
+    launch: Callable | None = None
+    exit_code: int = 0  # STOP: the status the signal's policy gives
+
+    @property
+    def command(self) -> str:
+        return self.case.command
+
+
+def _everything_ok(ctx, result):
+    return None
+
+
+# === Checks after a run ===
+
+TEMPORARY = re.compile(r"^\..*\.tmp-|_temp$|\.tmp-")
+
+
+def temporaries(root) -> list:
+    """Temporary files and staging directories left anywhere under `root`."""
+    return sorted(str(p.relative_to(root)) for p in pathlib.Path(root).rglob("*")
+                  if TEMPORARY.search(p.name))
+
+
+def no_temporaries(ctx, result):
+    left = temporaries(ctx.root)
+    return f"temporaries left: {', '.join(left[:3])}" if left else None
+
+
+def keeps(path: str, content: bytes):
+    """A check: the world's `path` still holds `content` (a file the project did not write)."""
+    def check(ctx, result):
+        target = pathlib.Path(ctx.p(path))
+        if not target.is_file() or target.read_bytes() != content:
+            return f"{path}: the user's file was replaced or removed"
+        return no_temporaries(ctx, result)
+    return check
+
+
+def still_device(path: str):
+    def check(ctx, result):
+        try:
+            mode = os.lstat(ctx.p(path)).st_mode
+        except FileNotFoundError:
+            return f"{path}: the device node was removed"
+        return None if stat.S_ISCHR(mode) else f"{path}: the device node was replaced by a file"
+    return check
+
+
+def exists(path: str):
+    def check(ctx, result):
+        if not os.path.exists(ctx.p(path)):
+            return f"{path} was not written"
+        return no_temporaries(ctx, result)
+    return check
+
+
+def absent(path: str):
+    """A check after a refusal: nothing (not even a part) was left at `path`."""
+    def check(ctx, result):
+        if os.path.exists(ctx.p(path)):
+            return f"{path}: a partial output was left"
+        return no_temporaries(ctx, result)
+    return check
+
+
+def all_of(*checks):
+    def check(ctx, result):
+        return next((p for p in (c(ctx, result) for c in checks) if p), None)
+    return check
+
+
+# === Output faults ===
+
+FOREIGN = b"notes the user wrote; no command of this project made this file\n"
+LONG, LEGAL = 300, 249  # a name over the file system's 255 bytes, and one that fits
+
+
+def _mkdir(path):
+    return lambda c: os.makedirs(c.p(path), exist_ok=True)
+
+
+def _write(path, content):
+    return lambda c: kit.write(c.p(path), content)
+
+
+def _fault(command, flag, klass, path, expect, setup=(), check=None, target=None, **case):
+    """A Generated output fault: the control with --flag=<world>/path."""
+    control = control_case(command.name)
+    argv = with_flag(control.argv if control else [], flag, at(*path.split("/")))
+    name = f"--{flag}: {target or klass}"
+    names = (f"--{flag}", os.path.basename(path)[:40])
+    base = dataclasses.replace(control, name=name, argv=argv, names=names,
+                               setup=(control.setup, setup), **case) if control else (
+        Case(name, argv, names=names, command=command.name))
+    return Generated(klass, f"--{flag}", base, expect, check or no_temporaries)
+
+
+def foreign(command, flag, kind, name):
+    path = f"mx/{name}"
+    if kind in FILE_KINDS:
+        return [_fault(command, flag, "foreign", path, REFUSE, _write(path, FOREIGN),
+                       keeps(path, FOREIGN), "a file the project did not write")]
+    notes = f"{path}/notes.txt"
+    return [_fault(command, flag, "foreign", path, EITHER, _write(notes, FOREIGN),
+                   keeps(notes, FOREIGN), "a directory holding the user's file")]
+
+
+def _device_node(path, major_minor):
+    """A character device at the world's `path`: its own node where this user can make
+    one (the real /dev/null must never be at risk), else a link to the real one."""
+    def setup(c):
+        os.makedirs(os.path.dirname(c.p(path)), exist_ok=True)
+        try:
+            os.mknod(c.p(path), 0o666 | stat.S_IFCHR, os.makedev(*major_minor))
+        except PermissionError:
+            os.symlink("/dev/" + os.path.basename(path), c.p(path))
+    return setup
+
+
+DEVICES = {"null": (1, 3), "full": (1, 7)}
+
+
+def device(command, flag, kind, name):
+    return [_fault(command, flag, "device", f"mx/{dev}", EITHER,
+                   _device_node(f"mx/{dev}", numbers), still_device(f"mx/{dev}"),
+                   f"a character device ({dev})")
+            for dev, numbers in DEVICES.items()]
+
+
+def wrong_kind(command, flag, kind, name):
+    path = f"mx/{name}"
+    if kind in FILE_KINDS:
+        notes = f"{path}/notes.txt"
+        return [_fault(command, flag, "wrong-kind", path, REFUSE, _write(notes, FOREIGN),
+                       keeps(notes, FOREIGN), "a directory where a file goes")]
+    return [_fault(command, flag, "wrong-kind", path, REFUSE, _write(path, FOREIGN),
+                   keeps(path, FOREIGN), "a file where a directory goes")]
+
+
+def _named(name, length):
+    """`name` stretched to `length` characters, its extension kept."""
+    stem, ext = os.path.splitext(name)
+    return (stem + "n" * length)[:length - len(ext)] + ext
+
+
+def too_long(command, flag, kind, name):
+    return [_fault(command, flag, "too-long", f"mx/{_named(name, LONG)}", REFUSE, _mkdir("mx"),
+                   target=f"a {LONG}-character name")]
+
+
+def long_name(command, flag, kind, name):
+    path = f"mx/{_named(name, LEGAL)}"
+    return [_fault(command, flag, "long-name", path, WORK, _mkdir("mx"), exists(path),
+                   f"a legal {LEGAL}-character name")]
+
+
+def _read_only_directory(path):
+    return lambda c: (os.makedirs(c.p(path), exist_ok=True), os.chmod(c.p(path), 0o555))
+
+
+def read_only(command, flag, kind, name):
+    path = f"ro/{name}"
+    return [_fault(command, flag, "read-only", path, REFUSE, _read_only_directory("ro"), absent(path),
+                   "a read-only parent directory")]
+
+
+DISK_LIMIT = 512  # bytes: below every output's size, so the limit is always reached
+
+
+def disk_full(command, flag, kind, name):
+    path = f"mx/{name}"
+    return [_fault(command, flag, "disk-full", path, REFUSE, _mkdir("mx"), absent(path),
+                   f"disk full ({DISK_LIMIT}-byte file-size limit)",
+                   file_size_limit=DISK_LIMIT)]
+
+
+def race(command, flag, kind, name):
+    path = f"mx/{name}"
+    made = dataclasses.replace(
+        _fault(command, flag, "race", path, RACE, _mkdir("mx"), exists(path),
+               "the same command twice at once"), launch=run_twice)
+    return [made]
+
+
+OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,
+                 "too-long": too_long, "long-name": long_name, "read-only": read_only,
+                 "disk-full": disk_full, "race": race}
+
+
+# === Signals ===
+
+# The first log line of each phase, as the commands word them (the driver pauses there).
+PHASE_LINES = {
+    "read": "open:r",
+    "data": r"^progress:|features of|[Ii]nstances",
+    "train": r"^step \d+",
+    "eval": r"dev features|^Evaluat",
+    "predict": r"test features|^[Pp]redict",
+    "export": r"^Export",
+    "write": "open:w",
+}
+SIGNALS = {"sigint": (signal.SIGINT, 130), "sigterm": (signal.SIGTERM, 75)}
+
+# Run as `python -c DRIVER kind target args...`: the command, paused for MATRIX_STALL
+# seconds where MATRIX_PHASE begins, after noting it in MATRIX_PHASE_FILE; the signal then
+# lands inside that phase, whatever the machine's speed (the pause is a sleep, which a
+# signal interrupts as it would the phase's own work). A phase begins at the first log or
+# stderr line that matches MATRIX_PHASE, or, for "open:r" / "open:w", when a file under
+# MATRIX_ROOT (the case's world) is first opened to read / created to write (a phase that
+# logs nothing: a tiny corpus is read and written in a blink; a writer's writability probe
+# is not its write).
+DRIVER = r"""
+import builtins, io, logging, os, re, runpy, sys, time
+phase, noted = os.environ["MATRIX_PHASE"], os.environ["MATRIX_PHASE_FILE"]
+root, stall = os.environ["MATRIX_ROOT"], float(os.environ.get("MATRIX_STALL", "3"))
+def begins(what):
+    if os.path.exists(noted):
+        return
+    with open(noted, "w") as f:
+        f.write(what)
+    time.sleep(stall)
+if phase.startswith("open:"):
+    writes = phase == "open:w"
+    open_file = builtins.open
+    def opened(file, mode="r", *args, **kwargs):
+        handle = open_file(file, mode, *args, **kwargs)
+        if isinstance(file, (str, os.PathLike)) and os.path.abspath(file).startswith(root):
+            if any(m in mode for m in "wxa+") == writes:
+                begins(f"open {file} {mode}")
+        return handle
+    builtins.open = io.open = opened
+    os_open = os.open
+    def os_opened(path, flags, *args, **kwargs):  # the project's writers create with O_EXCL
+        fd = os_open(path, flags, *args, **kwargs)
+        made = bool(flags & os.O_CREAT) and "probe" not in os.path.basename(str(path))
+        if writes and made and os.path.abspath(path).startswith(root):
+            begins(f"create {path}")
+        return fd
+    os.open = os_opened
+else:
+    line = re.compile(phase, re.M)
+    emit = logging.Logger.callHandlers
+    def call_handlers(self, record):
+        emit(self, record)
+        try:
+            message = record.getMessage()
+        except Exception:
+            return
+        if line.search(message):
+            begins(message)
+    logging.Logger.callHandlers = call_handlers
+    class Watched:
+        def __init__(self, stream):
+            self._stream = stream
+        def write(self, text):
+            written = self._stream.write(text)
+            if line.search(text):
+                self._stream.flush()
+                begins(text)
+            return written
+        def __getattr__(self, name):
+            return getattr(self._stream, name)
+    sys.stderr = Watched(sys.stderr)
+kind, target, sys.argv = sys.argv[1], sys.argv[2], [sys.argv[2], *sys.argv[3:]]
+if kind == "-m":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    runpy.run_path(target, run_name="__main__")
+"""
+
+
+def signal_case(command, klass, phase) -> Generated:
+    signum, code = SIGNALS[klass]
+    control = control_case(command.name)
+    name = f"{signal.Signals(signum).name} during {phase}"
+    case = (dataclasses.replace(control, name=name, after=rerun_finishes) if control
+            else Case(name, [], command=command.name))
+    return Generated(klass, phase, case, STOP, no_temporaries,
+                     launch=signalled(signum, phase), exit_code=code)
+
+
+# === Run-record faults (a run_dir output, on a run the control trained) ===
+
+
+def wrong_types(value):
+    """`value` with each field of another type (a string for a number, and so on)."""
+    if isinstance(value, dict):  # its "format" kept: the schema's types are the fault
+        return {k: v if k == "format" else wrong_types(v) for k, v in value.items()}
+    if isinstance(value, str):
+        return 7
+    if isinstance(value, bool) or value is None:
+        return "yes"
+    if isinstance(value, (int, float)):
+        return "seven"
+    return {"not": "a list"}
+
+
+def _edit_record(edit):
+    def setup(c):
+        path = pathlib.Path(c.p("mx", "run", "run.json"))
+        if edit is None:
+            path.unlink()
+            return
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps(edit(record), indent=1))
+    return setup
+
+
+def _read_only_record(c):
+    os.chmod(c.p("mx", "run", "run.json"), 0o444)
+
+
+def _trained(command_name, flag):
+    """A setup: mx/run, the run the control trains (made once per command, then copied)."""
+    def setup(c):
+        cache = pathlib.Path(c.root).parent / f"trained-{command_name}"
+        if not cache.exists():
+            control = control_case(command_name)
+            argv = with_flag(control.argv, flag, at("mx", "run"))
+            for step in control.setup:
+                step(c)
+            result = kit.run(kit.command(*c.resolve(argv)), timeout=control.timeout)
+            if result.returncode:
+                raise RuntimeError("the control did not train: "
+                                   + result.stderr.strip().splitlines()[-1][:200])
+            shutil.copytree(c.p("mx", "run"), cache, symlinks=True)
+        shutil.rmtree(c.p("mx", "run"), ignore_errors=True)
+        shutil.copytree(cache, c.p("mx", "run"), symlinks=True)
+    return setup
+
+
+def keeps_run(edit_kept: bool):
+    """A check: no file of the trained run was deleted (and, if `edit_kept`, run.json
+    was not rewritten)."""
+    def check(ctx, result):
+        run = pathlib.Path(ctx.p("mx", "run"))
+        noted = json.loads(pathlib.Path(ctx.p(".run-before.json")).read_text())
+        gone = sorted(n for n in noted if not (run / n).exists())
+        if gone:
+            return f"files of the run deleted: {', '.join(gone[:4])}"
+        if edit_kept and (run / "run.json").exists():
+            if (run / "run.json").read_text() != noted.get("run.json"):
+                return "the damaged run.json was rewritten"
+        return no_temporaries(ctx, result)
+    return check
+
+
+def _note_run(c):
+    """Remembers the run's file names (and run.json's text) for `keeps_run`."""
+    run = pathlib.Path(c.p("mx", "run"))
+    noted = {str(p.relative_to(run)): "" for p in run.rglob("*") if p.is_file()
+             and p.name != "run.json"}
+    if (run / "run.json").exists():
+        noted["run.json"] = (run / "run.json").read_text()
+    kit.write(c.p(".run-before.json"), json.dumps(noted))
+
+
+def eval_only(argv: list) -> list:
+    """The control, evaluating its run only (no training, prediction or export)."""
+    dropped = ("--do_train", "--do_predict", "--export_dir=", "--predict_file=")
+    kept = [a for a in argv if not str(a).startswith(dropped)]
+    return kept + ([] if "--do_eval" in kept else ["--do_eval"])
+
+
+RECORD_FAULTS = {  # name -> (change to run.json, expectation, run.json kept, argv)
+    "run.json missing": (_edit_record(None), EITHER, False, None),
+    "run.json fields of the wrong type": (_edit_record(wrong_types), REFUSE, True, None),
+    'run.json "format": 99': (_edit_record(lambda r: {**r, "format": 99}), REFUSE, True,
+                              None),
+    "run.json read-only, evaluation only": (_read_only_record, WORK, True, eval_only),
+}
+
+
+def recorded_runs(command) -> list:
+    """The output flags that hold a training run and its record (run.json): a run_dir
+    of a command that trains (download's run_dir is a locked cache, with no record)."""
+    if "train" not in command.phases:
+        return []
+    return [flag for flag, kind in command.outputs.items() if kind == "run_dir"]
+
+
+def record(command, flag, kind, name):
+    control = control_case(command.name)
+    made = []
+    for fault, (change, expect, kept, argv_of) in RECORD_FAULTS.items():
+        argv = with_flag(control.argv if control else [], flag, at("mx", "run"))
+        argv = argv_of(argv) if argv_of else argv
+        case = Case(f"--{flag}: {fault}", argv, command=command.name,
+                    setup=(control.setup if control else (), _mkdir("mx"),
+                           _trained(command.name, flag), change, _note_run),
+                    names=("run.json",), timeout=control.timeout if control else 300)
+        made.append(Generated("record", f"--{flag}", case, expect, keeps_run(kept)))
+    return made
+
+
+# === The matrix ===
+
+CLASSES = (*OUTPUT_FAULTS, *SIGNALS, "record")
+
+
+def generate(commands: list | None = None, classes=CLASSES) -> list:
+    """Every generated case of `commands` (the registry's by default) in `classes`."""
+    made = []
+    for command in commands if commands is not None else registered_commands():
+        for flag, kind in command.outputs.items():
+            name = output_name(control_case(command.name), flag)
+            for klass, fault in OUTPUT_FAULTS.items():
+                if klass in classes:
+                    made += fault(command, flag, kind, name)
+            if flag in recorded_runs(command) and "record" in classes:
+                made += record(command, flag, kind, name)
+        for klass in SIGNALS:
+            if klass in classes:
+                made += [signal_case(command, klass, phase) for phase in command.phases]
+    return made
+
+
+def expected_count(command: Command, classes=CLASSES) -> int:
+    """How many cases `generate` makes for `command` (the test checks it against the registry)."""
+    per_output = {"device": len(DEVICES)}
+    n = sum(per_output.get(k, 1) for k in OUTPUT_FAULTS if k in classes) * len(command.outputs)
+    n += sum(len(command.phases) for k in SIGNALS if k in classes)
+    return n + (len(RECORD_FAULTS) * len(recorded_runs(command)) if "record" in classes else 0)
+
+
+# === Running one case ===
+
+CLEAN, OK, TRACEBACK, VAGUE, SILENT, LOST = "clean", "ok", "traceback", "vague", "silent", "lost"
+REFUSED, UNREACHED, SETUP_FAILED = "refused", "unreached", "setup failed"
+OUTCOMES = (CLEAN, OK, TRACEBACK, VAGUE, SILENT, LOST, REFUSED, UNREACHED, SETUP_FAILED)
+GOOD = (CLEAN, OK)
+_KIT = {kit.CLEAN: CLEAN, kit.OK: OK, kit.TRACEBACK: TRACEBACK, kit.VAGUE: VAGUE,
+        kit.SILENT: SILENT, kit.LOST: LOST}
+
+
+def _env(**extra) -> dict:
+    return {**os.environ, **kit.ENV, **extra}
+
+
+def _without_dac(argv: list) -> list:
+    """As root, `argv` run without the capabilities that ignore file permissions (so a
+    read-only directory refuses root's writes as it refuses a user's)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return argv
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--", *argv]
+
+
+def run_once(ctx, case) -> kit.Result:
+    argv = kit.command(*ctx.resolve(case.argv))
+    if any(_read_only(p) for p in _read_only_paths(ctx)):
+        argv = _without_dac(argv)
+    return kit.run(argv, stdin=case.stdin, timeout=case.timeout,
+                   file_size_limit=case.file_size_limit)
+
+
+def _read_only_paths(ctx) -> list:
+    """Where a case makes something read-only (the read-only and record faults)."""
+    return [ctx.p("ro"), ctx.p("mx", "run", "run.json")]
+
+
+def _read_only(path) -> bool:
+    """By its mode bits (`os.access` says yes to root whatever they are)."""
+    return os.path.exists(path) and not os.stat(path).st_mode & stat.S_IWUSR
+
+
+def _result(process, argv, start, timeout) -> kit.Result:
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except Exception:  # noqa: BLE001 - a hung command is reported, not fatal
+        process.kill()
+        process.wait()
+        return kit.Result(argv, -9, "", f"[timed out after {timeout} s]", time.time() - start)
+    decode = lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes) else b  # noqa: E731
+    return kit.Result(argv, process.returncode, decode(out), decode(err), time.time() - start)
+
+
+def run_twice(ctx, case) -> kit.Result:
+    """The same command twice at once; the Result holds both (their stderr joined by a
+    line RACE_SEPARATOR, the status the worse one's)."""
+    argv = kit.command(*ctx.resolve(case.argv))
+    start = time.time()
+    both = [processes.start(argv, env=_env(), cwd=kit.REPO) for _ in range(2)]
+    results = [_result(p, argv, start, case.timeout) for p in both]
+    result = kit.Result(argv, max((r.returncode for r in results), key=abs), "",
+                        f"\n{RACE_SEPARATOR}\n".join(r.stderr for r in results),
+                        time.time() - start)
+    result.each = results  # judge_race reads them one by one
+    return result
+
+
+RACE_SEPARATOR = "=== the second writer ==="
+
+
+def signalled(signum: int, phase: str):
+    """A launch: the command under DRIVER; `signum` once `phase` has begun (SIGINT to its
+    process group, as Ctrl-C in a terminal; SIGTERM to it alone, as a supervisor sends)."""
+    def launch(ctx, case) -> kit.Result:
+        full = kit.command(*ctx.resolve(case.argv))
+        noted = pathlib.Path(str(ctx.root) + ".phase")
+        noted.unlink(missing_ok=True)
+        env = _env(MATRIX_PHASE=PHASE_LINES[phase], MATRIX_PHASE_FILE=str(noted),
+                   MATRIX_ROOT=str(ctx.root))
+        start = time.time()
+        process = processes.start([sys.executable, "-c", DRIVER, *full[1:]], env=env,
+                                  cwd=kit.REPO)
+        while not noted.exists() and process.poll() is None and \
+                time.time() - start < case.timeout:
+            time.sleep(0.05)
+        reached = noted.exists()
+        if reached:
+            _send(process, signum)
+        result = _result(process, full, start, case.timeout)
+        result.reached = reached
+        return result
+    return launch
+
+
+def _send(process, signum):
+    if signum == signal.SIGINT and os.getpgid(process.pid) == process.pid:
+        os.killpg(process.pid, signum)  # its own group: the worker processes get it too
+    else:
+        process.send_signal(signum)
+
+
+def rerun_finishes(ctx, case) -> tuple:
+    """After a stop: the same command again finishes (or resumes) the job."""
+    result = kit.run(kit.command(*ctx.resolve(case.argv)), timeout=case.timeout)
+    if result.returncode == 0:
+        return True, "the rerun finished"
+    return False, "the rerun failed: " + _last_line(result)
+
+
+def _last_line(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    return lines[-1][:200] if lines else f"exit {result.returncode}, nothing said"
+
+
+# === Judging one case ===
+
+STOP_LINE = re.compile(r"^(interrupted|preempted|stopped|error):")
+
+
+def judge_stop(generated, result) -> tuple:
+    if not getattr(result, "reached", True):
+        return UNREACHED, f"ended (exit {result.returncode}) before the phase's first line"
+    if result.traceback:
+        return TRACEBACK, _tail(result)
+    if result.returncode == 0:
+        return SILENT, "exit 0: the signal was ignored"
+    lines = [l for l in result.stderr.splitlines() if STOP_LINE.match(l)]
+    if result.returncode != generated.exit_code or len(lines) != 1:
+        return VAGUE, f"exit {result.returncode}, {len(lines)} stop lines: {_tail(result)}"
+    return CLEAN, lines[0][:300]
+
+
+def judge_race(generated, result) -> tuple:
+    each = getattr(result, "each", [result])
+    if any(r.traceback for r in each):
+        return TRACEBACK, _tail(next(r for r in each if r.traceback))
+    failed = [r for r in each if r.returncode != 0]
+    if len(failed) == len(each):
+        return LOST, "both writers failed: " + _last_line(failed[0])
+    for r in failed:
+        outcome, why = kit.classify(r, True, names=generated.case.names)
+        if outcome != kit.CLEAN:
+            return _KIT[outcome], why
+    return (CLEAN, failed[0].error_lines[0][:300]) if failed else (OK, "both succeeded")
+
+
+def judge_once(generated, result) -> tuple:
+    expect = generated.expect
+    if expect == EITHER:
+        expect = WORK if result.returncode == 0 else REFUSE
+    outcome, why = kit.classify(result, expect == REFUSE, names=generated.case.names)
+    if expect == WORK and outcome == kit.CLEAN:  # a clean line where it should have worked
+        return REFUSED, why
+    return _KIT[outcome], why
+
+
+def judge(generated, result) -> tuple:
+    if generated.expect == STOP:
+        return judge_stop(generated, result)
+    if generated.expect == RACE:
+        return judge_race(generated, result)
+    return judge_once(generated, result)
+
+
+def _tail(result) -> str:
+    return " | ".join(l for l in result.stderr.strip().splitlines()[-3:])[-300:]
+
+
+def run_generated(world_root: pathlib.Path, scratch: pathlib.Path, index: int,
+                  generated: Generated) -> dict:
+    """Copies the world, sets the fault up, runs the command, judges it: a row
+    {generated, outcome, why, seconds}."""
+    root = scratch / f"case-{index:03d}"
+    shutil.copytree(world_root, root, symlinks=True)
+    ctx, case, start = Ctx(root), generated.case, time.time()
+
+    def row(outcome, why):
+        return dict(generated=generated, outcome=outcome, why=kit.strip_paths(why, root),
+                    seconds=time.time() - start)
+
+    if control_case(case.command) is None:
+        return row(SETUP_FAILED, f"no control case for {case.command} in tools/sweep/cases/")
+    try:
+        for step in case.setup:
+            step(ctx)
+    except Exception as e:  # noqa: BLE001 - a broken case is reported, not fatal
+        return row(SETUP_FAILED, f"{type(e).__name__}: {e}"[:300])
+    result = (generated.launch or run_once)(ctx, case)
+    outcome, why = judge(generated, result)
+    if outcome in GOOD:
+        problem = (generated.check or _everything_ok)(ctx, result)
+        if problem:
+            return row(LOST, f"{problem} ({why})"[:300])
+        if case.after:
+            ok, note = case.after(ctx, case)
+            outcome, why = (outcome, f"{why} — {note}") if ok else (LOST, note)
+    _restore_permissions(ctx)
+    return row(outcome, why)
+
+
+def _restore_permissions(ctx):
+    """Makes the read-only parts writable again (so that the case's copy can be removed)."""
+    for path in _read_only_paths(ctx):
+        if os.path.exists(path):
+            os.chmod(path, 0o755)
+
+
+# === Tables ===
+
+
+def cell(rows: list) -> str:
+    """The outcomes of one command's cases of one class: "3 clean", "2 ok, 1 traceback"."""
+    counts = {o: sum(r["outcome"] == o for r in rows) for o in OUTCOMES}
+    return ", ".join(f"{n} {o}" for o, n in counts.items() if n) or ""
+
+
+def grid(rows: list) -> str:
+    """One Markdown row per command, one column per fault class, each cell its outcomes."""
+    classes = [k for k in CLASSES if any(r["generated"].klass == k for r in rows)]
+    lines = ["| command | " + " | ".join(classes) + " |", "|---" * (len(classes) + 1) + "|"]
+    for command in dict.fromkeys(r["generated"].command for r in rows):
+        mine = [r for r in rows if r["generated"].command == command]
+        cells = [cell([r for r in mine if r["generated"].klass == k]) for k in classes]
+        lines.append(f"| {command} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def details(rows: list) -> str:
+    """One Markdown row per case that is neither clean nor ok."""
+    lines = ["| command | class | case | outcome | detail |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["outcome"] not in GOOD:
+            g, why = r["generated"], r["why"].replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {g.command} | {g.klass} | {g.case.name} | {r['outcome']} | "
+                         f"{why} |")
+    return "\n".join(lines)
+
+
+def as_json(rows: list) -> list:
+    return [dict(command=r["generated"].command, klass=r["generated"].klass,
+                 target=r["generated"].target, case=r["generated"].case.name,
+                 outcome=r["outcome"], why=r["why"], seconds=round(r["seconds"], 1))
+            for r in rows]
+
+
+def select(generated: list, commands: str = "", classes: str = "") -> list:
+    """The cases of `commands` and `classes` (comma-separated; all if empty)."""
+    wanted = {c.strip() for c in commands.split(",") if c.strip()}
+    kinds = {c.strip().lower() for c in classes.split(",") if c.strip()}
+    known = {g.command for g in generated}
+    unknown = sorted((wanted - known) | (kinds - set(CLASSES)))
+    if unknown:
+        raise SystemExit(f"error: unknown command or class: {', '.join(unknown)} (commands: "
+                         f"{', '.join(sorted(known))}; classes: {', '.join(CLASSES)})")
+    return [g for g in generated if (not wanted or g.command in wanted)
+            and (not kinds or g.klass in kinds)]

@@ -27,7 +27,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from data_prep.configs import DOWNLOADS, DownloadOptions
 from data_prep.datasets import DATASETS, GROUPS, REMOTES, Dataset, Remote, load_manifest
-from official_bert import io, run_lock
+from official_bert import io
+from official_bert.run_directory.lock import RunLock
 from official_bert.errors import BadFileError, UserError
 
 INFO_FILE = ".download.json"  # in each dataset directory: what it was made from
@@ -341,7 +342,7 @@ class Downloader:
                 {"source_dir": os.path.expanduser(self.options.source_dir)})
         io.check_writable(self.output_dir, "--output_dir")
         io.makedirs(self.output_dir)
-        with run_lock.RunLock(self.output_dir):
+        with RunLock(self.output_dir):
             return [self.dataset(d) for d in datasets]
 
 

@@ -22,7 +22,8 @@ import time
 
 import pytest
 
-from official_bert import file_sets, io, run_lock
+from official_bert import file_sets, io
+from official_bert.run_directory import lock as run_lock
 from official_bert.errors import BadFileError, DiskFullError, RunDirectoryError, UserError
 from official_bert.configs import RunConfig
 from support import processes
@@ -324,7 +325,7 @@ def test_expand_paths_errors_name_the_flag(data_files):
 
 HOLD_LOCK = """
 import sys, time
-from official_bert import run_lock
+from official_bert.run_directory import lock as run_lock
 with run_lock.RunLock(sys.argv[1]):
     print("locked", flush=True)
     time.sleep(120)

@@ -32,7 +32,8 @@ from official_bert.tasks.multiple_choice import MultipleChoiceTask
 from official_bert.tasks.ner import NerTask
 from official_bert.tasks.runner import run_task
 from official_bert.tasks.squad import SpanLabelingTask
-from official_bert.training.run_checkpoints import RunCheckpoints
+from official_bert.training import trainer as base_trainer
+from official_bert.run_directory.checkpoints import RunCheckpoints
 
 
 @pytest.fixture(scope="module")
@@ -365,3 +366,166 @@ def test_two_writers_of_one_new_file_one_wins(tmp_path):
     assert os.listdir(tmp_path) == ["vectors.npy"]  # no temporary left
     io.atomic_write(str(path), b"replaced")  # writers that may overwrite still do
     assert path.read_bytes() == b"replaced"
+
+
+# === The record read through a schema (issue 44) ===
+
+
+def _write_record(run_dir, change) -> bytes:
+    written = record(run_dir)
+    change(written)
+    (run_dir / "run.json").write_text(json.dumps(written))
+    return (run_dir / "run.json").read_bytes()
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda r: r.update(checkpoints="ckpt-4"), "checkpoints"),
+    (lambda r: r["identity"].update(labels=5), "identity.labels"),
+    (lambda r: r["settings"].update(learning_rate="fast"), "settings.learning_rate"),
+    (lambda r: r.update(eval_schedule={"every": "2", "from_step": 0}), "eval_schedule.every"),
+    (lambda r: r.update(history={}), "history"),
+])
+def test_a_field_of_the_wrong_type_is_one_line_naming_it(world, run_dir, change, field):
+    """Once an AttributeError traceback; the advice is never to delete the record."""
+    text = _write_record(run_dir, change)
+    for modes in (dict(do_train=True), dict(do_eval=True)):
+        with pytest.raises(RunDirectoryError) as refused:
+            classify(world, run_dir, **modes)
+        message = str(refused.value)
+        assert "\n" not in message and f"its field {field}" in message, message
+        assert "is damaged" in message and "delete" not in message
+    assert (run_dir / "run.json").read_bytes() == text
+
+
+def test_an_unknown_format_is_refused_not_rewritten(world, run_dir):
+    text = _write_record(run_dir, lambda r: r.update(format=99))
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError, match="has format 99, which this version") as refused:
+        classify(world, run_dir, do_train=True)
+    assert "\n" not in str(refused.value)
+    assert (run_dir / "run.json").read_bytes() == text
+    assert kit.snapshot(run_dir) == before
+
+
+def test_damage_does_not_advise_deleting_the_record(world, run_dir):
+    (run_dir / "run.json").write_text("{not json")
+    with pytest.raises(RunDirectoryError) as refused:
+        classify(world, run_dir, do_eval=True)
+    assert "is damaged" in str(refused.value) and "delete" not in str(refused.value)
+
+
+def test_evaluating_predicting_exporting_never_write_the_record(world, run_dir, monkeypatch,
+                                                                tmp_path):
+    """A read-only run.json (here: any write of it fails, as for a user without
+    the right; the tests run as root) is no obstacle to a run that trains nothing."""
+    os.chmod(run_dir / "run.json", 0o444)
+    text = (run_dir / "run.json").read_bytes()
+    real_write = io.atomic_write
+
+    def refuse_the_record(path, *args, **kwargs):
+        if os.path.basename(str(path)) == "run.json":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_write(path, *args, **kwargs)
+
+    monkeypatch.setattr(io, "atomic_write", refuse_the_record)
+    results = classify(world, run_dir, do_eval=True, do_predict=True,
+                       export_dir=str(tmp_path / "export"))
+    assert results["global_step"] == 4
+    assert (run_dir / "run.json").read_bytes() == text
+
+
+def test_a_session_that_fails_before_training_leaves_the_record_as_it_was(world, run_dir,
+                                                                         monkeypatch):
+    """`classify --gradient_accumulation_steps=2` once crashed in its first step
+    with the change already in the record: the record is written with the
+    session's first checkpoint."""
+    text = (run_dir / "run.json").read_bytes()
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the first step failed")
+
+    monkeypatch.setattr(base_trainer.Trainer, "train", fail)
+    with pytest.raises(RuntimeError, match="the first step failed"):
+        classify(world, run_dir, do_train=True, num_train_epochs=3, learning_rate=2e-3,
+                 allow_changed_settings=True)
+    assert (run_dir / "run.json").read_bytes() == text
+
+
+# === Identity without a record ===
+
+
+def test_a_deleted_record_does_not_let_another_length_through(world, run_dir):
+    """classifier_config.json says what the run is when run.json is gone."""
+    (run_dir / "run.json").unlink()
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        classify(world, run_dir, do_train=True, max_seq_length=24)
+    message = str(refused.value)
+    assert "made before runs kept a run.json" in message
+    assert "--max_seq_length was 16, now 24" in message and "\n" not in message
+    assert kit.snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("make, family, modes", [
+    (_ner, "ner", dict(do_train=True)),
+    (_swag, "multiple choice", dict(do_predict=True)),
+])
+def test_a_pre_record_directory_of_another_task_is_refused_before_any_write(
+        world, run_dir, make, family, modes):
+    """Once a shape ValueError after NER had written its label_list.txt into the
+    classifier's directory."""
+    (run_dir / "run.json").unlink()
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        run_task(make(world, run_dir, **modes))
+    assert str(refused.value).startswith(
+        f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run (made before "
+        "runs kept a run.json")
+    assert f"not a {family} one" in str(refused.value)
+    assert kit.snapshot(run_dir) == before
+
+
+def test_a_pre_record_checkpoint_of_another_model_is_refused_before_any_write(world, run_dir):
+    """No file says what the run is: its checkpoint's variables against the model."""
+    (run_dir / "run.json").unlink()
+    (run_dir / "classifier_config.json").unlink()
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        run_task(_swag(world, run_dir, do_predict=True))
+    message = str(refused.value)
+    assert "is not this multiple choice task's model" in message and "\n" not in message
+    assert kit.snapshot(run_dir) == before
+
+
+# === The budget and the compute dtype are settings ===
+
+
+def test_a_dtype_change_on_resume_is_one_line(world, run_dir):
+    """Once a RestoreV2 traceback."""
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError) as refused:
+        classify(world, run_dir, do_train=True, dtype="float16")
+    message = str(refused.value)
+    assert "--dtype was float32, now float16" in message and "\n" not in message
+    assert kit.snapshot(run_dir) == before
+
+
+def test_a_budget_change_needs_the_flag_and_is_recorded(world, run_dir):
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError, match="--max_train_minutes was null, now 60"):
+        classify(world, run_dir, do_train=True, max_train_minutes=60)
+    assert kit.snapshot(run_dir) == before
+    classify(world, run_dir, do_train=True, num_train_epochs=3, max_train_minutes=60,
+             allow_changed_settings=True)
+    written = record(run_dir)
+    assert written["settings"]["max_train_minutes"] == 60
+    [change] = written["history"]
+    assert change["changed"]["max_train_minutes"] == [None, 60]
+
+
+def test_an_allowed_dtype_change_into_float16_is_still_one_line(world, run_dir):
+    """float16's loss scaling is in the optimizer: the checkpoint could not be restored."""
+    before = kit.snapshot(run_dir)
+    with pytest.raises(RunDirectoryError, match="cannot resume into or out of float16"):
+        classify(world, run_dir, do_train=True, dtype="float16", allow_changed_settings=True)
+    assert kit.snapshot(run_dir) == before

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
+from official_bert.run_directory.layout import CHECKPOINT_INDEX
 
 
 def open_reader(prefix):
@@ -29,7 +30,7 @@ def open_reader(prefix):
 def run_checkpoints(directory) -> list:
     """The checkpoint prefixes the `checkpoint` state file of `directory`
     lists, oldest first ([] without one)."""
-    state_file = io.join(directory, "checkpoint")
+    state_file = io.join(directory, CHECKPOINT_INDEX)
     if not io.exists(state_file):
         return []
     try:

@@ -39,6 +39,7 @@ from absl import flags
 from official_bert.commands import app, cli_flags
 from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
+from official_bert.run_directory import layout
 from official_bert.settings import setting
 
 HERE = pathlib.Path(__file__).resolve().parents[2]  # the repository root
@@ -211,7 +212,7 @@ def pretrain_steps() -> int:
 
 def checkpoint_step(directory: pathlib.Path) -> int:
     """The step of the latest checkpoint in a run directory (0 when none)."""
-    index = directory / "checkpoint"
+    index = directory / layout.CHECKPOINT_INDEX
     if not index.exists():
         return 0
     match = re.search(r'model_checkpoint_path: ".*?(\d+)"', index.read_text())
@@ -315,7 +316,7 @@ def stage_pretrain(out: pathlib.Path, summary: dict) -> None:
                   num_train_steps=steps, num_warmup_steps=steps // 10, learning_rate=1e-3,
                   save_checkpoints_steps=steps, log_steps=50, max_eval_steps=20,
                   jit_compile=True)
-    results = read_results(pretrain_dir / "eval_results.txt")
+    results = read_results(pretrain_dir / layout.EVAL_RESULTS)
     summary["pretrain"] = entry = pretrain_summary(pretrain_dir, results)
     print(f"      held-out {masked_lm_figures(entry)}, next-sentence accuracy "
           f"{results['next_sentence_accuracy']:.3f} ({seconds:.0f} s)")
@@ -365,7 +366,7 @@ def stage_finetune(out: pathlib.Path, summary: dict) -> None:
                   output_dir=finetune_dir, export_dir=export_dir, do_train=True, do_eval=True,
                   max_train_examples=rows, num_train_epochs=epochs, warmup_proportion=0.1,
                   seed=42, log_steps=10, jit_compile=True, **FINETUNE)
-    results = read_results(finetune_dir / "eval_results.txt")
+    results = read_results(finetune_dir / layout.EVAL_RESULTS)
     versions = export_versions(export_dir)
     for old_version in versions[:-1]:  # the quickstart keeps its newest export only
         shutil.rmtree(old_version)

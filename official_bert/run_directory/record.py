@@ -44,17 +44,22 @@ TRAINING_SETTINGS = ("learning_rate", "num_train_epochs", "num_train_steps",
                      "dtype")
 
 _NONE = type(None)
-_NUMBER = (int, float)
 
-# field → the types its value may have. A list is (list, element type).
+
+
+class ListOf(tuple):
+    """A field that is a list whose every item has one of these types."""
+
+
+# field → the types its value may have.
 FIELDS = {
     "format": (int,),
     "project_version": (str,),
     "identity": (dict,),
     "settings": (dict,),
-    "checkpoints": (list, str),
+    "checkpoints": ListOf((str,)),
     "eval_schedule": (dict,),
-    "history": (list, dict),
+    "history": ListOf((dict,)),
 }
 
 # identity's keys whose type is known (a task may add others: any JSON value).
@@ -71,6 +76,18 @@ IDENTITY_FIELDS = {
 }
 
 EVAL_SCHEDULE_FIELDS = {"every": (int,), "from_step": (int,)}
+
+# settings' keys (TRAINING_SETTINGS and the training data): a flag left unset is null.
+_OPTIONAL_NUMBER = (int, float, _NONE)
+_OPTIONAL_COUNT = (int, _NONE)
+SETTINGS_FIELDS = {
+    "learning_rate": _OPTIONAL_NUMBER, "num_train_epochs": _OPTIONAL_NUMBER,
+    "num_train_steps": _OPTIONAL_COUNT, "warmup_proportion": _OPTIONAL_NUMBER,
+    "num_warmup_steps": _OPTIONAL_COUNT, "train_batch_size": _OPTIONAL_COUNT,
+    "optimizer": (str, _NONE), "gradient_accumulation_steps": _OPTIONAL_COUNT,
+    "max_train_examples": _OPTIONAL_COUNT, "max_train_minutes": _OPTIONAL_NUMBER,
+    "dtype": (str, _NONE), "training_data": (dict,),
+}
 
 _TYPE_NAMES = {int: "a whole number", str: "a string", dict: "an object", list: "a list",
                bool: "true or false", float: "a number", _NONE: "null"}
@@ -103,10 +120,7 @@ def check(path: str, record: dict) -> None:
     _check_fields(path, record.get("identity") or {}, IDENTITY_FIELDS, "identity.")
     _check_fields(path, record.get("eval_schedule") or {}, EVAL_SCHEDULE_FIELDS,
                   "eval_schedule.")
-    settings = record.get("settings") or {}
-    for key, value in settings.items():
-        allowed = (dict,) if key == "training_data" else (*_NUMBER, str, bool, _NONE)
-        _check_value(path, f"settings.{key}", value, allowed)
+    _check_fields(path, record.get("settings") or {}, SETTINGS_FIELDS, "settings.")
 
 
 def _check_fields(path: str, values: dict, fields: dict, prefix: str) -> None:
@@ -114,10 +128,10 @@ def _check_fields(path: str, values: dict, fields: dict, prefix: str) -> None:
         if key not in values:
             continue
         value = values[key]
-        if allowed[0] is list:
+        if isinstance(allowed, ListOf):
             _check_value(path, prefix + key, value, (list,))
             for item in value:
-                _check_value(path, f"{prefix}{key}[]", item, allowed[1:])
+                _check_value(path, f"{prefix}{key}[]", item, tuple(allowed))
         else:
             _check_value(path, prefix + key, value, allowed)
 

@@ -80,8 +80,13 @@ class Task:
 
     @property
     def run_directory(self) -> RunDirectory:
-        """The run's --output_dir: where each of its files goes."""
-        return RunDirectory(self.run_config.output_dir)
+        """The run's --output_dir: where each of its files goes. One object for
+        the whole run (the flow, the `Trainer` and the task share it: it holds
+        the session's record until the first checkpoint)."""
+        current = getattr(self, "_run_directory", None)
+        if current is None or current.path != self.run_config.output_dir:
+            self._run_directory = current = RunDirectory(self.run_config.output_dir)
+        return current
 
     # --- before anything is written ----------------------------------------
 

@@ -16,7 +16,6 @@ from absl import logging
 
 from official_bert import io
 from official_bert.errors import RunDirectoryError, UserError
-from official_bert.run_directory import CHECKPOINT_INDEX, CHECKPOINT_NAME
 
 
 def evaluation(task, trainer) -> dict:
@@ -153,7 +152,7 @@ class BestCheckpoint:
         evaluated = self._evaluated_steps()
         missed = [k for k in range(start + 1, step + 1)
                   if (k % every == 0 or k == num_train_steps) and k not in evaluated]
-        prefixes = {k: self.run_directory.file(f"{CHECKPOINT_NAME}-{k}") for k in missed}
+        prefixes = {k: self.run_directory.checkpoint(k) for k in missed}
         gone = [k for k in missed if k != step and not io.exists(prefixes[k] + ".index")]
         if gone:
             logging.warning("Step(s) %s were to be evaluated (--eval_every_steps=%d), but the "
@@ -195,7 +194,7 @@ class BestCheckpoint:
             tf.compat.v1.train.update_checkpoint_state(
                 self.directory, self.run_directory.best_checkpoint(step))
         else:
-            io.remove(io.join(self.directory, CHECKPOINT_INDEX))
+            io.remove(self.run_directory.best_state_file)
 
     def restore(self) -> int | None:
         """Puts the best model's weights into the trainer's model (for the final

@@ -39,13 +39,12 @@ import threading
 import time
 
 import keras
-import tensorflow as tf
 from absl import logging
 
-from official_bert import io, model_files
-from official_bert.checkpoints.tf_checkpoints import open_reader, run_checkpoints
-from official_bert.errors import Preempted, UserError
+from official_bert import checkpoints, io, model_files
+from official_bert.errors import Preempted, RunDirectoryError, UserError
 from official_bert.run_directory import TRAINING_SETTINGS, VOCAB
+from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving.base import with_weights_in
 from official_bert.serving.versions import check_export_version_free
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
@@ -72,6 +71,7 @@ def run_task(task) -> dict:
     _refuse_outputs_over_inputs(task)                                             # 4
 
     _check_run_directory(task)                                                    # 5
+    _check_unrecorded_model(task)
     # The chief owns the run directory (its lock and files); the other workers of a
     # multi-worker run write their checkpoints to scratch directories (Trainer).
     chief = distribution.is_chief(strategy)
@@ -92,7 +92,10 @@ def _train_evaluate_predict_export(task, strategy, session: dict) -> dict:
     precision.use_policy(config.dtype_policy)
     task.prepare()
     trainer = _start_trainer(task, strategy)
-    if trainer.is_chief:  # once the resume read its checkpoint, before the first save
+    # Training alone writes the record (evaluating, predicting or exporting a run
+    # never needs to: its run.json may be read-only); once the resume read its
+    # checkpoint, and into run.json with the first save.
+    if trainer.is_chief and config.do_train:
         task.run_directory.start_session(
             session["identity"], session["settings"], session["changes"],
             os.path.basename(trainer.resumed_from) if trainer.resumed_from else None,
@@ -170,7 +173,7 @@ def _check_run_directory(task) -> dict:
     checkpoints adopted from a run made before records were kept (run.json,
     once the `Trainer` has read the checkpoint it resumes from)."""
     config, files, run_directory = task.run_config, task.model_files, task.run_directory
-    adopted = _unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
+    adopted = unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
     record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
                                         task.record_files())
     run_directory.check_record(record_files, {VOCAB: f"--vocab_file {files.vocab_file}"})
@@ -179,8 +182,23 @@ def _check_run_directory(task) -> dict:
     if not config.do_train:  # evaluating or exporting at another length is not another run
         identity.pop("max_seq_length")
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
+    _refuse_loss_scaling_change(run_directory, changes)
     return dict(files=record_files, identity=identity, settings=settings, changes=changes,
                 adopted=adopted)
+
+
+def _refuse_loss_scaling_change(run_directory, changes: list) -> None:
+    """A --dtype change into or out of float16, even allowed: float16 wraps the
+    optimizer in loss scaling, whose state the checkpoint holds (or lacks), so
+    the resume could not restore it."""
+    for key, old, new in changes:
+        if key == "dtype" and (old == "float16") != (new == "float16"):
+            raise RunDirectoryError(
+                f"--output_dir {run_directory.path} was trained with --dtype={old}, not {new}: "
+                "float16's loss scaling is part of the optimizer its checkpoints hold, so a run "
+                "cannot resume into or out of float16; nothing was changed. Keep "
+                f"--dtype={old}, or start another --output_dir from this run's checkpoint "
+                "(--init_checkpoint)")
 
 
 def _identity(task, vocab_text: str | None) -> dict:
@@ -188,7 +206,7 @@ def _identity(task, vocab_text: str | None) -> dict:
     (`Task.record_identity`), the model's config, the vocabulary, the casing
     and --max_seq_length."""
     files = task.model_files
-    return {"task": task.family or type(task).__name__, **task.record_identity(),
+    return {"task": _family(task), **task.record_identity(),
             "bert_config": json.loads(files.config.to_json_string()),
             "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
                              if vocab_text is not None else None),
@@ -207,28 +225,27 @@ def _training_settings(task) -> dict:
     return settings
 
 
-# The key of the Trainer's global step in a checkpoint it wrote (an object-based one;
-# google's TF1 checkpoints name theirs "global_step", a pre-trained model has none).
-_TRAINER_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+def _check_unrecorded_model(task) -> None:
+    """Step 5 for a trained directory without a record (made before records were
+    kept, or its record deleted): its latest checkpoint must restore into the
+    model this task builds, or it is another task's run (another head, other
+    labels), refused before anything is written (the `Trainer` would fail only
+    after the task's files were written over the other run's)."""
+    run_directory = task.run_directory
+    latest = checkpoints.latest_checkpoint(run_directory.path)
+    if not (latest and run_directory.is_unrecorded()):
+        return
+    mismatch = model_mismatch(latest, task.build_model())
+    if mismatch:
+        raise RunDirectoryError(
+            f"--output_dir {run_directory.path} holds a run (made before runs kept a record) "
+            f"whose checkpoint {os.path.basename(latest)} is not this {_family(task)} task's "
+            f"model ({mismatch}): it is another task's or another model's run; nothing was "
+            "changed. Use another --output_dir")
 
 
-def _unrecorded_run_checkpoints(run_directory) -> list:
-    """The checkpoints of a directory without a record: a run's made before
-    records were kept (they hold the Trainer's global step) are returned, to be
-    adopted into its record; when the newest holds none, no run wrote it (a
-    pre-trained model): `RunDirectoryError`. A damaged newest one is left to the
-    `Trainer`, which names it."""
-    def written_by_a_run(prefix) -> bool | None:
-        try:
-            return _TRAINER_STEP in open_reader(prefix).get_variable_to_shape_map()
-        except (tf.errors.OpError, ValueError, IndexError):
-            return None  # damaged: not readable enough to tell
-
-    listed = [p for p in run_checkpoints(run_directory.path) if io.exists(p + ".index")]
-    kinds = {p: written_by_a_run(p) for p in listed}
-    if listed and kinds[listed[-1]] is False:
-        raise run_directory.foreign_checkpoint_error()
-    return [os.path.basename(p) for p in listed if kinds[p]]
+def _family(task) -> str:
+    return task.family or type(task).__name__
 
 
 def _check_batch_size(config, replicas: int) -> None:

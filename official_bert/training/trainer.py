@@ -15,7 +15,7 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
   on every step;
 * checkpoints (model, encoder, optimizer slots, global step, dropout RNG
   state) every `save_checkpoints_steps` and at the end, through
-  `run_checkpoints.RunCheckpoints`, which rotates only the checkpoints the run
+  `run_directory.checkpoints.RunCheckpoints`, which rotates only the checkpoints the run
   directory's record says its runs wrote; a restart resumes from the latest one
   and re-creates the input pipeline at the same position, so a resumed run
   equals an uninterrupted one. A checkpoint's files are written before the
@@ -53,9 +53,9 @@ from official_bert.configs import DistributionSettings, RunConfig, TrainingSetti
 from official_bert.errors import BadFileError, Preempted, UserError
 from official_bert.progress import Progress
 from official_bert.settings import default_of
-from official_bert.run_directory import CHECKPOINT_NAME, RunDirectory
+from official_bert.run_directory import RunDirectory
+from official_bert.run_directory.checkpoints import RunCheckpoints
 from official_bert.training import distribution
-from official_bert.training.run_checkpoints import RunCheckpoints
 from official_bert.training.budget import TimeBudget
 from official_bert.training.termination import TerminationSignal
 
@@ -214,9 +214,13 @@ class Trainer:
             tracked["train_seconds"] = time_budget.elapsed
         self.checkpoint = tf.train.Checkpoint(**tracked)
         self._write_dir = self._checkpoint_dir()
+        # The task's run directory when it has one (the run flow's); a bare one
+        # over output_dir for a task that does not (a test's, a benchmark's).
+        self.run_directory = getattr(task, "run_directory", None) or RunDirectory(
+            config.output_dir)
         self.manager = RunCheckpoints(
             self.checkpoint, self._write_dir, config.keep_checkpoint_max,
-            RunDirectory(config.output_dir) if self.is_chief else None)
+            self.run_directory if self.is_chief else None)
         self.resumed_from = None
         # The newest checkpoint whose files are there (after a damaged one was
         # deleted, the one before it).
@@ -251,19 +255,8 @@ class Trainer:
         return tempfile.mkdtemp(prefix="worker-ckpt-")
 
     def save(self):
-        step = int(self.global_step.numpy())
-        try:
-            path = self.manager.save(step)
-        except BaseException:
-            # TensorFlow stages a checkpoint in `ckpt-N_temp/` and leaves it when a
-            # write fails (a full disk): remove it, so only complete checkpoints remain.
-            staged = f"{CHECKPOINT_NAME}-{step}_temp*"
-            for temp in tf.io.gfile.glob(os.path.join(self._write_dir, staged)):
-                try:
-                    tf.io.gfile.rmtree(temp)
-                except tf.errors.OpError:
-                    pass
-            raise
+        # (A failed write removes TensorFlow's staging of it: `RunCheckpoints.save`.)
+        path = self.manager.save(int(self.global_step.numpy()))
         if not self.is_chief:
             shutil.rmtree(self._write_dir, ignore_errors=True)
             os.makedirs(self._write_dir, exist_ok=True)
@@ -465,7 +458,7 @@ class Trainer:
             batch_micro=config.gradient_accumulation_steps))
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        writer = (tf.summary.create_file_writer(RunDirectory(config.output_dir).train_summaries)
+        writer = (tf.summary.create_file_writer(self.run_directory.train_summaries)
                   if self.is_chief else tf.summary.create_noop_writer())
         results = {}
         step = start_step

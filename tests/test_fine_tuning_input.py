@@ -70,6 +70,21 @@ def test_each_training_epoch_sees_every_example_once():
     assert epoch.tolist() != list(range(40))  # and it is shuffled
 
 
+def test_accumulated_micro_batches_split_one_padded_batch():
+    # --gradient_accumulation_steps: the Trainer stacks an update's micro-batches,
+    # so they must have one length (each cut alone, they did not: "Cannot batch
+    # tensors with different shapes"), and hold the update's batch together.
+    arrays = _arrays([3, 40, 5, 6, 2, 3, 30, 4], seq_length=64)
+    whole = iter(input_pipeline.numpy_dataset(arrays, 4, True, 7, 16)(_Context()))
+    micro = input_pipeline.numpy_dataset(arrays, 4, True, 7, 16, micro_batches=2)(_Context())
+    stacked = iter(micro.batch(2, drop_remainder=True))  # as the Trainer stacks them
+    for _ in range(4):
+        batch, pair = next(whole), next(stacked)
+        assert pair["input_word_ids"].shape[:2] == (2, 2)
+        for key, value in batch.items():
+            np.testing.assert_array_equal(np.reshape(pair[key].numpy(), value.shape), value)
+
+
 @pytest.mark.parametrize("strategy,expected", [("one_device", 32), ("tpu", None)])
 def test_dynamic_padding_is_off_on_tpu(strategy, expected):
     settings = RunConfig(output_dir="/tmp/x", max_seq_length=128,

@@ -333,6 +333,21 @@ def test_dynamic_padding_keeps_the_metrics(trained, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def test_gradient_accumulation_with_dynamic_padding_trains(trained, tmp_path):
+    # One long sentence: its micro-batch is cut to 32 columns, the other one of
+    # its update to 16, unless the update's batch is cut whole before it is split
+    # (tests/test_fine_tuning_input.py: the micro-batches are that batch's halves).
+    texts = TRAIN[:-1] + ["very " * 20 + "good"]
+    data = write_sst2(tmp_path / "sst", (texts, TRAIN_LABELS), None, None)
+    result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={data}",
+                 f"--init_checkpoint={trained['ckpt']}", "--do_train", "--max_seq_length=32",
+                 "--train_batch_size=4", "--gradient_accumulation_steps=2",
+                 "--num_train_epochs=1", "--log_steps=1", f"--output_dir={tmp_path / 'out'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "batch 4 (2 per replica x 2 accumulation steps)" in result.stderr
+    assert "step 2/2" in result.stderr  # 8 examples, 4 an update
+
+
 def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
     # google-research/bert restores every variable whose name matches, heads included:
     # a fine-tuned run given as --init_checkpoint evaluates as the run itself did.

@@ -310,7 +310,8 @@ class ClassificationTask(base.Task):
         arrays = self._features(self.train_examples, "train")
         run = self.run_config
         return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
-                                            run.padding_multiple())
+                                            run.padding_multiple(),
+                                            micro_batches=run.gradient_accumulation_steps)
 
     # --- evaluation, prediction, export ---------------------------------------------
 

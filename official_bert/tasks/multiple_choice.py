@@ -93,7 +93,8 @@ class MultipleChoiceTask(base.Task):
                      len(self.examples["train"][0].endings))
         run = self.run_config
         return input_pipeline.numpy_dataset(self._arrays("train"), run.train_batch_size, True,
-                                            run.seed, run.padding_multiple())
+                                            run.seed, run.padding_multiple(),
+                                            micro_batches=run.gradient_accumulation_steps)
 
     def _log_probabilities(self, trainer, arrays, batch_size):
         """Log-probabilities [examples, choices] in file order."""

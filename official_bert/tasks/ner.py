@@ -174,7 +174,8 @@ class NerTask(base.Task):
         run = self.run_config
         return input_pipeline.numpy_dataset(conll.windows_to_arrays(windows),
                                             run.train_batch_size, True, run.seed,
-                                            run.padding_multiple())
+                                            run.padding_multiple(),
+                                            micro_batches=run.gradient_accumulation_steps)
 
     # --- evaluation, prediction, export ---------------------------------------------
 
@@ -349,8 +350,9 @@ class FeatureBasedNerTask(NerTask):
         return len(self.data["train"].sentences)
 
     def train_dataset(self):
-        return _feature_dataset(*self.prepared["train"], self.run_config.train_batch_size, True,
-                                self.run_config.seed)
+        run = self.run_config
+        return _feature_dataset(*self.prepared["train"], run.train_batch_size, True, run.seed,
+                                micro_batches=run.gradient_accumulation_steps)
 
     def _predict_split(self, trainer, split, batch_size):
         features, label_ids = self.prepared[split]
@@ -414,7 +416,8 @@ def _ragged_features(sentences, flat, offsets, label_list):
     return features, label_ids
 
 
-def _feature_dataset(features, label_ids, batch_size, training, seed, max_words=None):
+def _feature_dataset(features, label_ids, batch_size, training, seed, max_words=None,
+                     micro_batches=1):
     def to_dense(f, labels):
         mask = tf.ones_like(labels)
         return {"features": f.to_tensor(0.0, shape=[None, max_words, None]),
@@ -429,6 +432,7 @@ def _feature_dataset(features, label_ids, batch_size, training, seed, max_words=
             ds = ds.shuffle(int(features.nrows()), seed=seed).repeat()
         ds = ds.ragged_batch(per_replica, drop_remainder=training)
         ds = ds.map(lambda f, labels: (tf.cast(f, tf.float32), labels))
-        return ds.map(to_dense)
+        ds = ds.map(to_dense)  # each batch padded to its longest sentence
+        return input_pipeline.split_into_micro_batches(ds, micro_batches) if training else ds
 
     return dataset_fn

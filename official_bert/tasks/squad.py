@@ -169,8 +169,10 @@ class SpanLabelingTask(base.Task):
 
     def train_dataset(self):
         # Shuffled before it is repeated, so each epoch sees every window once.
-        return input_pipeline.numpy_dataset(self._train_arrays(), self.run_config.train_batch_size,
-                                            training=True, seed=self.run_config.seed)
+        run = self.run_config
+        return input_pipeline.numpy_dataset(self._train_arrays(), run.train_batch_size,
+                                            training=True, seed=run.seed,
+                                            micro_batches=run.gradient_accumulation_steps)
 
     # --- prediction (and the official metric) -----------------------------------------
 

@@ -635,7 +635,7 @@ def bucketed_length(longest: int, multiple: int, full: int) -> int:
 
 
 def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
-                  trim_padding_multiple: int | None = None):
+                  trim_padding_multiple: int | None = None, micro_batches: int = 1):
     """A `dataset_fn` over in-memory feature arrays (all of one length).
 
     Training: sharded per input pipeline, shuffled, repeated, batched with
@@ -644,7 +644,10 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
     With `trim_padding_multiple`, each batch's sequence features
     (the packed inputs and NER's `label_ids`) are cut to its longest sequence rounded up to that
     multiple (`text_layers.trim_padding`); only for outputs that do not have
-    the sequence length (losses, per-example scores).
+    the sequence length (losses, per-example scores). With `micro_batches`
+    (--gradient_accumulation_steps), each training batch is then split into
+    that many (`split_into_micro_batches`): an update still sees `batch_size`
+    examples.
     """
     sequence_keys = text_layers.PACKED_KEYS + ("label_ids",)
 
@@ -664,6 +667,26 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
             ds = ds.batch(per_replica)
         if trim_padding_multiple:
             ds = ds.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if training:
+            ds = split_into_micro_batches(ds, micro_batches)
         return ds.prefetch(2)
 
     return dataset_fn
+
+
+def split_into_micro_batches(ds, micro_batches: int):
+    """`ds`'s batches, each split into `micro_batches` consecutive batches of
+    the same shape (gradient accumulation). The `Trainer` stacks the
+    micro-batches of one update, so they must have one length: a batch is
+    padded (or trimmed) whole and then split, never each micro-batch alone.
+    The batch size must be a multiple of `micro_batches` (the runner checks
+    --train_batch_size)."""
+    if micro_batches == 1:
+        return ds
+
+    def split(batch):
+        return tf.nest.map_structure(
+            lambda t: tf.reshape(t, tf.concat([[micro_batches, -1], tf.shape(t)[1:]], 0)),
+            batch)
+
+    return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()

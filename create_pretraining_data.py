@@ -14,6 +14,6 @@ dynamic masking, safe output); the generator is `data_prep/create_pretraining_da
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import create_pretraining_data
+    from official_bert.commands import registry
 
-    create_pretraining_data.entry()
+    registry.start("create-pretraining-data")

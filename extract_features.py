@@ -6,6 +6,6 @@ an example and what it writes are in `python extract_features.py --help`.
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import extract_features
+    from official_bert.commands import registry
 
-    extract_features.entry()
+    registry.start("extract-features")

@@ -3,7 +3,7 @@
 Its stages and flags: `official_bert/commands/quickstart.py`.
 """
 
-from official_bert.commands import quickstart
-
 if __name__ == "__main__":
-    quickstart.entry()
+    from official_bert.commands import registry
+
+    registry.start("quickstart")

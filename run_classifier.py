@@ -6,6 +6,6 @@ what it writes are in `python run_classifier.py --help`.
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import classify
+    from official_bert.commands import registry
 
-    classify.entry()
+    registry.start("classify")

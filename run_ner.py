@@ -6,6 +6,6 @@ writes are in `python run_ner.py --help`.
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import ner
+    from official_bert.commands import registry
 
-    ner.entry()
+    registry.start("ner")

@@ -6,6 +6,6 @@ what it writes are in `python run_pretraining.py --help`.
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import pretrain
+    from official_bert.commands import registry
 
-    pretrain.entry()
+    registry.start("pretrain")

@@ -6,6 +6,6 @@ writes are in `python run_squad.py --help`.
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import squad
+    from official_bert.commands import registry
 
-    squad.entry()
+    registry.start("squad")

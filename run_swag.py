@@ -6,6 +6,6 @@ writes are in `python run_swag.py --help`.
 """
 
 if __name__ == "__main__":
-    from official_bert.commands import swag
+    from official_bert.commands import registry
 
-    swag.entry()
+    registry.start("swag")

@@ -40,7 +40,7 @@ from data_prep.pretraining_corpus import (LazyDocument, count_documents, load_vo
 from data_prep.pretraining_instances import (InstanceMaker, PackedInstanceMaker, ShuffleBuffer,
                                              VocabInfo)
 from data_prep.pretraining_records import GenerationStats, count_summary
-from official_bert import file_sets, io
+from official_bert import file_sets, interruption, io
 from official_bert.outputs import FILE_PREFIX, ensure_checked
 from official_bert.progress import Progress
 from official_bert.errors import BadFileError, UserError
@@ -306,6 +306,7 @@ _COUNTERS = None
 def _init_pool_worker(counters):
     global _COUNTERS
     _COUNTERS = counters
+    interruption.as_worker_process()
 
 
 def _pool_worker(job: WorkerJob) -> dict:

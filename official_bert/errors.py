@@ -9,7 +9,9 @@ the file and its line / record) and says what would fix it.
       BadFileError          a file the user gave is missing, unreadable or malformed
       RunDirectoryError     --output_dir is in use, or holds another run's files
       DiskFullError         the disk filled up while writing (nothing half-written is left)
-    Preempted               not an error: SIGTERM stopped training after a checkpoint
+    Stopped                 not an error: a signal stopped the job (exit 130 / 75)
+      Interrupted           SIGINT (Ctrl-C)
+      Preempted             SIGTERM (a preempted VM); training saves a checkpoint first
 
 Each reader's own error type is a `BadFileError`: `modeling.configs.ConfigError`,
 `checkpoints.CheckpointError`, `text.tokenization.VocabError`, and in
@@ -85,26 +87,57 @@ class DiskFullError(UserError):
             "training run resumes from its last checkpoint")
 
 
-class Preempted(Exception):
-    """Training stopped on SIGTERM (how cloud VMs and TPU hosts are preempted)
-    after saving a checkpoint; the same command resumes it. Not an error: the
-    command exits with `EXIT_CODE` so a supervisor can tell it from a failure."""
+class Stopped(BaseException):
+    """Not an error: a signal (`SIGNAL`) stopped the job; the command exits
+    with `EXIT_CODE` so that a supervisor can tell it from a failure, and the
+    same command resumes or finishes it. Raised at a step boundary by training,
+    after a checkpoint (`step`, `checkpoint`), and at once elsewhere by the
+    boundary's signal handler (`official_bert.interruption`), where every file
+    is written atomically, so nothing half-written is kept.
 
-    EXIT_CODE = 75  # EX_TEMPFAIL: a temporary failure, try again
-    # Set by the SIGTERM handler that raises outside training. TensorFlow may
-    # wrap what a handler raises (a StagingError when the signal lands while a
-    # function is being traced), so `app.run` asks this, not only the type.
-    received = False
+    A `BaseException`, as `KeyboardInterrupt` is: an `except Exception` that
+    turns errors into messages must not catch a stop."""
+
+    SIGNAL = ""
+    EXIT_CODE = 1
+    PREFIX = "stopped"  # the first word of its line
 
     def __init__(self, step: int | None = None, checkpoint: str | None = None):
         self.step, self.checkpoint = step, checkpoint
-        if checkpoint is None:  # not while training: every file is written atomically
-            super().__init__("stopped by SIGTERM outside training: nothing was lost; run the "
-                             "same command again to finish (a trained run trains no further)")
+        if checkpoint is None:
+            super().__init__(f"stopped by {self.SIGNAL} outside training: nothing was lost "
+                             "(nothing half-written was kept); run the same command again to "
+                             "finish (a trained run trains no further)")
             return
-        super().__init__(
-            f"stopped by SIGTERM at step {step}: checkpoint {checkpoint} is saved; run the same "
-            "command again to resume from it")
+        super().__init__(f"stopped by {self.SIGNAL} at step {step}: checkpoint {checkpoint} is "
+                         "saved; run the same command again to resume from it")
+
+    @property
+    def exit_code(self) -> int:
+        return self.EXIT_CODE
+
+
+class Preempted(Stopped):
+    """SIGTERM: how cloud VMs and TPU hosts are preempted (google's exit status)."""
+
+    SIGNAL = "SIGTERM"
+    EXIT_CODE = 75  # EX_TEMPFAIL: a temporary failure, try again
+    PREFIX = "preempted"
+
+
+class Interrupted(Stopped):
+    """SIGINT: Ctrl-C (the shell's exit status for it, 128 + 2)."""
+
+    SIGNAL = "SIGINT"
+    EXIT_CODE = 130
+    PREFIX = "interrupted"
+
+
+def stopped_by(signal_name: str, step: int | None = None,
+               checkpoint: str | None = None) -> Stopped:
+    """The `Stopped` for the signal named `signal_name` ("SIGINT", "SIGTERM")."""
+    kind = Interrupted if signal_name == "SIGINT" else Preempted
+    return kind(step, checkpoint)
 
 
 def is_disk_full(error: BaseException) -> bool:

@@ -69,11 +69,11 @@ def hidden(directory):
     return [f for f in files(directory) if os.path.basename(f).startswith(".")]
 
 
-def stdout_of(entry, *argv):
+def stdout_of(name, *argv):
     import contextlib, io as pyio
     buffer = pyio.StringIO()
     with contextlib.redirect_stdout(buffer):
-        command(entry, *argv)
+        command(name, *argv)
     return buffer.getvalue()
 
 
@@ -81,7 +81,7 @@ def case_squad():
     run_squad = fresh("official_bert.commands.squad")
     put_tree(ARGS["squad_ckpt"], "ram://squad/ckpt")
     put(ARGS["squad_file"], "ram://squad/tiny.json")
-    command(run_squad.entry, "--do_train", "--do_predict", "--init_checkpoint=ram://squad/ckpt",
+    command("squad", "--do_train", "--do_predict", "--init_checkpoint=ram://squad/ckpt",
             "--train_file=ram://squad/tiny.json", "--predict_file=ram://squad/tiny.json",
             "--output_dir=ram://squad/out", "--export_dir=ram://squad/export",
             "--export_version=1", "--train_batch_size=4", "--num_train_epochs=1",
@@ -101,7 +101,7 @@ def case_ner():
     run_ner = fresh("official_bert.commands.ner")
     put_tree(ARGS["ner_ckpt"], "ram://ner/ckpt")
     put(ARGS["ner_file"], "ram://ner/train.conll")
-    command(run_ner.entry, "--do_train", "--do_eval", "--do_predict",
+    command("ner", "--do_train", "--do_eval", "--do_predict",
             "--train_file=ram://ner/train.conll", "--eval_file=ram://ner/train.conll",
             "--predict_file=ram://ner/train.conll", "--init_checkpoint=ram://ner/ckpt",
             "--max_seq_length=8", "--train_batch_size=2", "--num_train_epochs=2",
@@ -121,7 +121,7 @@ def case_swag():
     run_swag = fresh("official_bert.commands.swag")
     put_tree(ARGS["ner_ckpt"], "ram://swag/ckpt")
     put(ARGS["swag_file"], "ram://swag/swag.csv")
-    command(run_swag.entry, "--do_train", "--do_eval", "--do_predict",
+    command("swag", "--do_train", "--do_eval", "--do_predict",
             "--train_file=ram://swag/swag.csv", "--eval_file=ram://swag/swag.csv",
             "--predict_file=ram://swag/swag.csv", "--init_checkpoint=ram://swag/ckpt",
             "--max_seq_length=16", "--train_batch_size=2", "--num_train_epochs=1",
@@ -158,7 +158,7 @@ def case_predict():
     export_classifier(model, "ram://predict/vocab.txt", True, 16, ["bad", "good"], False,
                       "ram://predict/export", version=1)
     io.atomic_write("ram://predict/in.txt", "\n".join(DEV) + "\n")
-    printed = stdout_of(predict.entry, "--model=ram://predict/export",
+    printed = stdout_of("predict", "--model=ram://predict/export",
                         "--input_file=ram://predict/in.txt")
     tokenizer = tokenization.FullTokenizer("ram://predict/vocab.txt", do_lower_case=True)
     packed = [tokenization.pack_tokens(tokenizer.tokenize(text), None, 16) for text in DEV]
@@ -176,7 +176,7 @@ def case_glue_submission():
     fresh()
     put_tree(ARGS["glue_runs"], "ram://glue/runs")
     put_tree(ARGS["glue_data"], "ram://glue/data")
-    printed = stdout_of(glue_submission.entry, "--runs_dir=ram://glue/runs",
+    printed = stdout_of("glue-submission", "--runs_dir=ram://glue/runs",
                         "--glue_dir=ram://glue/data", "--output_file=ram://glue/submission.zip")
     local = ARGS["local"] + "/submission.zip"
     glue_submission.make_submission(glue_submission.GlueSubmissionConfig(
@@ -200,7 +200,7 @@ def case_export_encoder():
     encoder = BertEncoder.from_bert_config(tiny_config(vocab_size=len(VOCAB)))
     encoder(dummy_inputs())
     checkpoints.save_checkpoint(encoder, "ram://enc/ckpt", vocab_file="ram://enc/vocab.txt")
-    printed = stdout_of(export_encoder.entry, "--init_checkpoint=ram://enc/ckpt",
+    printed = stdout_of("export-encoder", "--init_checkpoint=ram://enc/ckpt",
                         "--output_dir=ram://enc/hub", "--max_seq_length=16")
     import tensorflow_text  # noqa: F401
     preprocessor = tf.saved_model.load("ram://enc/hub/preprocessor")
@@ -221,7 +221,7 @@ def case_prepare_corpus():
 
     fresh()
     put_tree(ARGS["documents"], "ram://corpus/docs")
-    command(prepare_corpus_command.entry, "--input=ram://corpus/docs",
+    command("prepare-corpus", "--input=ram://corpus/docs",
             "--output_file=ram://corpus/corpus.txt")
     local = ARGS["local"] + "/corpus.txt"
     prepare_corpus.prepare_corpus([ARGS["documents"]], local, prepare_corpus.CorpusOptions())
@@ -238,7 +238,7 @@ def case_build_vocab():
     fresh()
     put(ARGS["corpus"], "ram://vocab/corpus.txt")
     flags = ["--vocab_size=120", "--num_unused=5", "--lower_thresh=1"]
-    command(build_vocab_command.entry, "--input_file=ram://vocab/corpus.*",
+    command("build-vocab", "--input_file=ram://vocab/corpus.*",
             "--output_file=ram://vocab/out/vocab.txt", *flags)
     local = ARGS["local"] + "/vocab.txt"
     build_vocab.build_vocab([ARGS["corpus"]], local, vocab_size=120, num_unused=5,

@@ -135,8 +135,8 @@ def rename(source, destination, overwrite=False):
         if len(renamed) == 1:
             os.kill(os.getpid(), signal.SIGKILL)  # one of the 3 outputs is in place
 io.rename = rename
-from official_bert.commands import create_pretraining_data
-create_pretraining_data.entry(sys.argv)
+from official_bert.commands import registry
+registry.run_command("create-pretraining-data", sys.argv)
 """
 
 

@@ -6,7 +6,7 @@ The unit tests use local temporary directories (and TensorFlow's in-memory
 commands on `ram://` paths: data generation, pre-training (and resuming) and
 fine-tuning with a SavedModel export. `ram://` lives inside one process, so
 each case is one Python process: a small driver copies the inputs into
-`ram://`, calls the command's `entry` in-process, then reads what it wrote
+`ram://`, runs the command in-process (`registry.run_command`), then reads what it wrote
 there and prints it as JSON for the test.
 """
 
@@ -486,9 +486,11 @@ def put(local, remote):
         io.atomic_write(remote, f.read())
 
 
-def command(entry, *argv):
+def command(name, *argv):
+    """Runs `bert <name> argv...` in this process (`registry.run_command`)."""
+    from official_bert.commands import registry
     try:
-        entry(["command", *argv])
+        registry.run_command(name, ["command", *argv])
     except SystemExit as e:  # absl's app.run exits
         if e.code:
             raise
@@ -515,7 +517,7 @@ put(ARGS["corpus"], "ram://data/corpus.txt")
 put(ARGS["vocab"], "ram://data/vocab.txt")
 flags = ["--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2",
          "--random_seed=3", "--progress_seconds=0", "--do_whole_word_mask"]
-command(cpd.entry, "--input_file=ram://data/corpus*", "--vocab_file=ram://data/vocab.txt",
+command("create-pretraining-data", "--input_file=ram://data/corpus*", "--vocab_file=ram://data/vocab.txt",
         "--output_file=ram://out/a.tfrecord,ram://out/b.tfrecord", "--num_workers=2", *flags)
 summary = json.loads(io.read_text("ram://out/.a_tfrecord.summary.json"))
 # The same command on local files (one worker, as ram:// forces): the same bytes.
@@ -552,7 +554,7 @@ flags = ["--input_file=ram://data/static-*.tfrecord",
          "--output_dir=ram://run"]
 out = {}
 for steps in (2, 4):  # the second call resumes from the first one's checkpoint, for more steps
-    command(run_pretraining.entry, *flags, f"--num_train_steps={steps}",
+    command("pretrain", *flags, f"--num_train_steps={steps}",
             *(["--allow_changed_settings"] if steps == 4 else []))
     out[steps] = {"files": files("ram://run"), "eval": results("ram://run/eval_results.txt"),
                   "vocab_equal": io.read_text("ram://run/vocab.txt")
@@ -580,7 +582,7 @@ io.atomic_write("ram://sst/dev.tsv", "sentence\tlabel\n" + "".join(
     f"{s}\t{y}\n" for s, y in zip(DEV, DEV_LABELS)))
 io.atomic_write("ram://sst/test.tsv", "index\tsentence\n" + "".join(
     f"{i}\t{s}\n" for i, s in enumerate(DEV)))
-command(run_classifier.entry, "--task_name=sst-2", "--data_dir=ram://sst",
+command("classify", "--task_name=sst-2", "--data_dir=ram://sst",
         "--init_checkpoint=ram://ckpt", "--do_train", "--do_eval", "--do_predict",
         "--max_seq_length=16", "--train_batch_size=4", "--eval_batch_size=2",
         "--predict_batch_size=3", "--num_train_epochs=1", "--learning_rate=1e-3",

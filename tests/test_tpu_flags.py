@@ -64,8 +64,8 @@ logging.getLogger("absl").addHandler(Keep())
 
 from absl import flags
 
-from official_bert.commands import classify as run_classifier
-from official_bert.commands import cli_flags
+from official_bert.commands import cli_flags, registry
+registry.define_flags(registry.command("classify"))  # the flags the cases parse
 from official_bert.tasks import runner
 
 out = {}
@@ -75,7 +75,7 @@ for name, argv in json.loads(sys.argv[1]).items():
     argv = ["run_classifier.py", "--verbosity=0", *argv]  # (unparsing set it to WARNING)
     if name == "tpu_name":  # the whole run
         try:
-            run_classifier.entry(argv)
+            registry.run_command("classify", argv)
         except SystemExit as e:
             if e.code:
                 raise

@@ -1,7 +1,14 @@
-"""Running a command-line entry point: absl flags, logging, one-line errors.
+"""Running a command-line entry point: absl flags, logging, signals, one-line errors.
 
-Every `run_*.py` script (and every `bert <command>`) calls `app.run(main)`.
-Three kinds of stop are printed as one `error: ...` line with exit status 1:
+Every command (`bert <command>`, the `run_*.py` scripts) is started by
+`commands.registry`, which calls `app.run(main)`. Around the job it installs,
+once, the signal policy (`signal_policy`): SIGINT (Ctrl-C) and SIGTERM alike
+stop the job wherever it is (`official_bert.interruption`): training saves a
+checkpoint first, temporaries are removed, and one line says what was kept and
+how to resume (`interrupted: ...` with exit status 130, `preempted: ...` with
+75, google's preemption status). A broken pipe on stdout (`bert ... | head`)
+ends the command quietly (141). Four kinds of stop are printed as one
+`error: ...` line with exit status 1:
 
 * mistakes in what the user gave: `official_bert.errors.UserError` and its
   subclasses (`BadFileError`, `RunDirectoryError`, ...), raised where the input
@@ -9,6 +16,10 @@ Three kinds of stop are printed as one `error: ...` line with exit status 1:
 * a full disk: `errors.DiskFullError`, or an `OSError` with errno ENOSPC,
   EDQUOT or EFBIG (or TensorFlow's error for one) that escaped, reported with
   the file being written;
+* any other operating-system error, whoever raised it (`OSError`, TensorFlow's
+  file errors, a library's wrapping of one): a read-only or forbidden path, a
+  name too long, not a directory, a directory, no such file
+  (`commands.system_errors`): `error: <path>: <what> — <what to do>`;
 * running out of memory (TensorFlow's `ResourceExhaustedError`, Python's
   `MemoryError`), with what to lower.
 
@@ -28,9 +39,12 @@ shows all of it again with absl's prefixes (level, time, thread, file:line);
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import logging as std_logging
 import os
 import re
+import signal
 import sys
 import threading
 import traceback
@@ -38,17 +52,15 @@ import traceback
 from absl import app as absl_app
 from absl import flags, logging
 
-from official_bert.errors import DiskFullError, Preempted, UserError, is_disk_full
+from official_bert import interruption
+from official_bert.commands import system_errors
+from official_bert.errors import (DISK_FULL_ERRNOS, DiskFullError, Interrupted, Stopped,
+                                  UserError, stopped_by)
 
 # Where bugs are reported: the repository's issue tracker.
 ISSUE_TRACKER = "the official_bert repository's issue tracker (its Issues page)"
 BUG_LINE = ("this is a bug in official_bert, not a mistake in your input: please report it, "
             "with the command and the traceback above, on " + ISSUE_TRACKER)
-
-# How TensorFlow's C++ file systems word an ENOSPC / EDQUOT / EFBIG.
-_DISK_FULL_TEXT = re.compile(r"no space left on device|disk quota exceeded|file too large",
-                             re.IGNORECASE)
-
 
 HELP_FLAGS = ("--help", "-h", "-help", "--helpshort", "-?")
 
@@ -57,51 +69,101 @@ OUT_OF_MEMORY_HINT = (
     "already saved in --output_dir are kept and the same command resumes from the latest")
 
 
-def _is_tensorflow_error(error: BaseException) -> bool:
-    # By module: checking tf.errors.OpError would import TensorFlow here.
-    return type(error).__module__.startswith("tensorflow") and hasattr(error, "message")
+def _system_problem(error: BaseException) -> system_errors.Problem | None:
+    """The operating-system problem behind `error` (`system_errors.classify`);
+    None for a user error, which says what it means itself."""
+    return None if isinstance(error, UserError) else system_errors.classify(error)
 
 
 def _disk_full_path(error: BaseException) -> str | None:
     """The file being written when the disk filled up, "" when unknown, None
     when `error` is not a full disk."""
-    if isinstance(error, UserError):
-        return None
-    if is_disk_full(error):
-        return str(error.filename or "")
-    if _is_tensorflow_error(error) and _DISK_FULL_TEXT.search(str(error)):
-        text = re.sub(r"\{\{function_node [^}]*\}\}", " ", str(error))
-        text = re.sub(r"\[Op:[^\]]*\]", " ", text)
-        found = re.search(r"(?<![\w/])(/[^\s:;,'\"]+|[a-z]+://[^\s:;,'\"]+)", text)
-        return found.group(1) if found else ""
-    return None
+    problem = _system_problem(error)
+    return problem.path if problem and problem.errno in DISK_FULL_ERRNOS else None
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
     return (isinstance(error, MemoryError) or type(error).__name__ == "ResourceExhaustedError"
-            ) and _disk_full_path(error) is None
+            ) and _system_problem(error) is None
 
 
 def is_one_line_error(error: BaseException) -> bool:
-    """Whether `error` is printed as one line: a user error, a full disk, out of memory."""
-    return (isinstance(error, UserError) or _disk_full_path(error) is not None
+    """Whether `error` is printed as one line: a user error, an operating-system
+    error (a full disk, a read-only or forbidden path, a name too long, ...),
+    out of memory."""
+    return (isinstance(error, UserError) or _system_problem(error) is not None
             or _is_out_of_memory(error))
 
 
 def one_line_error(error: BaseException) -> str:
-    """The `error: ...` line printed for a user error, a full disk or an out-of-memory stop."""
+    """The `error: ...` line printed for a user error, an operating-system
+    error or an out-of-memory stop."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    disk_path = _disk_full_path(error)
-    if disk_path is not None:
-        found = _DISK_FULL_TEXT.search(str(error))
-        detail = found.group(0) if found else ""
-        if isinstance(error, OSError):
-            detail = error.strerror or detail
-        return f"error: {DiskFullError(disk_path or 'a file', detail[:200] or None)}"
+    problem = _system_problem(error)
+    if problem is not None and problem.errno in DISK_FULL_ERRNOS:
+        detail = error.strerror if isinstance(error, OSError) and error.strerror else problem.what
+        return f"error: {DiskFullError(problem.path or 'a file', detail[:200])}"
+    if problem is not None:
+        return problem.line()
     if _is_out_of_memory(error):
         detail = next((line for line in lines if "memory" in line.lower()), "")
         return f"error: out of memory{f' ({detail})' if detail else ''}: {OUT_OF_MEMORY_HINT}"
     return f"error: {lines[0] if lines else type(error).__name__}"
+
+
+def _is_closed_output(error: BaseException) -> bool:
+    """Whether `error` is a broken pipe on the standard output (`bert ... | head`):
+    the reader stopped early, which is no error to report."""
+    problem = _system_problem(error)
+    return problem is not None and problem.errno == errno.EPIPE and not problem.path
+
+
+def _stop_of(error: BaseException) -> Stopped | None:
+    """The stop `error` means: itself; `Interrupted` for a `KeyboardInterrupt`
+    (a Ctrl-C before the policy was installed); whatever a library made of the
+    signal handler's exception (TensorFlow wraps it while tracing) when a stop
+    was requested; else None."""
+    if isinstance(error, Stopped):
+        return error
+    if isinstance(error, KeyboardInterrupt):
+        return Interrupted()
+    name = interruption.requested()
+    return stopped_by(name) if name else None
+
+
+def _on_stop_signal(signum, frame):
+    del frame
+    interruption.request(signum)
+
+
+@contextlib.contextmanager
+def signal_policy():
+    """SIGINT and SIGTERM alike stop the job (`official_bert.interruption`):
+    the one place that installs their handlers, around every job. Python takes
+    signals in the main thread only: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interruption.reset()
+    previous = {s: signal.signal(s, _on_stop_signal) for s in interruption.STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _exit_stopped(stop: Stopped) -> None:
+    print(f"{stop.PREFIX}: {stop}", file=sys.stderr, flush=True)
+    sys.exit(stop.exit_code)
+
+
+def _exit_quietly_on_closed_output() -> None:
+    """The reader of stdout is gone: nothing more can reach it (exit 141, as a
+    shell reports SIGPIPE), and Python's flush at exit must not complain."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(128 + signal.SIGPIPE)
 
 
 def refuse_arguments(argv) -> None:
@@ -150,12 +212,17 @@ def run(main, argv=None):
         try:
             configure_logging()
             return main(args)
-        except Exception as e:  # noqa: BLE001 - one line for user errors, else a bug report
+        except BaseException as e:  # noqa: BLE001 - a stop, one line for user errors, else a bug
+            if isinstance(e, SystemExit):
+                raise
             logging.flush()
-            if isinstance(e, Preempted) or Preempted.received:
-                print(f"preempted: {e if isinstance(e, Preempted) else Preempted()}",
-                      file=sys.stderr, flush=True)
-                sys.exit(Preempted.EXIT_CODE)
+            stop = _stop_of(e)
+            if stop is not None:
+                _exit_stopped(stop)
+            if not isinstance(e, Exception):
+                raise
+            if _is_closed_output(e):
+                _exit_quietly_on_closed_output()
             if os.environ.get("OFFICIAL_BERT_TRACEBACK"):
                 raise
             if is_one_line_error(e):
@@ -166,7 +233,11 @@ def run(main, argv=None):
             sys.stderr.flush()
             sys.exit(1)
 
-    absl_app.run(guarded, argv=argv)
+    with signal_policy():
+        try:
+            absl_app.run(guarded, argv=argv)
+        except Stopped as stop:  # while absl parsed the flags
+            _exit_stopped(stop)
 
 
 def quiet_tensorflow(argv=None):

@@ -21,7 +21,7 @@ import sys
 from absl import flags
 
 from data_prep.configs import BuildVocabConfig
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 
 # data_prep.build_vocab loads the tokenizer and tensorflow-text's trainer:
 # `main` imports it once the flags are parsed, so that `--help` stays fast.
@@ -32,7 +32,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (BuildVocabConfig,)
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_flags(BuildVocabConfig, group=__name__)
     flags.mark_flags_as_required(["input_file", "output_file"])
 
@@ -54,11 +54,5 @@ def main(argv):
           f"ids {summary['ids']}", file=sys.stderr)
 
 
-def entry(argv=None):
-    """Console entry point (`bert build-vocab`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("build-vocab")

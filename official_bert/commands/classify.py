@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import ClassificationConfig, GoogleTpuFlags, RunConfig
 
 # tasks.classification loads TensorFlow: `main` imports it once the flags are parsed, so
@@ -35,12 +35,15 @@ from official_bert.configs import ClassificationConfig, GoogleTpuFlags, RunConfi
 FLAGS = flags.FLAGS
 
 CONFIGS = (ClassificationConfig, RunConfig, GoogleTpuFlags)  # its flags' definitions
-cli_flags.define_flags(ClassificationConfig)
-cli_flags.define_run_flags(RunConfig)
 
 
-# The main/entry pair every task command ends with (deliberately the same): flags → config →
-# the library.
+def define_flags():
+    cli_flags.define_flags(ClassificationConfig)
+    cli_flags.define_run_flags(RunConfig)
+
+
+# The main every task command ends with (deliberately the same): flags → config → the
+# library.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import classification, runner
@@ -50,10 +53,5 @@ def main(argv):
     runner.run_task(classification.ClassificationTask(config, run_config))
 
 
-def entry(argv=None):
-    """Console entry point (`bert classify`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("classify")

@@ -79,7 +79,7 @@ from __future__ import annotations
 from absl import flags
 
 from data_prep.configs import PretrainingDataConfig, PretrainingDataFiles
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.errors import UserError
 
 # data_prep.create_pretraining_data loads the tokenizer: `main` imports it once
@@ -93,7 +93,7 @@ CONFIGS = (PretrainingDataFiles, PretrainingDataConfig)
 PAIR_FLAGS = ("short_seq_prob", "random_next_pool_size")
 
 
-def _define_flags():
+def define_flags():
     for config in CONFIGS:
         cli_flags.define_flags(config, group=__name__)
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
@@ -123,11 +123,5 @@ def main(argv):
         num_workers=files.num_workers or None, progress_seconds=files.progress_seconds)
 
 
-def entry(argv=None):
-    """Console entry point (`bert create-pretraining-data`, `python create_pretraining_data.py`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("create-pretraining-data")

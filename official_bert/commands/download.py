@@ -68,7 +68,7 @@ from absl import flags
 
 from data_prep.configs import (DATA_ENV, DEFAULT_OUTPUT_DIR, MANIFEST_ENV, DownloadListing,
                                DownloadOptions)
-from official_bert.commands import app, cli_flags
+from official_bert.commands import cli_flags, registry
 from official_bert import settings
 from official_bert.errors import UserError
 
@@ -78,7 +78,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (DownloadOptions, DownloadListing)
 
 
-def _define_flags():
+def define_flags():
     # The environment's defaults, read when the command starts.
     options = settings.with_defaults(
         DownloadOptions, "DownloadOptions",
@@ -120,11 +120,5 @@ def main(argv):
         print(path)
 
 
-def entry(argv=None):
-    """Console entry point (`bert download`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("download")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import EmbedConfig
 
 # tasks.embeddings loads TensorFlow: `main` imports it once the flags are
@@ -33,7 +33,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (EmbedConfig,)  # its flags' definitions
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_command_flags(EmbedConfig, cli_flags.MODEL_FILES, cli_flags.PRECISION,
                                    cli_flags.EXPORT)
 
@@ -45,11 +45,5 @@ def main(argv):
     embeddings.run(cli_flags.from_flags(EmbedConfig, FLAGS))
 
 
-def entry(argv=None):
-    """Console entry point (`bert embed`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("embed")

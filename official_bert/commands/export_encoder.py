@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import ExportEncoderConfig
 
 # The export (`serving.encoder.export_checkpoint`) loads TensorFlow: it is imported
@@ -38,7 +38,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (ExportEncoderConfig,)  # its flags' definitions
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_command_flags(ExportEncoderConfig, cli_flags.MODEL_FILES, cli_flags.EXPORT)
 
 
@@ -51,11 +51,5 @@ def main(argv):
         print(f"{what}\t{path}", flush=True)
 
 
-def entry(argv=None):
-    """Console entry point (`bert export-encoder`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("export-encoder")

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import ExportGoogleConfig
 
 # The export (`official_bert.google_export`) loads TensorFlow: it is imported
@@ -47,7 +47,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (ExportGoogleConfig,)  # its flags' definitions
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_command_flags(ExportGoogleConfig, cli_flags.MODEL_FILES)
 
 
@@ -58,11 +58,5 @@ def main(argv):
     google_export.export(cli_flags.from_flags(ExportGoogleConfig, FLAGS))
 
 
-def entry(argv=None):
-    """Console entry point (`bert export-google`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("export-google")

@@ -26,7 +26,7 @@ import os
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert import io
 from official_bert.errors import UserError
 from official_bert.settings import setting
@@ -90,7 +90,7 @@ class ExportIdsOnlyConfig:
 CONFIGS = (ExportIdsOnlyConfig,)  # its flags' definitions
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_flags(ExportIdsOnlyConfig)
 
 
@@ -99,11 +99,5 @@ def main(argv):
     export(FLAGS.saved_model, FLAGS.export_dir, FLAGS.export_version)
 
 
-def entry(argv=None):
-    """Console entry point (`bert export-ids-only`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("export-ids-only")

@@ -28,7 +28,7 @@ import sys
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import ExtendVocabConfig
 
 # official_bert.vocab_extension reads checkpoints (TensorFlow): `main` imports it
@@ -40,7 +40,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (ExtendVocabConfig,)
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_command_flags(ExtendVocabConfig, cli_flags.MODEL_FILES)
 
 
@@ -71,11 +71,5 @@ def report(output_dir: str, summary: dict) -> str:
     return "\n".join(lines)
 
 
-def entry(argv=None):
-    """Console entry point (`bert extend-vocab`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("extend-vocab")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from absl import flags, logging
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert import settings
 from official_bert.configs import FeatureExtractionConfig, UnusedTpuFlags
 
@@ -25,12 +25,15 @@ from official_bert.configs import FeatureExtractionConfig, UnusedTpuFlags
 FLAGS = flags.FLAGS
 
 CONFIGS = (FeatureExtractionConfig, UnusedTpuFlags)  # its flags' definitions
-cli_flags.define_command_flags(FeatureExtractionConfig, cli_flags.MODEL_FILES, cli_flags.PRECISION)
-cli_flags.define_flags(UnusedTpuFlags)
 
 
-# The main/entry pair every task command ends with (deliberately the same): flags → config →
-# the library.
+def define_flags():
+    cli_flags.define_command_flags(FeatureExtractionConfig, cli_flags.MODEL_FILES, cli_flags.PRECISION)
+    cli_flags.define_flags(UnusedTpuFlags)
+
+
+# The main every task command ends with (deliberately the same): flags → config → the
+# library.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import features
@@ -42,10 +45,5 @@ def main(argv):
     features.run(cli_flags.from_flags(FeatureExtractionConfig, FLAGS))
 
 
-def entry(argv=None):
-    """Console entry point (`bert extract-features`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("extract-features")

@@ -37,7 +37,7 @@ import zipfile
 from absl import flags, logging
 
 from data_prep import glue
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert import io, outputs
 from official_bert.errors import BadFileError, UserError
 from official_bert.run_directory import RunDirectory
@@ -174,7 +174,7 @@ def make_submission(config: GlueSubmissionConfig) -> list:
     return list(files)
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_flags(GlueSubmissionConfig)
 
 
@@ -184,11 +184,5 @@ def main(argv):
     print(f"{FLAGS.output_file}: {len(names)} file(s): {', '.join(names)}")
 
 
-def entry(argv=None):
-    """Console entry point (`bert glue-submission`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("glue-submission")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import GoogleTpuFlags, NerConfig, RunConfig
 
 # tasks.ner loads TensorFlow: `main` imports it once the flags are parsed, so
@@ -30,12 +30,15 @@ from official_bert.configs import GoogleTpuFlags, NerConfig, RunConfig
 FLAGS = flags.FLAGS
 
 CONFIGS = (NerConfig, RunConfig, GoogleTpuFlags)  # its flags' definitions
-cli_flags.define_flags(NerConfig)
-cli_flags.define_run_flags(RunConfig)
 
 
-# The main/entry pair every task command ends with (deliberately the same): flags → config →
-# the library.
+def define_flags():
+    cli_flags.define_flags(NerConfig)
+    cli_flags.define_run_flags(RunConfig)
+
+
+# The main every task command ends with (deliberately the same): flags → config → the
+# library.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import ner, runner
@@ -45,10 +48,5 @@ def main(argv):
     runner.run_task(task_class(config, cli_flags.run_config(FLAGS, RunConfig)))
 
 
-def entry(argv=None):
-    """Console entry point (`bert ner`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("ner")

@@ -41,7 +41,7 @@ import sys
 from absl import flags
 
 from data_prep import glue
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert import io
 from official_bert.errors import BadFileError, UserError
 from official_bert.settings import setting
@@ -71,7 +71,10 @@ class PredictConfig:
 
 
 CONFIGS = (PredictConfig,)  # its flags' definitions
-cli_flags.define_flags(PredictConfig)
+
+
+def define_flags():
+    cli_flags.define_flags(PredictConfig)
 
 
 def format_rows(predictor, examples, outputs) -> list:
@@ -230,10 +233,5 @@ def _one_line(glue, line: bytes, number: int, pair: bool, name: str):
     return list(glue.iter_text_lines([line], pair, name, first_line=number))
 
 
-def entry(argv=None):
-    """Console entry point (`bert predict`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("predict")

@@ -22,7 +22,7 @@ import sys
 from absl import flags
 
 from data_prep.configs import CorpusFiles, CorpusOptions
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 
 FLAGS = flags.FLAGS
 
@@ -30,7 +30,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (CorpusFiles, CorpusOptions)
 
 
-def _define_flags():
+def define_flags():
     for config in CONFIGS:
         cli_flags.define_flags(config, group=__name__)
     flags.mark_flags_as_required(["input", "output_file"])
@@ -57,11 +57,5 @@ def main(argv):
     )
 
 
-def entry(argv=None):
-    """Console entry point (`bert prepare-corpus`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("prepare-corpus")

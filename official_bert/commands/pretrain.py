@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import GoogleTpuFlags, PretrainingConfig, PretrainRunConfig
 
 # tasks.pretraining loads TensorFlow: `main` imports it once the flags are parsed, so
@@ -66,12 +66,15 @@ from official_bert.configs import GoogleTpuFlags, PretrainingConfig, PretrainRun
 FLAGS = flags.FLAGS
 
 CONFIGS = (PretrainingConfig, PretrainRunConfig, GoogleTpuFlags)  # its flags' definitions
-cli_flags.define_flags(PretrainingConfig)
-cli_flags.define_run_flags(PretrainRunConfig, modes=("train", "eval"), counts="steps")
 
 
-# The main/entry pair every task command ends with (deliberately the same): flags → config →
-# the library.
+def define_flags():
+    cli_flags.define_flags(PretrainingConfig)
+    cli_flags.define_run_flags(PretrainRunConfig, modes=("train", "eval"), counts="steps")
+
+
+# The main every task command ends with (deliberately the same): flags → config → the
+# library.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import pretraining, runner
@@ -81,10 +84,5 @@ def main(argv):
     runner.run_task(pretraining.PretrainingTask(config, run_config))
 
 
-def entry(argv=None):
-    """Console entry point (`bert pretrain`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("pretrain")

@@ -36,7 +36,7 @@ import time
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.run_directory import layout
@@ -84,7 +84,7 @@ CONFIGS = (QuickstartConfig,)  # its flags' definitions
 FOOTPRINT_MIB = 375
 
 
-def _define_flags():
+def define_flags():
     """The quickstart's flags, defined when it runs (importing the module for its
     functions leaves absl's global flags alone)."""
     cli_flags.define_flags(QuickstartConfig)
@@ -548,12 +548,5 @@ def _size(path: pathlib.Path) -> str:
     return f"{total / (1 << 20):.0f} MiB"
 
 
-def entry(argv=None):
-    """Console entry point (`bert quickstart`)."""
-    app.quiet_tensorflow()
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("quickstart")

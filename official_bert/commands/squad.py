@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import GoogleTpuFlags, SquadConfig, SquadRunConfig
 
 # tasks.squad loads TensorFlow: `main` imports it once the flags are parsed, so
@@ -28,12 +28,15 @@ from official_bert.configs import GoogleTpuFlags, SquadConfig, SquadRunConfig
 FLAGS = flags.FLAGS
 
 CONFIGS = (SquadConfig, SquadRunConfig, GoogleTpuFlags)  # its flags' definitions
-cli_flags.define_flags(SquadConfig)
-cli_flags.define_run_flags(SquadRunConfig, modes=("train", "predict"))
 
 
-# The main/entry pair every task command ends with (deliberately the same): flags → config →
-# the library.
+def define_flags():
+    cli_flags.define_flags(SquadConfig)
+    cli_flags.define_run_flags(SquadRunConfig, modes=("train", "predict"))
+
+
+# The main every task command ends with (deliberately the same): flags → config → the
+# library.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import runner, squad
@@ -42,10 +45,5 @@ def main(argv):
     runner.run_task(squad.SpanLabelingTask(config, cli_flags.run_config(FLAGS, SquadRunConfig)))
 
 
-def entry(argv=None):
-    """Console entry point (`bert squad`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("squad")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from absl import flags
 
 from data_prep.configs import SquadSplitConfig
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 
 FLAGS = flags.FLAGS
 
@@ -24,7 +24,7 @@ FLAGS = flags.FLAGS
 CONFIGS = (SquadSplitConfig,)
 
 
-def _define_flags():
+def define_flags():
     cli_flags.define_flags(SquadSplitConfig, group=__name__)
     flags.mark_flags_as_required(["input_file", "train_output", "dev_output",
                                   "num_train_articles"])
@@ -41,11 +41,5 @@ def main(argv):
           f"({dev} questions)")
 
 
-def entry(argv=None):
-    """Console entry point (`bert squad-split`)."""
-    _define_flags()
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("squad-split")

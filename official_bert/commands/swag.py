@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from official_bert.commands import app, cli_flags
+from official_bert.commands import app, cli_flags, registry
 from official_bert.configs import GoogleTpuFlags, MultipleChoiceConfig, SwagRunConfig
 
 # tasks.multiple_choice loads TensorFlow: `main` imports it once the flags are parsed, so
@@ -26,12 +26,15 @@ from official_bert.configs import GoogleTpuFlags, MultipleChoiceConfig, SwagRunC
 FLAGS = flags.FLAGS
 
 CONFIGS = (MultipleChoiceConfig, SwagRunConfig, GoogleTpuFlags)  # its flags' definitions
-cli_flags.define_flags(MultipleChoiceConfig)
-cli_flags.define_run_flags(SwagRunConfig)
 
 
-# The main/entry pair every task command ends with (deliberately the same): flags → config →
-# the library.
+def define_flags():
+    cli_flags.define_flags(MultipleChoiceConfig)
+    cli_flags.define_run_flags(SwagRunConfig)
+
+
+# The main every task command ends with (deliberately the same): flags → config → the
+# library.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import multiple_choice, runner
@@ -41,10 +44,5 @@ def main(argv):
     runner.run_task(multiple_choice.MultipleChoiceTask(config, run_config))
 
 
-def entry(argv=None):
-    """Console entry point (`bert swag`)."""
-    app.run(main, argv)
-
-
 if __name__ == "__main__":
-    entry()
+    registry.start("swag")

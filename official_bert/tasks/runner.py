@@ -18,8 +18,8 @@
          this session
       7. evaluate the steps a killed run was to evaluate and did not; train
          (with --eval_every_steps: evaluations while training, the best model
-         kept, early stopping: `evaluation.BestCheckpoint`; SIGTERM saves and
-         exits 75) → evaluate (eval_results.txt) → predict → export
+         kept, early stopping: `evaluation.BestCheckpoint`; SIGINT / SIGTERM
+         save and exit 130 / 75) → evaluate (eval_results.txt) → predict → export
 
 A task family (`tasks/classification.py`, `squad.py`, ...) subclasses
 `base.Task` and fills in only what is its own: how it reads its files, its
@@ -34,15 +34,13 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
-import threading
 import time
 
 import keras
 from absl import logging
 
 from official_bert import checkpoints, io, model_files
-from official_bert.errors import Preempted, RunDirectoryError, UserError
+from official_bert.errors import RunDirectoryError, UserError
 from official_bert.run_directory import TRAINING_SETTINGS, VOCAB
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving.base import with_weights_in
@@ -76,7 +74,7 @@ def run_task(task) -> dict:
     # multi-worker run write their checkpoints to scratch directories (Trainer).
     chief = distribution.is_chief(strategy)
     run_directory = task.run_directory
-    with run_directory.lock() if chief else contextlib.nullcontext(), _sigterm_stops():
+    with run_directory.lock() if chief else contextlib.nullcontext():
         if chief:
             run_directory.remove_killed_leftovers()
         session = _check_run_directory(task)  # again, now that no other run can change it
@@ -359,22 +357,3 @@ def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, tr
                    loss_scale=config.dtype == "float16", time_budget=budget)
 
 
-@contextlib.contextmanager
-def _sigterm_stops():
-    """SIGTERM (preemption) outside training stops the run at once with
-    `Preempted` (exit 75): evaluation, prediction and export are redone by the
-    same command, and every file is written atomically, so nothing is lost.
-    Training handles it itself, at a step boundary (`Trainer.train`)."""
-    def stop(signum, frame):
-        del signum, frame
-        Preempted.received = True
-        raise Preempted()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

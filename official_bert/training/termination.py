@@ -1,5 +1,7 @@
-"""SIGTERM during training: a checkpoint after the step in flight, then
-`errors.Preempted` (a preempted cloud VM or TPU host gets ~30 s of notice)."""
+"""A stop signal during training (SIGINT, Ctrl-C, or SIGTERM, a preempted cloud VM
+or TPU host with ~30 s of notice): a checkpoint after the step in flight, then
+`errors.Stopped` (`official_bert.interruption` holds the request; the command
+boundary installs the handlers)."""
 
 from __future__ import annotations
 
@@ -10,65 +12,65 @@ import threading
 import tensorflow as tf
 from absl import logging
 
+from official_bert import interruption
+
 
 class TerminationSignal:
-    """Records SIGTERM during training instead of dying at once: the loop saves a
-    checkpoint after the step in flight and raises `errors.Preempted`.
+    """Training's side of `interruption`: while the loop runs, a stop signal is
+    a request that the loop reads (`requested`) at each step boundary, where it
+    saves a checkpoint and raises `interruption.stopped(step, checkpoint)`.
 
     Python runs a signal handler only in the main thread, between bytecodes, and
     the main thread spends up to `steps_per_loop` updates inside one `tf.function`
-    call. So the handler is also reached another way: the C-level handler writes
+    call. So the request is also reached another way: the C-level handler writes
     the signal's number to `signal.set_wakeup_fd`'s pipe, a watcher thread reads
     it and sets `stop` (a `tf.Variable` the train loop reads before each update)
     while the call runs. Without `stop` (several workers, which must agree on the
-    step) the call ends at its own boundary. Outside the main thread (where
-    Python cannot take signals) it does nothing."""
+    step) the call ends at its own boundary. The pipe is only fed for signals
+    with a Python handler (the boundary's); outside the main thread (where
+    Python cannot take signals) there is no watcher."""
 
     def __init__(self, stop: tf.Variable | None = None):
-        self.requested = False
         self._stop = stop
-        self._previous = None
+        self._training = interruption.while_training(self._on_request)
         self._previous_fd = None
         self._pipe = None
         self._watcher = None
 
-    def _handler(self, signum, frame):
-        del signum, frame
-        self._request()
+    @property
+    def requested(self) -> bool:
+        return interruption.requested() is not None
 
-    def _request(self):
-        if not self.requested:
-            logging.warning("SIGTERM: saving a checkpoint after the step in flight, then "
-                            "stopping")
-        self.requested = True
+    def _on_request(self, name: str, first: bool):
+        if first:
+            logging.warning("%s: saving a checkpoint after the step in flight, then stopping",
+                            name)
         if self._stop is not None:
             self._stop.assign(True)
 
     def _watch(self, read_fd):
+        stops = {int(s) for s in interruption.STOP_SIGNALS}
         while True:
-            data = os.read(read_fd, 64)  # one byte per signal (SIGINT's too)
-            if signal.SIGTERM in data:
-                self._request()
+            data = os.read(read_fd, 64)  # one byte per signal
+            for signum in data:
+                if signum in stops:
+                    interruption.request(signum)
             if not data or 0 in data:  # __exit__'s byte: training is over
                 return
 
     def __enter__(self):
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        self._previous = signal.signal(signal.SIGTERM, self._handler)
-        if self._stop is not None:
+        self._training.__enter__()
+        if self._stop is not None and threading.current_thread() is threading.main_thread():
             read_fd, write_fd = os.pipe()
             os.set_blocking(write_fd, False)  # the C handler must never block
             self._pipe = (read_fd, write_fd)
             self._previous_fd = signal.set_wakeup_fd(write_fd)
             self._watcher = threading.Thread(target=self._watch, args=(read_fd,),
-                                             name="sigterm-watcher", daemon=True)
+                                             name="stop-signal-watcher", daemon=True)
             self._watcher.start()
         return self
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
         if self._pipe is not None:
             signal.set_wakeup_fd(self._previous_fd)
             read_fd, write_fd = self._pipe
@@ -76,3 +78,5 @@ class TerminationSignal:
             os.close(write_fd)
             self._watcher.join()
             os.close(read_fd)
+            self._pipe = None
+        return self._training.__exit__(*exc)

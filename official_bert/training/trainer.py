@@ -26,9 +26,10 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
   after the first step, which compiles: `progress.Progress`) and the same
   values as TensorBoard summaries in `output_dir/train`; evaluation and
   prediction log how far they are every 10 s or more (`progress`);
-* SIGTERM (a preempted cloud VM or TPU host, which gets ~30 s of notice) ends
-  the `tf.function` call at the next step boundary, saves a checkpoint and
-  raises `errors.Preempted` (`TerminationSignal`);
+* a stop signal (SIGINT, or SIGTERM: a preempted cloud VM or TPU host, which
+  gets ~30 s of notice) ends the `tf.function` call at the next step boundary,
+  saves a checkpoint and raises `errors.Interrupted` / `errors.Preempted`
+  (`TerminationSignal`, `official_bert.interruption`);
 * with a time budget (`training.budget`, --max_train_minutes), a clock of the
   training steps inside the `tf.function` (`time_fn`), checkpointed: the step
   that crosses the budget is the last, and is saved.
@@ -49,8 +50,9 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert import checkpoints
+from official_bert import interruption
 from official_bert.configs import DistributionSettings, RunConfig, TrainingSettings
-from official_bert.errors import BadFileError, Preempted, UserError
+from official_bert.errors import BadFileError, UserError
 from official_bert.progress import Progress
 from official_bert.settings import default_of
 from official_bert.run_directory import RunDirectory
@@ -506,7 +508,7 @@ class Trainer:
                 path = self.save()
                 logging.info("Saved checkpoint %s", path)
             if stop and not last:
-                raise Preempted(step, path)
+                raise interruption.stopped(step, path)
             if evaluate_every and on_evaluate is not None and (
                     step % evaluate_every == 0 or last):
                 if on_evaluate(step) and not last:

@@ -22,6 +22,8 @@ import os
 import re
 from typing import Iterable
 
+from absl import logging
+
 from official_bert import io
 from official_bert.errors import BadFileError, UserError
 
@@ -255,10 +257,14 @@ def expand_paths(patterns: str | Iterable[str], flag: str, check_sets: bool = Tr
     """Comma-separated globs (or a list of them) → the sorted files they name.
 
     Also takes the sharded form `prefix@N` (files `prefix-00000-of-0000N` ...,
-    as tensorflow/models names shards; every one must exist). Directories,
-    hidden names (temporaries, sidecars) and legacy sidecars (`*.json`,
-    `*.incomplete`) are skipped. Raises `UserError` naming `--flag` when
-    nothing is given or a pattern matches no file, and (`check_sets`)
+    as tensorflow/models names shards; every one must exist). A file's own
+    name comes first: a pattern that is the name of a file is that file (its
+    `[1]` or `*` are not glob syntax; when the glob would match other files,
+    a warning says which was used), and commas that are part of a file's name
+    do not split it. Directories, hidden names (temporaries, sidecars) and
+    legacy sidecars (`*.json`, `*.incomplete`) are skipped. Logs the files
+    (the first few by name). Raises `UserError` naming `--flag` when nothing
+    is given, a pattern is a directory or matches no file, and (`check_sets`)
     `BadFileError` for a file of an unfinished set (`check_published_sets`).
 
     Example:
@@ -267,31 +273,87 @@ def expand_paths(patterns: str | Iterable[str], flag: str, check_sets: bool = Tr
     ...
     official_bert.errors.UserError: --input_file: no file matches '/no/such/dir/*.tfrecord'
     """
-    if isinstance(patterns, str):
-        patterns = patterns.split(",")
-    patterns = [os.fspath(p).strip() for p in patterns if p and os.fspath(p).strip()]
+    parts = patterns.split(",") if isinstance(patterns, str) else list(patterns)
+    patterns = [p.strip() for p in _join_comma_names([os.fspath(p) for p in parts if p])
+                if p.strip()]
     if not patterns:
         raise UserError(f"--{flag} is empty: give files or globs, comma-separated")
     files: list[str] = []
     for pattern in patterns:
-        shards = _SHARDS.match(pattern)
-        if shards:
-            count = int(shards.group("count"))
-            matches = [f"{shards.group('prefix')}-{i:05d}-of-{count:05d}" for i in range(count)]
-            missing = [m for m in matches if not io.exists(m)]
-            if missing:
-                raise BadFileError(missing[0], f"does not exist ({len(missing)} of the {count} "
-                                   f"shards of --{flag}={pattern} are missing)")
-        else:
-            matches = io.glob(pattern)
-        matches = [m for m in matches if not io.isdir(m)
-                   and not os.path.basename(m).startswith(".")
-                   and not m.endswith(SIDECAR_SUFFIXES)]
-        if not matches:
-            if not io.has_magic(pattern) and not io.exists(pattern):
-                raise UserError(f"--{flag}: {pattern} does not exist")
-            raise UserError(f"--{flag}: no file matches {pattern!r}")
-        files.extend(m for m in matches if m not in files)
+        files.extend(m for m in _files_of(pattern, flag) if m not in files)
     if check_sets:
         check_published_sets(files, flag)
+    logging.info("--%s: %d file(s): %s", flag, len(files), _first_names(files))
     return files
+
+
+def _join_comma_names(parts: list[str]) -> list[str]:
+    """`parts` (a flag's value split at its commas) with the runs of parts that
+    together, commas restored, are the name of an existing file joined again:
+    a comma in a file's name does not split it."""
+    joined, start = [], 0
+    while start < len(parts):
+        end = start + 1
+        # A part that is neither a file nor a glob may begin a name with commas:
+        # the longest run from it that names a file.
+        if not _is_file(parts[start]) and not io.has_magic(parts[start]):
+            end = next((stop for stop in range(len(parts), start + 1, -1)
+                        if _is_file(",".join(parts[start:stop]))), end)
+        joined.append(",".join(parts[start:end]))
+        start = end
+    return joined
+
+
+def _is_file(path: str) -> bool:
+    path = path.strip()
+    return bool(path) and io.isfile(path)
+
+
+def _files_of(pattern: str, flag: str) -> list[str]:
+    """The data files of one pattern: the file of that name when there is one,
+    else its `prefix@N` shards or its glob's matches."""
+    if io.isfile(pattern):
+        if io.has_magic(pattern):
+            _warn_if_glob_differs(pattern, flag)
+        return [pattern]
+    if io.isdir(pattern):
+        raise UserError(f"--{flag}: {pattern} is a directory: give the files in it, by name or "
+                        f"with a glob such as {os.path.join(pattern, '*')} (comma-separated)")
+    shards = _SHARDS.match(pattern)
+    if shards:
+        count = int(shards.group("count"))
+        matches = [f"{shards.group('prefix')}-{i:05d}-of-{count:05d}" for i in range(count)]
+        missing = [m for m in matches if not io.exists(m)]
+        if missing:
+            raise BadFileError(missing[0], f"does not exist ({len(missing)} of the {count} "
+                               f"shards of --{flag}={pattern} are missing)")
+    else:
+        matches = io.glob(pattern)
+    matches = _data_files(matches)
+    if not matches:
+        if not io.has_magic(pattern) and not io.exists(pattern):
+            raise UserError(f"--{flag}: {pattern} does not exist")
+        raise UserError(f"--{flag}: no file matches {pattern!r}")
+    return matches
+
+
+def _data_files(paths: list[str]) -> list[str]:
+    """`paths` without directories, hidden names and sidecars."""
+    return [p for p in paths if not io.isdir(p) and not os.path.basename(p).startswith(".")
+            and not p.endswith(SIDECAR_SUFFIXES)]
+
+
+def _warn_if_glob_differs(pattern: str, flag: str) -> None:
+    """Says so when `pattern`, a file's name with glob characters in it, would
+    match other files as a glob: the file of that name is what is read."""
+    others = [m for m in _data_files(io.glob(pattern)) if m != pattern]
+    if others:
+        logging.warning("--%s: %s is read as the file of that name; as a glob it would match "
+                        "%s instead (to read those, name them)", flag, pattern,
+                        _first_names(others))
+
+
+def _first_names(paths: list[str], shown: int = 3) -> str:
+    """The first `shown` of `paths`, and how many more."""
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more

@@ -12,6 +12,7 @@ there and prints it as JSON for the test.
 
 import errno
 import json
+import logging
 import os
 import re
 import signal
@@ -303,6 +304,38 @@ def test_expand_paths(data_files):
                                                           f"{d}/part-00001-of-00002"]
 
 
+def test_a_files_own_name_comes_before_glob_syntax_and_commas(data_files, caplog):
+    d = data_files
+    for name in ("data1.tfrecord", "data[1].tfrecord", "x,y.tfrecord"):
+        (d / name).write_text(name)
+    # `[1]` is part of the name of a file that exists: that file, and a warning that
+    # the glob would have read another
+    with caplog.at_level(logging.INFO):
+        assert file_sets.expand_paths(f"{d}/data[1].tfrecord", "input_file") == [
+            f"{d}/data[1].tfrecord"]
+    assert (f"--input_file: {d}/data[1].tfrecord is read as the file of that name; as a glob "
+            f"it would match {d}/data1.tfrecord instead") in caplog.text
+    assert f"--input_file: 1 file(s): {d}/data[1].tfrecord" in caplog.text
+    # without such a file it is a glob, and the log names what it matched
+    (d / "data[1].tfrecord").unlink()
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert file_sets.expand_paths(f"{d}/data[1].tfrecord", "input_file") == [
+            f"{d}/data1.tfrecord"]
+    assert f"--input_file: 1 file(s): {d}/data1.tfrecord" in caplog.text
+    # a comma in a file's name does not split it (a string, or a list flag's items)
+    assert file_sets.expand_paths(f"{d}/x,y.tfrecord,{d}/b.tfrecord", "x") == [
+        f"{d}/x,y.tfrecord", f"{d}/b.tfrecord"]
+    assert file_sets.expand_paths([f"{d}/b.tfrecord", f"{d}/x", "y.tfrecord"], "x") == [
+        f"{d}/b.tfrecord", f"{d}/x,y.tfrecord"]
+    # the log names the first few files and counts the rest
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        file_sets.expand_paths(f"{d}/*.tfrecord", "input_file")
+    assert (f"--input_file: 5 file(s): {d}/a-0.tfrecord, {d}/a-1.tfrecord, {d}/b.tfrecord and "
+            "2 more") in caplog.text
+
+
 def test_expand_paths_errors_name_the_flag(data_files):
     d = str(data_files)
     with pytest.raises(UserError, match=r"^--input_file is empty"):
@@ -311,8 +344,9 @@ def test_expand_paths_errors_name_the_flag(data_files):
         file_sets.expand_paths(f"{d}/a-0.tfrecord,{d}/z*", "eval_input_file")
     with pytest.raises(UserError, match=r"^--input_file: .*/missing.tfrecord does not exist$"):
         file_sets.expand_paths(f"{d}/missing.tfrecord", "input_file")
-    with pytest.raises(UserError, match=r"no file matches '.*/dir.tfrecord'"):
-        # a directory is not a data file
+    with pytest.raises(UserError, match=r"^--input_file: .*/dir.tfrecord is a directory: give "
+                                        r"the files in it, by name or with a glob such as "
+                                        r".*/dir.tfrecord/\* \(comma-separated\)$"):
         file_sets.expand_paths(f"{d}/dir.tfrecord", "input_file")
     for i in range(2):
         (data_files / f"part-{i:05d}-of-00003").write_text("shard")

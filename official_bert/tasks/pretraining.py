@@ -219,7 +219,7 @@ class PretrainingTask(base.Task):
                             if config.input_file else
                             file_sets.expand_paths(config.eval_input_file, "eval_input_file"))
         self.eval_files = (file_sets.expand_paths(config.eval_input_file, "eval_input_file")
-                           if config.eval_input_file else self.train_files)
+                           if config.eval_input_file and config.input_file else self.train_files)
         if not self.text:  # a corpus is one or more text files, not a set of shards
             warnings = [file_sets.unlisted_set_warning(self.train_files, "input_file")]
             if config.eval_input_file:

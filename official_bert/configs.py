@@ -36,6 +36,9 @@ SERVING_DTYPES = ("float32", "bfloat16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # --optimizer's choices; `training.optimization.create_optimizer` builds each.
 OPTIMIZERS = ("adamw", "lamb")
+# The longest --max_train_minutes, ten years: a budget is a run's wall time, and a
+# larger number is a typo (1e300 overflowed the clock and trained at rate 0).
+MAX_TRAIN_MINUTES = 10 * 365 * 24 * 60
 
 
 def dtype_policy(dtype: str) -> str | None:
@@ -55,6 +58,17 @@ def check_serving_dtype(serving_dtype: str, export_dir: str | None) -> None:
     if serving_dtype != "float32" and not export_dir:
         raise UserError("--serving_dtype needs --export_dir (it sets the TF Serving export's "
                         "precision)")
+
+
+def check_train_minutes(minutes: float) -> None:
+    """`UserError` for a --max_train_minutes that is not a positive number of
+    minutes, or is more than `MAX_TRAIN_MINUTES`."""
+    if not 0 < minutes < float("inf"):
+        raise UserError(f"--max_train_minutes must be a positive number of minutes, got "
+                        f"{minutes:g}")
+    if minutes > MAX_TRAIN_MINUTES:
+        raise UserError(f"--max_train_minutes={minutes:g} is more than ten years "
+                        f"({MAX_TRAIN_MINUTES} minutes): give the training budget in minutes")
 
 
 def padding_bucket(max_seq_length: int) -> int:
@@ -229,9 +243,7 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
             if value is not None and value <= 0:
                 raise UserError(f"--{name} must be positive, got {value}")
         if self.max_train_minutes is not None:
-            if not 0 < self.max_train_minutes < float("inf"):
-                raise UserError(f"--max_train_minutes must be a positive number of minutes, got "
-                                f"{self.max_train_minutes}")
+            check_train_minutes(self.max_train_minutes)
             if not self.do_train:
                 raise UserError("--max_train_minutes is a training budget: add --do_train, or "
                                 "leave it out to evaluate, predict or export")

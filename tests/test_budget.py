@@ -120,11 +120,14 @@ def test_the_optimizer_reads_the_clock_and_the_default_reads_the_steps():
     (-5, "--max_train_minutes must be a positive number of minutes, got -5"),
     (math.nan, "--max_train_minutes must be a positive number of minutes, got nan"),
     (math.inf, "--max_train_minutes must be a positive number of minutes, got inf"),
+    # (it overflowed the float32 clock: a warning, and training at learning rate 0)
+    (1e300, r"^--max_train_minutes=1e\+300 is more than ten years \(5256000 minutes\): give "
+            "the training budget in minutes$"),
 ])
 def test_bad_budgets_are_refused(minutes, message):
     with pytest.raises(UserError, match=message):
         RunConfig(output_dir="out", do_train=True, max_train_minutes=minutes).validate()
-    if minutes <= 0:
+    if not 0 < minutes < math.inf or minutes > 1e10:
         with pytest.raises(UserError, match=message):
             TimeBudget(minutes * 60, 0.1)
 

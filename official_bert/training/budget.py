@@ -28,11 +28,10 @@ it and reaches 0 when it is spent. Here:
 
 from __future__ import annotations
 
-import math
-
 import tensorflow as tf
 from absl import logging
 
+from official_bert.configs import check_train_minutes
 from official_bert.errors import UserError
 
 
@@ -61,9 +60,7 @@ class TimeBudget:
     """
 
     def __init__(self, seconds: float, warmup_fraction: float):
-        if not 0 < seconds < math.inf:
-            raise UserError(f"--max_train_minutes must be a positive number of minutes, got "
-                            f"{seconds / 60:g}")
+        check_train_minutes(seconds / 60)
         if not 0 <= warmup_fraction <= 1:
             raise UserError(f"the warm-up must be a fraction of the budget in [0, 1], got "
                             f"{warmup_fraction}")

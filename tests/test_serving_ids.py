@@ -82,6 +82,10 @@ def _requests(ids):
         "type_id_type_vocab_size": (changed("input_type_ids", 2), TYPE_RANGE + r"\[0\] \[2\]"),
         "negative_type_id": (changed("input_type_ids", -1), TYPE_RANGE + r"\[-1\] \[\d\]"),
         "mask_2": (changed("input_mask", 2), MASK_RANGE + r"\[0\] \[2\]"),
+        # (was a strided-slice error that names no input)
+        "zero_length": ({k: np.asarray(v)[..., :0] for k, v in ids.items()},
+                        r"input_word_ids must be at least one token long \(\[CLS\] at least: "
+                        r"the model reads its vector\); length:\] \[0\]"),
     }
 
 
@@ -186,7 +190,7 @@ def test_the_message_reaches_a_tf_serving_feed(exports):
 
         assert np.asarray(run("valid")[0]).shape == (len(TEXTS), 16)
         for name in ("negative_word_id", "word_id_vocab_size", "type_id_type_vocab_size",
-                     "mask_2"):
+                     "mask_2", "zero_length"):
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match=exports["encoder"]["requests"][name][1]):
                 run(name)

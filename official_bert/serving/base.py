@@ -28,7 +28,7 @@ Everything else lives here, once:
   `max_batch_size` examples (default `MAX_BATCH_SIZE` = 256: refused, not
   split; send larger sets in several requests, or export with a larger
   limit); the three id tensors differ in shape, or are longer than the
-  model's `max_position_embeddings`; an id is outside its embedding table
+  model's `max_position_embeddings`, or hold no token; an id is outside its embedding table
   (`input_word_ids` not in [0, vocab_size), `input_type_ids` not in
   [0, type_vocab_size)) or `input_mask` is not 0 or 1 — without the check
   the model would answer anyway: a negative id wraps around on CPU, and a
@@ -379,6 +379,12 @@ class ExportModule(tf.Module):
                 length <= self.max_positions,
                 f"input_word_ids is longer than the model's {self.max_positions} positions; "
                 "length:", length))
+            # (Without it, a task's head slicing out position 0 fails with a
+            # strided-slice error that names no input.)
+            checks.append(_assert(
+                length >= 1,
+                "input_word_ids must be at least one token long ([CLS] at least: the model "
+                "reads its vector); length:", length))
             checks += self._id_value_checks(inputs)
         with tf.control_dependencies(checks):
             inputs = {name: tf.identity(value) for name, value in inputs.items()}

@@ -22,14 +22,13 @@ import typing
 
 import pytest
 
-from official_bert.commands import cli
+from official_bert.commands import cli, registry
 from official_bert import settings
 from official_bert import configs
 from support import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CONFIG_COMMANDS = {name: module for name, (module, _) in cli.COMMANDS.items()
-                   if module.startswith("official_bert.commands.")}
+CONFIG_COMMANDS = {command.name: command.module_name for command in registry.COMMANDS}
 
 # What `absl.flags` calls each type of flag (`Flag.flag_type()`).
 ABSL_TYPES = {str: "string", int: "int", float: "float", bool: "bool",
@@ -62,29 +61,31 @@ def _fields_as_flags(config_classes) -> dict:
 
 
 _CONFIGS_OF = r"""
-import importlib, json, sys
-module = importlib.import_module(sys.argv[1])
-configs = getattr(module, "CONFIGS", None)
+import json, sys
+from official_bert.commands import registry
+try:
+    configs = registry.configs_of(registry.command(sys.argv[1]))
+except AttributeError:  # no CONFIGS
+    configs = None
 print(json.dumps(None if configs is None else [[c.__module__, c.__qualname__] for c in configs]))
 """
 
 
-def _configs_of(module: str) -> list:
-    """The classes of `module.CONFIGS`, found in a fresh process (importing a
-    command module defines its flags in absl's global FlagValues)."""
-    out = processes.run([sys.executable, "-c", _CONFIGS_OF, module], text=True,
+def _configs_of(command: str) -> list:
+    """The configs the flags of `bert <command>` come from (`registry.configs_of`:
+    its module's `CONFIGS`, and --overwrite's), found in a fresh process."""
+    out = processes.run([sys.executable, "-c", _CONFIGS_OF, command], text=True,
                         capture_output=True, check=True).stdout
     names = json.loads(out)
-    assert names is not None, f"{module} has no CONFIGS: list the configs its flags come from"
+    assert names is not None, f"{command} has no CONFIGS: list the configs its flags come from"
     return [getattr(importlib.import_module(m), name) for m, name in names]
 
 
 @pytest.mark.parametrize("command", sorted(CONFIG_COMMANDS))
 def test_every_flag_is_its_config_field(command):
-    module = CONFIG_COMMANDS[command]
-    expected = _fields_as_flags(_configs_of(module))
+    expected = _fields_as_flags(_configs_of(command))
     defined = {flag["name"]: (flag["type"], flag["default"], flag["choices"])
-               for group in cli.command_flags(module).values() for flag in group}
+               for group in cli.command_flags(command).values() for flag in group}
     assert defined, f"{command} defines no flags"
     without_field = sorted(set(defined) - set(expected))
     assert not without_field, f"bert {command}: flags without a config field: {without_field}"
@@ -134,10 +135,8 @@ TASK_RUN_DEFAULTS = [
 
 
 def test_each_task_defaults_to_its_commands_settings():
-    commands = {module: _configs_of(module) for module in (
-        "official_bert.commands.classify", "official_bert.commands.squad",
-        "official_bert.commands.swag", "official_bert.commands.ner",
-        "official_bert.commands.pretrain")}
+    commands = {name: _configs_of(name)
+                for name in ("classify", "squad", "swag", "ner", "pretrain")}
     run_configs = {c for classes in commands.values() for c in classes
                    if issubclass(c, configs.RunConfig)}
     assert run_configs == {c for _, _, c in TASK_RUN_DEFAULTS}

@@ -145,14 +145,25 @@ def command(name: str) -> Command:
 def define_flags(cmd: Command):
     """Imports `cmd`'s module and defines its flags (again after a test deleted
     them: defining is idempotent); returns the module."""
+    from official_bert.commands import cli_flags
+    from official_bert.configs import OutputConfig
+
     module = importlib.import_module(cmd.module_name)
     module.define_flags()
     if cmd.takes_overwrite:
-        from official_bert.commands import cli_flags
-        from official_bert.configs import OutputConfig
-
         cli_flags.define_flags(OutputConfig, group=cmd.module_name)
     return module
+
+
+def configs_of(cmd: Command) -> tuple:
+    """The configs `cmd`'s flags come from: its module's `CONFIGS`, and
+    `configs.OutputConfig` (--overwrite) when it takes it."""
+    module = importlib.import_module(cmd.module_name)
+    if not cmd.takes_overwrite:
+        return tuple(module.CONFIGS)
+    from official_bert.configs import OutputConfig
+
+    return (*module.CONFIGS, OutputConfig)
 
 
 def check_outputs(cmd: Command) -> None:

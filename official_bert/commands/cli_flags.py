@@ -6,7 +6,8 @@ the configs in `official_bert.configs` and the commands' own);
 `define_flags` defines one absl flag per setting, so a flag has the field's
 name, type, default and help and the two cannot disagree
 (`tests/test_settings.py`). A command lists its configs once, as `CONFIGS`,
-defines their flags, and builds them back with `from_flags` / `run_config`.
+defines their flags in its `define_flags()` (which `commands.registry` calls
+before parsing), and builds them back with `from_flags` / `run_config`.
 Nothing here parses argv.
 
 Example (a task command):
@@ -14,8 +15,9 @@ Example (a task command):
     from official_bert.commands import cli_flags
     from official_bert.configs import GoogleTpuFlags, RunConfig, SquadConfig
     CONFIGS = (SquadConfig, RunConfig, GoogleTpuFlags)
-    cli_flags.define_flags(SquadConfig)
-    cli_flags.define_run_flags(RunConfig)
+    def define_flags():
+        cli_flags.define_flags(SquadConfig)
+        cli_flags.define_run_flags(RunConfig)
     ...
     def main(_):
         task = SpanLabelingTask(cli_flags.from_flags(SquadConfig, FLAGS),

@@ -283,8 +283,19 @@ def expand_paths(patterns: str | Iterable[str], flag: str, check_sets: bool = Tr
         files.extend(m for m in _files_of(pattern, flag) if m not in files)
     if check_sets:
         check_published_sets(files, flag)
-    logging.info("--%s: %d file(s): %s", flag, len(files), _first_names(files))
+    _log_once(f"--{flag}: {len(files)} file(s): {_first_names(files)}")
     return files
+
+
+_LOGGED: set[str] = set()
+
+
+def _log_once(line: str, level: int = logging.INFO) -> None:
+    """Logs `line` the first time: a run expands one flag at several stages
+    (its checks, the task, the input pipeline), and says what it read once."""
+    if line not in _LOGGED:
+        _LOGGED.add(line)
+        logging.log(level, "%s", line)
 
 
 def _join_comma_names(parts: list[str]) -> list[str]:
@@ -348,9 +359,9 @@ def _warn_if_glob_differs(pattern: str, flag: str) -> None:
     match other files as a glob: the file of that name is what is read."""
     others = [m for m in _data_files(io.glob(pattern)) if m != pattern]
     if others:
-        logging.warning("--%s: %s is read as the file of that name; as a glob it would match "
-                        "%s instead (to read those, name them)", flag, pattern,
-                        _first_names(others))
+        _log_once(f"--{flag}: {pattern} is read as the file of that name; as a glob it would "
+                  f"match {_first_names(others)} instead (to read those, name them)",
+                  logging.WARNING)
 
 
 def _first_names(paths: list[str], shown: int = 3) -> str:

@@ -134,6 +134,22 @@ def test_task_text_flags_refused_before_reading(tmp_path, config_flags, run_flag
         task.check_flags()
 
 
+@pytest.mark.parametrize("input_format,text_column", [("conll", None), ("table", "sentence")])
+def test_a_directory_as_input_file_is_named_as_one(tmp_path, input_format, text_column):
+    # (it said "no file matches" the directory's name)
+    from official_bert.tasks import pretraining
+    from official_bert.configs import RunConfig
+
+    (tmp_path / "data").mkdir()
+    write(tmp_path / "data" / "train.txt", CONLL)
+    config = pretraining.PretrainingConfig(input_file=str(tmp_path / "data"),
+                                           input_format=input_format, text_column=text_column)
+    task = pretraining.PretrainingTask(config, RunConfig(do_train=True, num_train_steps=10))
+    with pytest.raises(UserError, match=r"^--input_file: .*/data is a directory: give the files "
+                                        r"in it, by name or with a glob such as .*/data/\*"):
+        task.check_flags()
+
+
 def test_a_fine_tuning_file_trains_the_masked_lm_alone(tmp_path):
     from official_bert.tasks import pretraining
     from official_bert.configs import RunConfig

@@ -61,6 +61,7 @@ from tests.support import processes
 
 from . import argv as argvs
 from . import cases as hand_written
+from . import run as sweep_run
 from .case import WORLD, Case, Ctx, at
 
 # === The registry (or, until it is there, the same facts listed here) ===
@@ -273,6 +274,22 @@ def absent(path: str):
     return check
 
 
+def nothing_partial(path: str, kind: str):
+    """A check after a refusal: no part of a file output at `path`; in a directory output
+    no file that says a step finished (`run.COMPLETE_MARKERS`: eval_results.txt, a
+    SavedModel) and no temporaries (a run directory may keep its record)."""
+    if kind in FILE_KINDS:
+        return absent(path)
+
+    def check(ctx, result):
+        finished = [p.name for p in pathlib.Path(ctx.p(path)).rglob("*")
+                    if p.name in sweep_run.COMPLETE_MARKERS]
+        if finished:
+            return f"{path}: a partial output was left ({', '.join(finished[:3])})"
+        return no_temporaries(ctx, result)
+    return check
+
+
 def all_of(*checks):
     def check(ctx, result):
         return next((p for p in (c(ctx, result) for c in checks) if p), None)
@@ -370,7 +387,8 @@ def _read_only_directory(path):
 
 def read_only(command, flag, kind, name):
     path = f"ro/{name}"
-    return [_fault(command, flag, "read-only", path, REFUSE, _read_only_directory("ro"), absent(path),
+    return [_fault(command, flag, "read-only", path, REFUSE, _read_only_directory("ro"),
+                   nothing_partial(path, kind),
                    "a read-only parent directory")]
 
 
@@ -379,7 +397,8 @@ DISK_LIMIT = 512  # bytes: below every output's size, so the limit is always rea
 
 def disk_full(command, flag, kind, name):
     path = f"mx/{name}"
-    return [_fault(command, flag, "disk-full", path, REFUSE, _mkdir("mx"), absent(path),
+    return [_fault(command, flag, "disk-full", path, REFUSE, _mkdir("mx"),
+                   nothing_partial(path, kind),
                    f"disk full ({DISK_LIMIT}-byte file-size limit)",
                    file_size_limit=DISK_LIMIT)]
 
@@ -711,8 +730,8 @@ def signalled(signum: int, phase: str):
         env = _env(MATRIX_PHASE=PHASE_LINES[phase], MATRIX_PHASE_FILE=str(noted),
                    MATRIX_ROOT=str(ctx.root))
         start = time.time()
-        process = processes.start([sys.executable, "-c", DRIVER, *full[1:]], env=env,
-                                  cwd=kit.REPO)
+        process = processes.start([sys.executable, "-c", DRIVER, *_kind_and_target(full)],
+                                  env=env, cwd=kit.REPO)
         while not noted.exists() and process.poll() is None and \
                 time.time() - start < case.timeout:
             time.sleep(0.05)
@@ -725,6 +744,11 @@ def signalled(signum: int, phase: str):
     return launch
 
 
+def _kind_and_target(command: list) -> list:
+    """DRIVER's arguments for `command` ([python, -m module | script, args...])."""
+    return command[1:] if command[1] == "-m" else ["script", *command[1:]]
+
+
 def _send(process, signum):
     if signum == signal.SIGINT and os.getpgid(process.pid) == process.pid:
         os.killpg(process.pid, signum)  # its own group: the worker processes get it too
@@ -733,11 +757,14 @@ def _send(process, signum):
 
 
 def rerun_finishes(ctx, case) -> tuple:
-    """After a stop: the same command again finishes (or resumes) the job."""
+    """After a stop: the same command again finishes the job, and resumes it from the
+    checkpoint that the stop's line says was saved."""
     result = kit.run(kit.command(*ctx.resolve(case.argv)), timeout=case.timeout)
-    if result.returncode == 0:
-        return True, "the rerun finished"
-    return False, "the rerun failed: " + _last_line(result)
+    if result.returncode != 0:
+        return False, "the rerun failed: " + _last_line(result)
+    if "is saved" in getattr(ctx, "stop_line", "") and "Resumed from" not in result.stderr:
+        return False, "the rerun finished but did not resume from the saved checkpoint"
+    return True, "the rerun finished" + (" (resumed)" if "Resumed from" in result.stderr else "")
 
 
 def _last_line(result) -> str:
@@ -752,7 +779,8 @@ STOP_LINE = re.compile(r"^(interrupted|preempted|stopped|error):")
 
 def judge_stop(generated, result) -> tuple:
     if not getattr(result, "reached", True):
-        return UNREACHED, f"ended (exit {result.returncode}) before the phase's first line"
+        return UNREACHED, (f"ended (exit {result.returncode}) before the phase began: "
+                           + _last_line(result))
     if result.traceback:
         return TRACEBACK, _tail(result)
     if result.returncode == 0:
@@ -820,6 +848,7 @@ def run_generated(world_root: pathlib.Path, scratch: pathlib.Path, index: int,
         return row(SETUP_FAILED, f"{type(e).__name__}: {e}"[:300])
     result = (generated.launch or run_once)(ctx, case)
     outcome, why = judge(generated, result)
+    ctx.stop_line = why  # (what a stop said it kept: the rerun must resume from it)
     if outcome in GOOD:
         problem = (generated.check or _everything_ok)(ctx, result)
         if problem:

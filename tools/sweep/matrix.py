@@ -524,19 +524,27 @@ def wrong_types(value):
     return {"not": "a list"}
 
 
+def _records(c) -> list:
+    """Every run.json of the trained output (a quickstart's holds one per run it made)."""
+    found = sorted(pathlib.Path(c.p("mx", "run")).rglob("run.json"))
+    if not found:
+        raise RuntimeError("the trained output has no run.json")
+    return found
+
+
 def _edit_record(edit):
     def setup(c):
-        path = pathlib.Path(c.p("mx", "run", "run.json"))
-        if edit is None:
-            path.unlink()
-            return
-        record = json.loads(path.read_text())
-        path.write_text(json.dumps(edit(record), indent=1))
+        for path in _records(c):
+            if edit is None:
+                path.unlink()
+            else:
+                path.write_text(json.dumps(edit(json.loads(path.read_text())), indent=1))
     return setup
 
 
 def _read_only_record(c):
-    os.chmod(c.p("mx", "run", "run.json"), 0o444)
+    for path in _records(c):
+        os.chmod(path, 0o444)
 
 
 def _trained(command_name, flag):
@@ -559,28 +567,27 @@ def _trained(command_name, flag):
 
 
 def keeps_run(edit_kept: bool):
-    """A check: no file of the trained run was deleted (and, if `edit_kept`, run.json
-    was not rewritten)."""
+    """A check: no file of the trained run was deleted (and, if `edit_kept`, no run.json
+    was rewritten)."""
     def check(ctx, result):
         run = pathlib.Path(ctx.p("mx", "run"))
         noted = json.loads(pathlib.Path(ctx.p(".run-before.json")).read_text())
         gone = sorted(n for n in noted if not (run / n).exists())
         if gone:
             return f"files of the run deleted: {', '.join(gone[:4])}"
-        if edit_kept and (run / "run.json").exists():
-            if (run / "run.json").read_text() != noted.get("run.json"):
-                return "the damaged run.json was rewritten"
+        rewritten = [n for n, text in noted.items() if text is not None and edit_kept
+                     and (run / n).read_text() != text]
+        if rewritten:
+            return f"the damaged {rewritten[0]} was rewritten"
         return no_temporaries(ctx, result)
     return check
 
 
 def _note_run(c):
-    """Remembers the run's file names (and run.json's text) for `keeps_run`."""
+    """Remembers the run's file names (and each run.json's text) for `keeps_run`."""
     run = pathlib.Path(c.p("mx", "run"))
-    noted = {str(p.relative_to(run)): "" for p in run.rglob("*") if p.is_file()
-             and p.name != "run.json"}
-    if (run / "run.json").exists():
-        noted["run.json"] = (run / "run.json").read_text()
+    noted = {str(p.relative_to(run)): p.read_text() if p.name == "run.json" else None
+             for p in run.rglob("*") if p.is_file()}
     kit.write(c.p(".run-before.json"), json.dumps(noted))
 
 
@@ -684,7 +691,7 @@ def run_once(ctx, case) -> kit.Result:
 
 def _read_only_paths(ctx) -> list:
     """Where a case makes something read-only (the read-only and record faults)."""
-    return [ctx.p("ro"), ctx.p("mx", "run", "run.json")]
+    return [ctx.p("ro"), *map(str, pathlib.Path(ctx.p("mx", "run")).rglob("run.json"))]
 
 
 def _read_only(path) -> bool:
@@ -833,31 +840,36 @@ def run_generated(world_root: pathlib.Path, scratch: pathlib.Path, index: int,
     {generated, outcome, why, seconds}."""
     root = scratch / f"case-{index:03d}"
     shutil.copytree(world_root, root, symlinks=True)
-    ctx, case, start = Ctx(root), generated.case, time.time()
+    ctx, start = Ctx(root), time.time()
+    try:
+        outcome, why = _outcome(ctx, generated)
+    finally:
+        _restore_permissions(ctx)
+    return dict(generated=generated, outcome=outcome, why=kit.strip_paths(why, root),
+                seconds=time.time() - start)
 
-    def row(outcome, why):
-        return dict(generated=generated, outcome=outcome, why=kit.strip_paths(why, root),
-                    seconds=time.time() - start)
 
+def _outcome(ctx, generated) -> tuple:
+    case = generated.case
     if control_case(case.command) is None:
-        return row(SETUP_FAILED, f"no control case for {case.command} in tools/sweep/cases/")
+        return SETUP_FAILED, f"no control case for {case.command} in tools/sweep/cases/"
     try:
         for step in case.setup:
             step(ctx)
     except Exception as e:  # noqa: BLE001 - a broken case is reported, not fatal
-        return row(SETUP_FAILED, f"{type(e).__name__}: {e}"[:300])
+        return SETUP_FAILED, f"{type(e).__name__}: {e}"[:300]
     result = (generated.launch or run_once)(ctx, case)
     outcome, why = judge(generated, result)
+    if outcome not in GOOD:
+        return outcome, why
+    problem = (generated.check or _everything_ok)(ctx, result)
+    if problem:
+        return LOST, f"{problem} ({why})"[:300]
+    if not case.after:
+        return outcome, why
     ctx.stop_line = why  # (what a stop said it kept: the rerun must resume from it)
-    if outcome in GOOD:
-        problem = (generated.check or _everything_ok)(ctx, result)
-        if problem:
-            return row(LOST, f"{problem} ({why})"[:300])
-        if case.after:
-            ok, note = case.after(ctx, case)
-            outcome, why = (outcome, f"{why} — {note}") if ok else (LOST, note)
-    _restore_permissions(ctx)
-    return row(outcome, why)
+    ok, note = case.after(ctx, case)
+    return (outcome, f"{why} — {note}") if ok else (LOST, note)
 
 
 def _restore_permissions(ctx):

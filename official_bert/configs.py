@@ -36,6 +36,15 @@ SERVING_DTYPES = ("float32", "bfloat16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # --optimizer's choices; `training.optimization.create_optimizer` builds each.
 OPTIMIZERS = ("adamw", "lamb")
+# The other closed sets of values, each a setting's choices here and checked or
+# used where the library needs it (tests/test_defaults.py finds a restated one).
+WINDOW_POOLINGS = ("mean", "max")  # how modeling.heads pools a document's windows
+SENTENCE_POOLINGS = ("mean", "cls")  # modeling.pooling
+TOKEN_POOLINGS = ("none", "cls", "mean")  # extract-features' vectors
+LONG_DOCUMENTS = ("truncate", "windows")
+NER_TASK_MODELS = ("bilstm", "dense")  # modeling.heads.FeatureTagger
+LAYER_COMBINATIONS = ("concat", "sum", "last")
+EXACT_GELU_CHOICES = ("refuse", "tanh", "gelu_exact")  # checkpoints.write
 # The longest --max_train_minutes, ten years: a budget is a run's wall time, and a
 # larger number is a typo (1e300 overflowed the clock and trained at rate 0).
 MAX_TRAIN_MINUTES = 10 * 365 * 24 * 60
@@ -336,13 +345,13 @@ class ClassificationConfig:
         "truncate", "truncate: read the first --max_seq_length tokens (BERT's way). windows: "
         "read the whole text in windows of --max_seq_length - 2 tokens every --doc_stride, "
         "classify each and pool their logits (--window_pooling) in training, evaluation, "
-        "prediction and the export. Single-text tasks.", choices=("truncate", "windows"))
+        "prediction and the export. Single-text tasks.", choices=LONG_DOCUMENTS)
     doc_stride: int = setting(
         128, "--long_document=windows: tokens between the starts of a document's windows "
         "(run_squad.py's flag; one longer than a window is a window).")
     window_pooling: str = setting(
         "mean", "--long_document=windows: a document's logits are the mean, or per class the "
-        "max, of its windows' logits.", choices=("mean", "max"))
+        "max, of its windows' logits.", choices=WINDOW_POOLINGS)
     max_windows: int = setting(
         16, "--long_document=windows: windows per document at most (a longer document's tail "
         "is not read; a warning counts them). All of a document's windows are in its training "
@@ -399,9 +408,9 @@ class NerConfig:
         False, "Freeze the encoder; train a task model on its features.")
     layers: str = setting("-1,-2,-3,-4", "Encoder layers for --feature_based (-1 = last).")
     combine: str = setting("concat", "How the --layers are combined (last: the deepest of them "
-                           "alone).", choices=("concat", "sum", "last"))
+                           "alone).", choices=LAYER_COMBINATIONS)
     task_model: str = setting("bilstm", "Task model for --feature_based.",
-                              choices=("bilstm", "dense"))
+                              choices=NER_TASK_MODELS)
     lstm_units: int = setting(768, "Units per direction (or dense width) of the task model.")
     task_model_layers: int = setting(2, "Layers of the task model.")
     task_dropout: float = setting(0.1, "Dropout in the feature-based task model.")
@@ -483,7 +492,7 @@ class FeatureExtractionConfig(ModelFilesConfig):
     batch_size: int = setting(32, "Examples per forward pass.")
     pooling: str = setting(
         "none", "none: a vector per token; cls: the [CLS] vector; mean: the mean over tokens.",
-        choices=("none", "cls", "mean"))
+        choices=TOKEN_POOLINGS)
     dtype: str = setting_of(DistributionSettings, "dtype")
 
 
@@ -521,7 +530,7 @@ class EmbedConfig(ModelFilesConfig):
     batch_size: int = setting(64, "Texts per forward pass.")
     pooling: str = setting(
         "mean", "mean: the average of the last layer over the tokens (sentence-transformers'); "
-        "cls: the [CLS] token's vector.", choices=("mean", "cls"))
+        "cls: the [CLS] token's vector.", choices=SENTENCE_POOLINGS)
     normalize: bool = setting(True, "L2-normalize each vector (dot product = cosine).")
     dtype: str = setting_of(DistributionSettings, "dtype")
 
@@ -565,7 +574,7 @@ class ExportGoogleConfig(ModelFilesConfig):
         "refuse", "A model with the exact (erf) GELU, which google's modeling.py lacks: refuse; "
         "tanh (write google's \"gelu\", the tanh approximation, and print how much outputs "
         "move); gelu_exact (exact when this project reads it, refused by google's code).",
-        choices=("refuse", "tanh", "gelu_exact"))
+        choices=EXACT_GELU_CHOICES)
 
 
 @dataclasses.dataclass

@@ -12,12 +12,17 @@ fails here.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import inspect
+import pathlib
+import pkgutil
 
 import pytest
 
+import data_prep
+import official_bert
 from official_bert import configs, settings
 from official_bert.tasks import classification, multiple_choice, ner, pretraining, squad
 from official_bert.training import optimization, trainer
@@ -101,3 +106,39 @@ def test_the_optimizer_choices_are_one_list():
     optimizer = {s.name: s for s in settings.settings_of(configs.RunConfig)}["optimizer"]
     assert optimizer.choices == configs.OPTIMIZERS
     assert tuple(optimization.OPTIMIZER_CLASSES) == configs.OPTIMIZERS
+
+
+def _setting_choices() -> dict:
+    """{frozenset of a setting's choices: the setting} over every config module."""
+    found = {}
+    for package in (official_bert, data_prep):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not info.name.endswith("configs"):
+                continue
+            for obj in vars(importlib.import_module(info.name)).values():
+                if isinstance(obj, type) and dataclasses.is_dataclass(obj):
+                    for field in dataclasses.fields(obj):
+                        if field.metadata.get(settings.CHOICES):
+                            found[frozenset(field.metadata[settings.CHOICES])] = (
+                                f"{obj.__name__}.{field.name}")
+    return found
+
+
+def test_no_module_restates_a_settings_choices():
+    # A literal ("bilstm", "dense") beside the setting's choices is a second list
+    # that one day misses a choice: the library imports the configs' constant.
+    choices = _setting_choices()
+    assert "NerConfig.task_model" in choices.values()
+    root = pathlib.Path(official_bert.__file__).parents[1]
+    restated = []
+    for path in sorted([*root.glob("official_bert/**/*.py"), *root.glob("data_prep/**/*.py")]):
+        if path.name == "configs.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) > 1
+                    and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                            for e in node.elts)):
+                setting = choices.get(frozenset(e.value for e in node.elts))
+                if setting:
+                    restated.append(f"{path.relative_to(root)}:{node.lineno} ({setting})")
+    assert not restated, f"choices restated outside the configs: {restated}"

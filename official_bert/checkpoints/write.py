@@ -15,6 +15,7 @@ from safetensors import numpy as safetensors_numpy
 
 from official_bert import file_sets, io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError
+from official_bert.configs import EXACT_GELU_CHOICES
 from official_bert.errors import UserError
 from official_bert.checkpoints.canonical_names import (GOOGLE_HEAD_NAMES, assign_encoder_weights,
                                                        canonical_to_hf, get_encoder_weights,
@@ -131,8 +132,8 @@ def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_cas
 
 GOOGLE_CHECKPOINT = "bert_model.ckpt"
 # What a model with the exact (erf) GELU may be written as for google's
-# modeling.py, whose only GELU is the tanh approximation (`--exact_gelu_as`).
-EXACT_GELU_CHOICES = ("refuse", "tanh", "gelu_exact")
+# modeling.py, whose only GELU is the tanh approximation: `--exact_gelu_as`'s
+# choices, `configs.EXACT_GELU_CHOICES`.
 
 
 class ExactGeluError(CheckpointError):

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from official_bert.configs import NER_TASK_MODELS, WINDOW_POOLINGS
 from official_bert.errors import BadFileError
 from official_bert.modeling import layers as bert_layers
 from official_bert.modeling.encoder import ENCODER_INPUTS, dummy_inputs
@@ -162,9 +163,6 @@ def _load_dense_head(dense, weights, kernel_name, bias_name, hidden) -> HeadRest
 
 
 # === Classification ===
-
-
-WINDOW_POOLINGS = ("mean", "max")
 
 
 def pool_window_logits(logits, document, num_documents, pooling="mean"):
@@ -406,8 +404,8 @@ class FeatureTagger(SerializableHead):
 
     def __init__(self, num_labels, kind="bilstm", units=768, num_layers=2, dropout=0.1, **kwargs):
         super().__init__(**kwargs)
-        if kind not in ("bilstm", "dense"):
-            raise ValueError(f"task model {kind!r} is unknown; use bilstm or dense")
+        if kind not in NER_TASK_MODELS:
+            raise ValueError(f"task model {kind!r} is unknown; use {' or '.join(NER_TASK_MODELS)}")
         self.num_labels = int(num_labels)
         self.kind = kind
         self.units = int(units)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-
-SENTENCE_POOLINGS = ("mean", "cls")
+from official_bert.configs import SENTENCE_POOLINGS
 
 
 def sentence_embedding(sequence_output, input_mask, pooling="mean", normalize=True):

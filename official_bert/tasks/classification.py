@@ -31,7 +31,7 @@ from official_bert.modeling.heads import WINDOW_POOLINGS, BertClassifier
 from official_bert.run_directory import CLASSIFIER_CONFIG
 from official_bert.serving import classification as serving
 from official_bert.tasks import base
-from official_bert.configs import ClassificationConfig, RunConfig
+from official_bert.configs import LONG_DOCUMENTS, ClassificationConfig, RunConfig
 from official_bert.training import input_pipeline
 
 
@@ -139,7 +139,7 @@ class ClassificationTask(base.Task):
 
     def _check_window_flags(self):
         config = self.config
-        if config.long_document not in ("truncate", "windows"):
+        if config.long_document not in LONG_DOCUMENTS:
             raise UserError(f"--long_document={config.long_document!r}: use truncate (the "
                             "first --max_seq_length tokens) or windows")
         if config.window_pooling not in WINDOW_POOLINGS:

@@ -25,7 +25,7 @@ from absl import logging
 
 from official_bert import checkpoints, io, model_files, outputs
 from official_bert.errors import BadFileError, UserError
-from official_bert.configs import FeatureExtractionConfig, dtype_policy
+from official_bert.configs import TOKEN_POOLINGS, FeatureExtractionConfig, dtype_policy
 from official_bert.text import tokenization
 from official_bert.training.precision import log_precision
 
@@ -37,8 +37,8 @@ def run(config: FeatureExtractionConfig) -> int:
             raise UserError(f"--{name} is required")
     if config.batch_size <= 0 or config.max_seq_length <= 0:
         raise UserError("--batch_size and --max_seq_length must be positive")
-    if config.pooling not in ("none", "cls", "mean"):
-        raise UserError(f"--pooling={config.pooling!r}: use none, cls or mean")
+    if config.pooling not in TOKEN_POOLINGS:
+        raise UserError(f"--pooling={config.pooling!r}: use {', '.join(TOKEN_POOLINGS)}")
     policy = dtype_policy(config.dtype)
     outputs.ensure_checked(config.output_file, "--output_file", outputs.FILE)
     files = model_files.prepare_job(config, inputs={"input_file": config.input_file},

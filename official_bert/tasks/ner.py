@@ -40,7 +40,7 @@ from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
 from official_bert.run_directory import LABEL_LIST, RunDirectory
 from official_bert.serving import ner as serving
 from official_bert.tasks import base, evaluation
-from official_bert.configs import NerConfig, RunConfig
+from official_bert.configs import LAYER_COMBINATIONS, NER_TASK_MODELS, NerConfig, RunConfig
 from official_bert.tasks.features import parse_layers
 from official_bert.training import input_pipeline
 
@@ -262,10 +262,12 @@ class FeatureBasedNerTask(NerTask):
         if self.run_config.export_dir:
             raise UserError("--export_dir is only supported for fine-tuning, not "
                             "--feature_based")
-        if self.config.combine not in ("concat", "sum", "last"):
-            raise UserError(f"--combine={self.config.combine!r}: use concat, sum or last")
-        if self.config.task_model not in ("bilstm", "dense"):
-            raise UserError(f"--task_model={self.config.task_model!r}: use bilstm or dense")
+        if self.config.combine not in LAYER_COMBINATIONS:
+            raise UserError(f"--combine={self.config.combine!r}: use "
+                            f"{', '.join(LAYER_COMBINATIONS)}")
+        if self.config.task_model not in NER_TASK_MODELS:
+            raise UserError(f"--task_model={self.config.task_model!r}: use "
+                            f"{' or '.join(NER_TASK_MODELS)}")
 
     def record_identity(self) -> dict:
         config = self.config

@@ -7,9 +7,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from official_bert.configs import STRATEGIES
 from official_bert.errors import UserError
-
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 def split_cpu(num_devices: int) -> None:

@@ -106,12 +106,12 @@ def run_matrix(generated: list, keep: bool) -> list:
     try:
         print(f"building the tiny world in {scratch} ...", file=sys.stderr, flush=True)
         sweep_run.build_world(scratch / "world")
-        for i, generated in enumerate(generated):
-            row = matrix.run_generated(scratch / "world", scratch, i, generated)
+        for i, case in enumerate(generated):
+            row = matrix.run_generated(scratch / "world", scratch, i, case)
             rows.append(row)
-            print(f"[{i + 1}/{len(generated)}] {generated.command}: {generated.klass}: "
-                  f"{generated.case.name}: {row['outcome']} ({row['seconds']:.0f} s) "
-                  f"{row['why'][:160]}", file=sys.stderr, flush=True)
+            print(f"[{i + 1}/{len(generated)}] {case.command}: {case.klass}: {case.case.name}: "
+                  f"{row['outcome']} ({row['seconds']:.0f} s) {row['why'][:160]}",
+                  file=sys.stderr, flush=True)
             if not keep:
                 shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
     finally:

@@ -151,6 +151,7 @@ def signal_policy():
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        interruption.reset()  # the job is over: library code run next starts afresh
 
 
 def _exit_stopped(stop: Stopped) -> None:

@@ -21,7 +21,7 @@ takes (the eleven files at its top level):
 Nothing is written unless all of it holds. The zip is written atomically; an
 existing `--output_file` is replaced only when it is this project's earlier
 output, unchanged, or with --overwrite (the one output policy,
-`official_bert.outputs`).
+official_bert/outputs.py).
 
 Example:
   bert glue-submission --runs_dir=runs/glue --glue_dir=$DATA/glue \\

@@ -22,6 +22,7 @@ Everything is written under --output_dir; a summary at the end says where.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -30,6 +31,7 @@ import pathlib
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -37,8 +39,8 @@ import time
 from absl import flags
 
 from official_bert.commands import app, cli_flags, registry
-from official_bert import file_sets, io
-from official_bert.errors import BadFileError, UserError
+from official_bert import file_sets, interruption, io
+from official_bert.errors import BadFileError, Stopped, UserError
 from official_bert.run_directory import layout
 from official_bert.settings import setting
 
@@ -126,14 +128,30 @@ def run(script: str, **flag_values) -> float:
                                stderr=subprocess.STDOUT)
     tail = []
     progress = Progress()
-    for line in process.stdout:
-        tail = (tail + [line.rstrip()])[-15:]
-        progress.update(line)
-    if process.wait():
+    try:
+        for line in process.stdout:
+            tail = (tail + [line.rstrip()])[-15:]
+            progress.update(line)
+        process.wait()
+    except Stopped:
+        _stop_child(process)
+        raise
+    if process.returncode:
         print("\n".join(tail), file=sys.stderr)
         raise UserError(f"{script.split()[-1]} failed (exit {process.returncode}); its last "
                         "lines are above")
     return time.time() - start
+
+
+def _stop_child(process) -> None:
+    """The stage's command stops as this one does (the same signal: a training
+    stage saves its checkpoint, data generation removes its temporaries), and
+    is waited for: never killed half-way, never left running alone."""
+    name = interruption.requested() or "SIGTERM"
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(getattr(signal, name))
+    with contextlib.suppress(Stopped):  # (a second signal: the child is stopping already)
+        process.wait()
 
 
 def shell_command(args: list, width: int = 100) -> str:

@@ -466,6 +466,7 @@ def test_output_shards_and_gzip(tmp_path, corpus, vocab):
             assert max(counts) - min(counts) <= 2
     # No temporaries left: only the (hidden) summaries.
     assert sorted(p for p in os.listdir(tmp_path) if p.startswith(".")) == [
+        ".official_bert.outputs.json",  # what this project published here (its outputs)
         ".s0_tfrecord.summary.json", ".t0_tfrecord.summary.json"]
 
 
@@ -474,16 +475,16 @@ def test_bad_utf8_is_an_error_naming_file_and_line_or_a_counted_skip(tmp_path, c
     text[7] = b"caf\xe9 au lait is \xff good"
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"\n".join(text))
-    previous = tmp_path / "out.tfrecord"
-    previous.write_bytes(b"previous complete output")
+    (previous,), _ = gen(tmp_path, corpus, vocab)  # an earlier run's complete output
+    before = pathlib.Path(previous).read_bytes()
     with pytest.raises(ValueError, match=re.escape(f"{bad} line 8 is not UTF-8")):
         gen(tmp_path, bad, vocab)
     # atomic: the old file is untouched, no temporaries are left
-    assert previous.read_bytes() == b"previous complete output"
-    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]
-    out, summary = gen(tmp_path, bad, vocab, skip_bad_lines=True)
+    assert pathlib.Path(previous).read_bytes() == before
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+    out, summary = gen(tmp_path, bad, vocab, skip_bad_lines=True)  # replaces its own output
     assert summary["bad_lines_skipped"] == 1 and summary["instances"] > 0
-    assert previous.read_bytes() != b"previous complete output"
+    assert pathlib.Path(previous).read_bytes() != before
 
 
 def test_bad_inputs(tmp_path, corpus, vocab):

@@ -144,7 +144,8 @@ def test_the_new_checkpoint_directory(extended):
     from official_bert import checkpoints
 
     out = extended["out"]
-    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors",
+    assert sorted(os.listdir(out)) == [".official_bert.outputs.json",  # what it published
+                                       "config.json", "model.safetensors",
                                        "tokenizer_config.json", "vocab.txt",
                                        "vocab_extension.tsv"]
     new_vocab = VOCAB[:1] + ["cinematic", "blockbuster"] + VOCAB[3:] + ["cinema"]
@@ -293,8 +294,8 @@ def test_command_line_errors_are_one_line_and_write_nothing(extended, tmp_path):
     good = [f"--init_checkpoint={ckpt}", f"--input_file={corpus}", "--min_count=3"]
     cases = [
         ([*good, f"--output_dir={extended['ckpt']}"], "is --init_checkpoint"),
-        ([*good, f"--output_dir={tmp_path / 'busy'}"], "exists and is not an empty directory"),
-        ([*good, f"--output_dir={corpus}"], "is --input_file"),
+        ([*good, f"--output_dir={tmp_path / 'busy'}"], "is not empty"),
+        ([*good, f"--output_dir={corpus}"], "is a file, not a directory"),
         ([*good, f"--output_dir={tmp_path / 'new'}", "--num_new_tokens=0"],
          "--num_new_tokens=0 must be at least 1"),
         ([*good, f"--output_dir={tmp_path / 'new'}", "--min_count=100"],
@@ -313,7 +314,7 @@ def test_command_line_errors_are_one_line_and_write_nothing(extended, tmp_path):
     assert not (tmp_path / "new").exists()
     assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["keep.txt"]
     assert sorted(os.listdir(extended["ckpt"])) == [
-        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
+        ".official_bert.outputs.json", "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
         "vocab.txt"]
 
 

@@ -244,8 +244,9 @@ def test_command_line(glue_runs, tmp_path):
                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        f"error: --output_file {other} exists and is not a zip this command wrote; nothing "
-        "was written: choose another --output_file")
+        f"error: --output_file {other} exists (a file this project did not write, or one "
+        "changed since it did): it is kept; choose another name, or add --overwrite to "
+        "replace it")
     assert other.read_text() == "my notes"
     runs = _copy_runs(glue_runs, tmp_path)
     (runs / "sst-2-again").mkdir()

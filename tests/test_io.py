@@ -521,7 +521,7 @@ def put(local, remote):
 
 
 def command(name, *argv):
-    """Runs `bert <name> argv...` in this process (`registry.run_command`)."""
+    # Runs `bert <name> argv...` in this process (`registry.run_command`).
     from official_bert.commands import registry
     try:
         registry.run_command(name, ["command", *argv])

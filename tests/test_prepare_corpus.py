@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from data_prep import prepare_corpus as pc
+from official_bert import io
 from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -102,12 +103,14 @@ def test_prepare_corpus_format_stats_and_skips(tmp_path):
     assert stats["gutenberg_license_stripped"] == 1
     # The stats are a hidden sidecar: no pattern for the corpus (corpus.txt*) matches it.
     assert json.loads((tmp_path / ".corpus_txt.stats.json").read_text()) == stats
-    assert sorted(os.listdir(tmp_path)) == [".corpus_txt.stats.json", "corpus.txt", "src"]
+    assert sorted(os.listdir(tmp_path)) == [".corpus_txt.stats.json", io.OUTPUT_LEDGER,
+                                            "corpus.txt", "src"]
     with pytest.raises(ValueError, match=r"b.txt line 1 is not UTF-8"):
         pc.prepare_corpus([str(src)], str(tmp_path / "strict.txt"),
                           pc.CorpusOptions(fallback_encoding=None))
     assert not (tmp_path / "strict.txt").exists()
-    assert sorted(os.listdir(tmp_path)) == [".corpus_txt.stats.json", "corpus.txt", "src"]
+    assert sorted(os.listdir(tmp_path)) == [".corpus_txt.stats.json", io.OUTPUT_LEDGER,
+                                            "corpus.txt", "src"]
 
 
 def test_bundled_sample_corpus():

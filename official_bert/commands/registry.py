@@ -121,7 +121,10 @@ COMMANDS = (
             phases=("read", "predict", "write", "export")),
     Command("export-encoder", "export_encoder",
             "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) from a checkpoint",
-            outputs={"output_dir": "dir", "export_dir": "export_dir"}, phases=("read", "export")),
+            # --output_dir holds SavedModels (preprocessor/, encoder/), each never overwritten
+            # (serving/hub.py), as --export_dir's versions: not one directory replaced whole.
+            outputs={"output_dir": "export_dir", "export_dir": "export_dir"},
+            phases=("read", "export")),
     Command("export-ids-only", "export_ids_only",
             "a copy of an export with only serve_ids, for servers without the tensorflow-text "
             "ops", outputs={"export_dir": "export_dir"}, phases=("read", "export")),

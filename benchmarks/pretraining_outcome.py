@@ -60,6 +60,7 @@ from benchmarks.outcome_metrics import (  # noqa: E402
     seed_summary, split_documents)
 from benchmarks.common import machine  # noqa: E402
 from benchmarks.step_runner import InProcess, Runner, Step, write_json  # noqa: E402
+from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the unigram baseline reads TFRecords here
@@ -393,7 +394,7 @@ def heldout_step(args, row: str) -> Step:
             f"--max_predictions_per_seq={masked_per_sequence(0.15, args.seq_length)}",
             "--eval_batch_size=32", "--max_eval_steps=1000000", "--output_dir={out}"]
     return Step(f"heldout/{row}", "heldout", 60, make,
-                lambda out, log: read_key_values(out / "eval_results.txt"))
+                lambda out, log: read_key_values(out / EVAL_RESULTS))
 
 
 # First guesses of a 3-epoch fine-tune at L=4 H=256 on 2 cores (the padded tokens of each
@@ -418,7 +419,7 @@ def glue_steps(args, row: str) -> list:
                 "--keep_checkpoint_max=1", "--output_dir={out}", *subset]
 
         def parse(out, log):
-            results = read_key_values(out / "eval_results.txt")
+            results = read_key_values(out / EVAL_RESULTS)
             return {"score": glue_score(task, results), "eval": results}
         return Step(f"glue/{row}/{task}/seed{seed}", f"glue:{task}",
                     GLUE_SECONDS[task] * args.glue_epochs / 3, make, parse)
@@ -463,14 +464,14 @@ def tapt_steps(args) -> list:
                 "--keep_checkpoint_max=1", "--output_dir={out}"]
 
         def parse(out, log):
-            results = read_key_values(out / "eval_results.txt")
+            results = read_key_values(out / EVAL_RESULTS)
             key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
             return {"score": 100 * results[key], "eval": results}
         return Step(f"tapt/ner/{model}/seed{seed}", "ner", 500 * args.ner_epochs / 3, make, parse)
 
     pretrain = Step("tapt/pretrain", "tapt", args.tapt_minutes * 60 + 120, adapt,
                     lambda out, log: {"rates": log_rates(log),
-                                      "dev": read_key_values(out / "eval_results.txt")})
+                                      "dev": read_key_values(out / EVAL_RESULTS)})
     return [pretrain] + [ner(model, seed) for model in ("minilm", "tapt") for seed in args.seeds]
 
 

@@ -144,6 +144,8 @@ def model_mismatch(prefix: str, model) -> str | None:
     try:
         status = tf.train.Checkpoint(model=model).read(prefix)
         status.assert_existing_objects_matched()
+    except (tf.errors.OpError, IndexError):
+        return None  # damaged: the Trainer names the file, and the checkpoint to resume from
     except (ValueError, AssertionError) as e:  # a shape; an object the checkpoint lacks
         return str(e).strip().splitlines()[0][:200]
     return None

@@ -216,10 +216,12 @@ class Trainer:
             tracked["train_seconds"] = time_budget.elapsed
         self.checkpoint = tf.train.Checkpoint(**tracked)
         self._write_dir = self._checkpoint_dir()
-        # The task's run directory when it has one (the run flow's); a bare one
-        # over output_dir for a task that does not (a test's, a benchmark's).
-        self.run_directory = getattr(task, "run_directory", None) or RunDirectory(
-            config.output_dir)
+        # The task's run directory when it is output_dir's (the run flow's, which
+        # holds the session's record); else one over output_dir (a test's task, a
+        # benchmark's).
+        self.run_directory = getattr(task, "run_directory", None)
+        if self.run_directory is None or self.run_directory.path != config.output_dir:
+            self.run_directory = RunDirectory(config.output_dir)
         self.manager = RunCheckpoints(
             self.checkpoint, self._write_dir, config.keep_checkpoint_max,
             self.run_directory if self.is_chief else None)

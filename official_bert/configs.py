@@ -172,7 +172,7 @@ class TrainingSettings:
     allow_changed_settings: bool = setting(
         False, "Resume a trained --output_dir with other training settings than its run.json "
         "records (learning rate, steps or epochs, warm-up, batch size, optimizer, accumulation, "
-        "training data): the change is logged and kept in run.json's history. Without it such a "
+        "the budget --max_train_minutes, --dtype, training data): the change is logged and kept in run.json's history. Without it such a "
         "resume is refused. A change that makes it another run (task, labels, model, "
         "vocabulary, casing, --max_seq_length) is refused either way.")
 

@@ -399,10 +399,13 @@ def disk_full(command, flag, kind, name):
 
 def race(command, flag, kind, name):
     path = f"mx/{name}"
-    made = dataclasses.replace(
-        _fault(command, flag, "race", path, RACE, _mkdir("mx"), exists(path),
-               "the same command twice at once"), launch=run_twice)
-    return [made]
+    made = _fault(command, flag, "race", path, RACE, _mkdir("mx"), exists(path),
+                  "the same command twice at once")
+    # Both writers write every output: the refusal may name any of them.
+    every = [n for other in command.outputs
+             for n in (f"--{other}", os.path.basename(str(flag_value(made.case.argv, other))))]
+    return [dataclasses.replace(made, launch=run_twice,
+                                case=dataclasses.replace(made.case, names=tuple(every)))]
 
 
 OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,

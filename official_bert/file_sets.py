@@ -79,6 +79,9 @@ def publish_together(staged: dict, manifest_path: str | None = None,
     is incomplete, and `check_published_sets` refuses it; temporaries left by
     a killed writer are hidden names that `remove_stale_temporaries` clears.
     """
+    taken = [final for final in staged if not io.claim_holds(final)]
+    if taken:  # another writer published it since the check: its manifest is left alone
+        raise io.written_meanwhile(taken[0])
     entries = None
     if manifest_path:
         folder = os.path.dirname(os.fspath(manifest_path))
@@ -91,9 +94,7 @@ def publish_together(staged: dict, manifest_path: str | None = None,
         try:
             io.publish_file(tmp, final, overwrite=True)
         except FileExistsError:
-            raise UserError(f"{final} was written by another process while this one worked: "
-                            "it is kept, and this output was not published; choose another "
-                            "name") from None
+            raise io.written_meanwhile(final) from None
     if manifest_path:
         entries["complete"] = True
         io.atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")

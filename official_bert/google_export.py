@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from absl import logging
 
-from official_bert import checkpoints, io, model_files
+from official_bert import checkpoints, model_files
 from official_bert.outputs import DIRECTORY, ensure_checked
 from official_bert.errors import UserError
 

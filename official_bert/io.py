@@ -546,9 +546,7 @@ def atomic_output(path: str, mode: str = "w", encoding: str = "utf-8",
         publish_file(tmp, path, overwrite=overwrite)
     except FileExistsError:
         remove(tmp)
-        raise UserError(f"{path} exists now (another process wrote it while this one "
-                        "worked): it is kept, and this output was not written; choose another "
-                        "name") from None
+        raise written_meanwhile(path) from None
     except BaseException as e:
         remove(tmp)
         reraise_disk_full(e, path)
@@ -567,6 +565,13 @@ def write_through(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterat
             yield f
     except OSError as e:
         reraise_disk_full(e, path)
+
+
+def written_meanwhile(path: str) -> UserError:
+    """The one line for an output that another writer published while this one
+    worked (`publish_file`'s or `publish_directory`'s `FileExistsError`)."""
+    return UserError(f"{path} exists now (another process wrote it while this one worked): "
+                     "it is kept, and this output was not written; choose another name")
 
 
 def atomic_write(path: str, data: str | bytes, overwrite: bool = True) -> None:
@@ -717,6 +722,18 @@ def claim_output(path: str, state: str) -> None:
 
 def is_claimed(path: str) -> bool:
     return is_local(path) and _key(path) in _claims
+
+
+def claim_holds(path: str) -> bool:
+    """Whether `path` is still as its claim found it (nothing appeared at a
+    "new" one, "ours" unchanged): for a writer to check before it touches
+    anything shared (a set's manifest). Unclaimed paths hold."""
+    state, was = _claims.get(_key(path), (None, None)) if is_local(path) else (None, None)
+    if state == "new":
+        return not os.path.lexists(local_path(path))
+    if state == "ours":
+        return identity(path) in (was, None)
+    return True
 
 
 def publish_file(tmp: str, path: str, overwrite: bool = True) -> None:

@@ -271,6 +271,19 @@ def test_two_writers_of_one_directory_end_with_one_output_and_one_refusal(tmp_pa
     assert (out / "config.json").read_text().isdigit() and not hidden_leftovers(tmp_path)
 
 
+def test_a_set_whose_member_appeared_meanwhile_leaves_the_winners_manifest_alone(tmp_path):
+    out, manifest = tmp_path / "a.tfrecord", file_sets.sidecar_path(str(tmp_path / "a.tfrecord"))
+    outputs.check_output(str(out), "--output_file", outputs.FILE_PREFIX)
+    out.write_bytes(b"the winner's")  # another writer published it after the check
+    pathlib.Path(manifest).write_text('{"files": ["a.tfrecord"], "complete": true}')
+    staged = tmp_path / ".staged"
+    staged.write_bytes(b"the loser's")
+    with pytest.raises(UserError, match="another process"):
+        file_sets.publish_together({str(out): str(staged)}, manifest, {})
+    assert out.read_bytes() == b"the winner's"
+    assert '"complete": true' in pathlib.Path(manifest).read_text()
+
+
 # === The boundary's entry ===
 
 
@@ -330,3 +343,9 @@ def test_prepare_corpus_writes_through_dev_null(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert not os.path.exists(file_sets.sidecar_path("/dev/null", "stats"))
+
+
+def test_build_vocab_to_dev_stdout_prints_the_vocabulary():
+    result = build_vocab("/dev/stdout")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(result.stdout.splitlines()) == 300 and result.stdout.startswith("[PAD]\n")

@@ -16,7 +16,6 @@ from safetensors import numpy as safetensors_numpy
 from official_bert import file_sets, io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError
 from official_bert.configs import EXACT_GELU_CHOICES
-from official_bert.errors import UserError
 from official_bert.checkpoints.canonical_names import (GOOGLE_HEAD_NAMES, assign_encoder_weights,
                                                        canonical_to_hf, get_encoder_weights,
                                                        hf_to_canonical)
@@ -116,9 +115,7 @@ def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_cas
             try:
                 io.publish_directory(staging, output_dir)
             except FileExistsError:
-                raise UserError(f"{output_dir} was written by another process while this one "
-                                "worked: it is kept, and this output was not published; "
-                                "choose another directory") from None
+                raise io.written_meanwhile(output_dir) from None
         else:
             file_sets.publish_together({io.join(output_dir, n): io.join(staging, n)
                                         for n in io.listdir(staging)})

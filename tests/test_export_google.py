@@ -283,6 +283,22 @@ def test_command_line(tmp_path):
     assert said == 1 and "sequence_output moves by up to" in done.stderr, done.stderr
     assert f"checkpoint\t{tmp_path / 'out' / 'bert_model.ckpt'}" in done.stdout
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+    # Two exports into one new directory at once: one output, one line (issue 44).
+    racers = [processes.start([sys.executable, "-m", "official_bert.commands.cli",
+                               "export-google", f"--init_checkpoint={source}",
+                               f"--output_dir={tmp_path / 'race'}", "--exact_gelu_as=tanh"],
+                              cwd=REPO_ROOT) for _ in range(2)]
+    ended = sorted((racer.wait(300), racer.communicate()[1]) for racer in racers)
+    assert [code for code, _ in ended] == [0, 1], ended
+    lost = ended[1][1].decode() if isinstance(ended[1][1], bytes) else ended[1][1]
+    assert "Traceback" not in lost and len(
+        [line for line in lost.splitlines() if line.startswith("error:")]) == 1, lost
+    assert (tmp_path / "race" / "bert_model.ckpt.index").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # Its own earlier export is replaced by a rerun, as google's scripts are re-run.
+    again = bert(f"--init_checkpoint={source}", f"--output_dir={tmp_path / 'out'}",
+                 "--exact_gelu_as=tanh")
+    assert again.returncode == 0, again.stderr
 
 
 def test_cloud_path_output(tmp_path):

@@ -314,8 +314,27 @@ def test_command_line_errors_are_one_line_and_write_nothing(extended, tmp_path):
     assert not (tmp_path / "new").exists()
     assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["keep.txt"]
     assert sorted(os.listdir(extended["ckpt"])) == [
-        ".official_bert.outputs.json", "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
-        "vocab.txt"]
+        ".official_bert.outputs.json", "bert_config.json",
+        "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index", "vocab.txt"]
+
+
+def test_two_extensions_into_one_directory_at_once_end_with_one_output_and_one_line(
+        extended, tmp_path):
+    """Issue 44: both exited 0 and one output was lost."""
+    corpus = corpus_file(tmp_path / "domain.txt")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    racers = [processes.start(
+        [sys.executable, "-m", "official_bert.commands.cli", "extend-vocab",
+         f"--init_checkpoint={extended['ckpt'] / 'bert_model.ckpt'}", f"--input_file={corpus}",
+         f"--output_dir={tmp_path / 'out'}", "--num_new_tokens=2", "--min_count=3"],
+        cwd=REPO_ROOT, env=env) for _ in range(2)]
+    ended = sorted((racer.wait(300), racer.communicate()[1]) for racer in racers)
+    assert [code for code, _ in ended] == [0, 1], ended
+    lost = ended[1][1].decode() if isinstance(ended[1][1], bytes) else ended[1][1]
+    assert "Traceback" not in lost and len(
+        [line for line in lost.splitlines() if line.startswith("error:")]) == 1, lost
+    assert (tmp_path / "out" / "model.safetensors").exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_command_line_writes_and_reports(extended, tmp_path):

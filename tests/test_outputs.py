@@ -349,3 +349,25 @@ def test_build_vocab_to_dev_stdout_prints_the_vocabulary():
     result = build_vocab("/dev/stdout")
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(result.stdout.splitlines()) == 300 and result.stdout.startswith("[PAD]\n")
+
+
+def test_a_full_disk_while_a_model_directory_is_staged_is_the_disk_full_error(
+        tmp_path, monkeypatch):
+    """extend-vocab's safetensors write raised SafetensorError on ENOSPC: it goes through io now."""
+    import numpy as np
+
+    from official_bert import checkpoints
+    from official_bert.modeling.configs import BertConfig
+
+    config = BertConfig(vocab_size=8, hidden_size=4, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=8)
+    weights = {"bert/embeddings/word_embeddings": np.zeros((8, 4), np.float32)}
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    outputs.check_output(str(tmp_path / "hf"), "--output_dir", outputs.DIRECTORY)
+    with pytest.raises(DiskFullError):
+        checkpoints.write_huggingface(weights, config, str(tmp_path / "hf"))
+    assert os.listdir(tmp_path) == []  # no output, no staging

@@ -30,7 +30,7 @@ input", `tools/sweep/cases/`); the matrix only puts the fault's path in place of
 output flag's value, or adds the fault. A registered command without a control case still
 gets its cases, which report "setup failed" until one is written: coverage follows the
 registry. How a signal finds its phase: the command runs under a small driver that, at
-the first log line of the phase (`PHASE_LINES`), notes it in a file and pauses there, so
+the phase's first log line or progress (`PHASES`), notes it in a file and pauses there, so
 that the signal lands inside the phase, not after it.
 
 Each case's outcome is one cell: clean (a right refusal, or a stop as the policy says),
@@ -415,81 +415,91 @@ OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,
 
 # === Signals ===
 
-# The first log line of each phase, as the commands word them (the driver pauses there).
-PHASE_LINES = {
-    "read": "open:r",
-    "data": r"^progress:|features of|[Ii]nstances",
-    "train": r"^step \d+",
-    "eval": r"dev features|^Evaluat",
-    "predict": r"test features|^[Pp]redict",
-    "export": r"^Export",
-    "write": "open:w",
+# Where each phase begins, as the commands show it (the driver pauses there): its first
+# log or stderr line (`line`), the stage's `progress.Progress` being made (`unit`: the
+# trainer's "steps", evaluation's "batches", data generation's "documents"), or the first
+# file of the case's world opened to read / created to write (`opens`).
+PHASES = {
+    "read": dict(opens="r"),
+    "data": dict(line=r"^progress:|features of|[Ii]nstances", unit="documents"),
+    "train": dict(line=r"^step \d+", unit="steps"),
+    "eval": dict(line=r"dev features|^Evaluat", unit="batches"),
+    "predict": dict(line=r"test features|^[Pp]redict"),
+    "export": dict(line=r"^Export"),
+    "write": dict(opens="w"),
 }
 SIGNALS = {"sigint": (signal.SIGINT, 130), "sigterm": (signal.SIGTERM, 75)}
 
-# Run as `python -c DRIVER kind target args...`: the command, paused for MATRIX_STALL
-# seconds where MATRIX_PHASE begins, after noting it in MATRIX_PHASE_FILE; the signal then
-# lands inside that phase, whatever the machine's speed (the pause is a sleep, which a
-# signal interrupts as it would the phase's own work). A phase begins at the first log or
-# stderr line that matches MATRIX_PHASE, or, for "open:r" / "open:w", when a file under
-# MATRIX_ROOT (the case's world) is first opened to read / created to write (a phase that
-# logs nothing: a tiny corpus is read and written in a blink; a writer's writability probe
-# is not its write).
+# Run as `python -c DRIVER -m module | script path, args...`: the command, paused for
+# MATRIX_STALL seconds where the phase begins (MATRIX_LINE, MATRIX_UNIT, MATRIX_OPENS: a
+# PHASES entry) after noting it in MATRIX_PHASE_FILE; the signal then lands inside that
+# phase, whatever the machine's speed (the pause is a sleep, which a signal interrupts as
+# it would the phase's own work). "opens" watches files under MATRIX_ROOT (the case's
+# world): a phase that logs nothing (a tiny corpus is read and written in a blink); a
+# writer's writability probe is not its write.
 DRIVER = r"""
 import builtins, io, logging, os, re, runpy, sys, time
-phase, noted = os.environ["MATRIX_PHASE"], os.environ["MATRIX_PHASE_FILE"]
-root, stall = os.environ["MATRIX_ROOT"], float(os.environ.get("MATRIX_STALL", "3"))
+noted, root = os.environ["MATRIX_PHASE_FILE"], os.environ["MATRIX_ROOT"]
+stall = float(os.environ.get("MATRIX_STALL", "3"))
 def begins(what):
     if os.path.exists(noted):
         return
     with open(noted, "w") as f:
         f.write(what)
     time.sleep(stall)
-if phase.startswith("open:"):
-    writes = phase == "open:w"
-    open_file = builtins.open
+opens = os.environ.get("MATRIX_OPENS")
+if opens:
+    writes = opens == "w"
+    open_file, os_open = builtins.open, os.open
     def opened(file, mode="r", *args, **kwargs):
         handle = open_file(file, mode, *args, **kwargs)
         if isinstance(file, (str, os.PathLike)) and os.path.abspath(file).startswith(root):
             if any(m in mode for m in "wxa+") == writes:
                 begins(f"open {file} {mode}")
         return handle
-    builtins.open = io.open = opened
-    os_open = os.open
     def os_opened(path, flags, *args, **kwargs):  # the project's writers create with O_EXCL
         fd = os_open(path, flags, *args, **kwargs)
         made = bool(flags & os.O_CREAT) and "probe" not in os.path.basename(str(path))
         if writes and made and os.path.abspath(path).startswith(root):
             begins(f"create {path}")
         return fd
+    builtins.open = io.open = opened
     os.open = os_opened
-else:
-    line = re.compile(phase, re.M)
-    emit = logging.Logger.callHandlers
-    def call_handlers(self, record):
-        emit(self, record)
-        try:
-            message = record.getMessage()
-        except Exception:
-            return
-        if line.search(message):
-            begins(message)
-    logging.Logger.callHandlers = call_handlers
-    class Watched:  # (a line is judged when its newline is written: print writes it apart)
-        def __init__(self, stream):
-            self._stream, self._line = stream, ""
-        def write(self, text):
-            written = self._stream.write(text)
-            self._line += text
-            if "\n" in self._line:
-                done, self._line = self._line.rsplit("\n", 1)
-                if line.search(done):
-                    self._stream.flush()
-                    begins(done)
-            return written
-        def __getattr__(self, name):
-            return getattr(self._stream, name)
-    sys.stderr = Watched(sys.stderr)
+wanted_unit = os.environ.get("MATRIX_UNIT")
+if wanted_unit:
+    from official_bert import progress
+    made = progress.Progress.__init__
+    def progress_made(self, total=None, unit="examples", *args, **kwargs):
+        made(self, total, unit, *args, **kwargs)
+        if unit == wanted_unit:
+            begins(f"Progress of {unit}")
+    progress.Progress.__init__ = progress_made
+line = re.compile(os.environ.get("MATRIX_LINE") or "(?!)", re.M)
+emit = logging.Logger.callHandlers
+def call_handlers(self, record):
+    emit(self, record)
+    try:
+        message = record.getMessage()
+    except Exception:
+        return
+    if line.search(message):
+        begins(message)
+logging.Logger.callHandlers = call_handlers
+class Watched:  # (a line is judged when its newline is written: print writes it apart)
+    def __init__(self, stream):
+        self._stream, self._line = stream, ""
+    def write(self, text):
+        written = self._stream.write(text)
+        self._line += text
+        if "\n" in self._line:
+            done, self._line = self._line.rsplit("\n", 1)
+            if line.search(done):
+                self._stream.flush()
+                begins(done)
+        return written
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+sys.stderr = Watched(sys.stderr)
 kind, target, sys.argv = sys.argv[1], sys.argv[2], [sys.argv[2], *sys.argv[3:]]
 if kind == "-m":
     runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -734,8 +744,8 @@ def signalled(signum: int, phase: str):
         full = kit.command(*ctx.resolve(case.argv))
         noted = pathlib.Path(str(ctx.root) + ".phase")
         noted.unlink(missing_ok=True)
-        env = _env(MATRIX_PHASE=PHASE_LINES[phase], MATRIX_PHASE_FILE=str(noted),
-                   MATRIX_ROOT=str(ctx.root))
+        where = {f"MATRIX_{k.upper()}": v for k, v in PHASES[phase].items()}
+        env = _env(MATRIX_PHASE_FILE=str(noted), MATRIX_ROOT=str(ctx.root), **where)
         start = time.time()
         process = processes.start([sys.executable, "-c", DRIVER, *_kind_and_target(full)],
                                   env=env, cwd=kit.REPO)

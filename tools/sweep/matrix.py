@@ -64,71 +64,25 @@ from . import cases as hand_written
 from . import run as sweep_run
 from .case import Case, Ctx, at
 
-# === The registry (or, until it is there, the same facts listed here) ===
+# === The registry ===
 
-OUTPUT_KINDS = ("file", "file_prefix", "dir", "run_dir", "export_dir")
-FILE_KINDS = ("file", "file_prefix")
+FILE_KINDS = ("file", "file_prefix")  # registry.OUTPUT_KINDS' kinds that name files
 
 
 @dataclasses.dataclass(frozen=True)
 class Command:
-    """What the matrix needs of a registered command."""
+    """What the matrix needs of a registered command (a test can make one up)."""
 
     name: str
     outputs: dict  # output flag (without --) -> kind
     phases: tuple
 
 
-# What official_bert.commands.registry will say, for as long as it is not there (the
-# matrix reads the registry itself when it is: a command added there gets its cases).
-FALLBACK = (
-    Command("download", {"output_dir": "dir"}, ("read", "write")),
-    Command("prepare-corpus", {"output_file": "file"}, ("read", "write")),
-    Command("build-vocab", {"output_file": "file"}, ("read", "write")),
-    Command("extend-vocab", {"output_dir": "dir"}, ("read", "write")),
-    Command("create-pretraining-data", {"output_file": "file"}, ("read", "data", "write")),
-    Command("pretrain", {"output_dir": "run_dir", "export_dir": "export_dir"},
-            ("data", "train", "eval", "export")),
-    Command("classify", {"output_dir": "run_dir", "export_dir": "export_dir"},
-            ("read", "train", "eval", "predict", "export")),
-    Command("squad", {"output_dir": "run_dir", "export_dir": "export_dir"},
-            ("read", "train", "predict", "export")),
-    Command("squad-split", {"train_output": "file", "dev_output": "file"}, ("read", "write")),
-    Command("swag", {"output_dir": "run_dir", "export_dir": "export_dir"},
-            ("read", "train", "eval", "export")),
-    Command("ner", {"output_dir": "run_dir", "export_dir": "export_dir"},
-            ("read", "train", "eval", "predict", "export")),
-    Command("glue-submission", {"output_file": "file"}, ("read", "write")),
-    Command("predict", {}, ("read", "predict")),
-    Command("extract-features", {"output_file": "file"}, ("read", "predict", "write")),
-    Command("embed", {"output_file": "file", "export_dir": "export_dir"},
-            ("read", "predict", "write", "export")),
-    Command("export-encoder", {"output_dir": "dir", "export_dir": "export_dir"},
-            ("read", "export")),
-    Command("export-ids-only", {"export_dir": "export_dir"}, ("read", "export")),
-    Command("export-google", {"output_dir": "dir"}, ("read", "write")),
-    Command("quickstart", {"output_dir": "dir"}, ("data", "train", "eval", "export")),
-)
-
-
-def _as_command(entry) -> Command:
-    """A registry entry (any object with name, outputs and phases) as the matrix's Command."""
-    return Command(entry.name, dict(entry.outputs or {}), tuple(entry.phases or ()))
-
-
 def registered_commands() -> list:
-    """Every registered command, in the registry's order; FALLBACK until it exists."""
-    try:
-        from official_bert.commands import registry
-    except ImportError:
-        return list(FALLBACK)
-    entries = getattr(registry, "COMMANDS", None)
-    if entries is None:
-        entries = next(getattr(registry, name)() for name in ("commands", "all_commands")
-                       if hasattr(registry, name))
-    if isinstance(entries, dict):
-        entries = entries.values()
-    return [_as_command(entry) for entry in entries]
+    """Every registered command, in the registry's order."""
+    from official_bert.commands import registry
+
+    return [Command(c.name, dict(c.outputs), tuple(c.phases)) for c in registry.COMMANDS]
 
 
 # === Each command's good run: the hand-written control case, with every phase in it ===

@@ -46,8 +46,8 @@ logging.getLogger("absl").addHandler(Keep())
 
 from absl import flags
 
-from official_bert.commands import cli_flags
-from official_bert.commands import classify as run_classifier  # noqa: F401 (its flags)
+from official_bert.commands import cli_flags, registry
+registry.define_flags(registry.command("classify"))  # its flags
 from official_bert.errors import UserError
 from official_bert.tasks import runner
 

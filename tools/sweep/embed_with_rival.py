@@ -4,7 +4,7 @@ new file: run as `python -m tools.sweep.embed_with_rival <bert embed's flags>`."
 
 import sys
 
-from official_bert.commands import embed
+from official_bert.commands import registry
 from official_bert.tasks import embeddings
 
 RIVAL = b"the rival's output\n"
@@ -21,7 +21,7 @@ def main():
         return original(*args, **kwargs)
 
     embeddings.embed_texts = embed_texts
-    embed.entry(sys.argv)
+    registry.run_command("embed", sys.argv)
 
 
 if __name__ == "__main__":

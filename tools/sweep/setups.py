@@ -115,8 +115,8 @@ def killed_generation(c: Ctx):
         "        if count[0] == 1:\n"
         "            os.kill(os.getpid(), signal.SIGKILL)\n"
         "io.rename = rename\n"
-        "from official_bert.commands import create_pretraining_data as cpd\n"
-        "cpd.entry(sys.argv)\n")
+        "from official_bert.commands import registry\n"
+        "registry.run_command('create-pretraining-data', sys.argv)\n")
     outputs = ",".join(c.p("gen", f"k-{i}.tfrecord") for i in range(3))
     result = kit.run([sys.executable, "-c", script, *c.resolve(argv.cpd(output=outputs))[1:]])
     assert result.returncode == -9, result.stderr[-2000:]
@@ -367,8 +367,8 @@ def killed_while_evaluating(case_argv):
                   "        os.kill(os.getpid(), signal.SIGKILL)\n"
                   "    return original(self, step)\n"
                   "evaluation.BestCheckpoint.evaluate = evaluate\n"
-                  "from official_bert.commands import classify\n"
-                  "classify.entry(sys.argv)\n")
+                  "from official_bert.commands import registry\n"
+                  "registry.run_command('classify', sys.argv)\n")
         result = kit.run([sys.executable, "-c", script, *c.resolve(case_argv)[1:]])
         assert result.returncode == -9, result.stderr[-2000:]
     return setup

@@ -256,8 +256,10 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
             if not self.do_train:
                 raise UserError("--max_train_minutes is a training budget: add --do_train, or "
                                 "leave it out to evaluate, predict or export")
-        if self.do_train and self.num_train_steps is None and not self.num_train_epochs > 0:
-            raise UserError(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if (self.do_train and self.num_train_steps is None
+                and not 0 < self.num_train_epochs < float("inf")):  # (inf was a traceback)
+            raise UserError(f"--num_train_epochs must be a positive number, got "
+                            f"{self.num_train_epochs}")
         if not 0 <= self.warmup_proportion <= 1:
             raise UserError(f"--warmup_proportion must be in [0, 1], got "
                             f"{self.warmup_proportion}")

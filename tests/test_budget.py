@@ -132,6 +132,13 @@ def test_bad_budgets_are_refused(minutes, message):
             TimeBudget(minutes * 60, 0.1)
 
 
+@pytest.mark.parametrize("epochs", [0, -1, math.nan, math.inf])  # (inf was a traceback)
+def test_a_run_of_no_or_endless_epochs_is_refused(epochs):
+    with pytest.raises(UserError, match=f"^--num_train_epochs must be a positive number, got "
+                                        f"{epochs}$"):
+        RunConfig(output_dir="out", do_train=True, num_train_epochs=epochs).validate()
+
+
 def test_a_budget_without_training_is_one_line(data, tmp_path):
     result = run(*common(data, tmp_path / "out", "--do_eval", "--max_train_minutes=5"))
     assert result.returncode == 1, result.stderr[-3000:]

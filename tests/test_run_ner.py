@@ -169,6 +169,24 @@ def test_feature_based(trained, tmp_path):
     assert flat.shape == (16, 32)  # 16 words, 2 layers × H=16 concatenated
 
 
+@pytest.mark.parametrize("flags,message", [
+    (dict(task_dropout=1.5), r"--task_dropout must be in \[0, 1\), got 1.5"),
+    (dict(lstm_units=0), "--lstm_units must be positive, got 0"),
+    (dict(feature_batch_size=0), "--feature_batch_size must be positive, got 0"),
+    (dict(task_model_layers=-1), "--task_model_layers cannot be negative, got -1"),
+])
+def test_bad_feature_based_flags_are_one_line(flags, message):
+    # (Keras's own errors, later, named no flag)
+    from official_bert.configs import NerConfig, RunConfig
+    from official_bert.errors import UserError
+    from official_bert.tasks import ner
+
+    task = ner.FeatureBasedNerTask(NerConfig(feature_based=True, **flags),
+                                   RunConfig(init_checkpoint="ckpt", output_dir="out"))
+    with pytest.raises(UserError, match=f"^{message}$"):
+        task.check_flags()
+
+
 def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
     result = run("run_ner.py", "--do_eval", f"--eval_file={trained['train']}",
                  f"--init_checkpoint={trained['out']}", "--max_seq_length=8",

@@ -268,6 +268,15 @@ class FeatureBasedNerTask(NerTask):
         if self.config.task_model not in NER_TASK_MODELS:
             raise UserError(f"--task_model={self.config.task_model!r}: use "
                             f"{' or '.join(NER_TASK_MODELS)}")
+        # (Keras's own errors for these name no flag; 0 layers is a linear tagger.)
+        for name in ("lstm_units", "feature_batch_size"):
+            if getattr(self.config, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(self.config, name)}")
+        if self.config.task_model_layers < 0:
+            raise UserError(f"--task_model_layers cannot be negative, got "
+                            f"{self.config.task_model_layers}")
+        if not 0 <= self.config.task_dropout < 1:
+            raise UserError(f"--task_dropout must be in [0, 1), got {self.config.task_dropout}")
 
     def record_identity(self) -> dict:
         config = self.config

@@ -20,8 +20,9 @@ flag and a kind, and the phases a signal can interrupt) x every fault of a class
     export, write):
       sigint      SIGINT to the process group (Ctrl-C) while the phase is under way:
                   exit 130, one line, no traceback, no temporaries left; a rerun finishes
+                  (resuming from the checkpoint the line names)
       sigterm     SIGTERM to the process (a preempted VM), likewise with exit 75
-    run-record faults, for a command with a run_dir output, on a run it trained:
+    run-record faults, for a command that trains into a run_dir, on a run it trained:
       record      run.json missing (correct handling), with fields of the wrong type or
                   "format": 99 (refused, run.json kept), read-only (an evaluation works)
 
@@ -748,6 +749,24 @@ def _last_line(result) -> str:
 STOP_LINE = re.compile(r"^(interrupted|preempted|stopped|error):")
 
 
+def _collapse(text: str) -> str:
+    """`text` with each run of 20 or more of one character written as three and "…" (a
+    300-character name would fill the table's cell)."""
+    return re.sub(r"(.)\1{19,}", r"\1\1\1…", text)
+
+
+def _readable(result):
+    """`result` (and each racing writer's) with its long names collapsed."""
+    for one in [result, *getattr(result, "each", [])]:
+        one.stderr = _collapse(one.stderr)
+    return result
+
+
+def _names(generated) -> list:
+    """What the error line must name, collapsed as the line is."""
+    return [_collapse(str(n)) for n in generated.case.names]
+
+
 def judge_stop(generated, result) -> tuple:
     if not getattr(result, "reached", True):
         return UNREACHED, (f"ended (exit {result.returncode}) before the phase began: "
@@ -770,7 +789,7 @@ def judge_race(generated, result) -> tuple:
     if len(failed) == len(each):
         return LOST, "both writers failed: " + _last_line(failed[0])
     for r in failed:
-        outcome, why = kit.classify(r, True, names=generated.case.names)
+        outcome, why = kit.classify(r, True, names=_names(generated))
         if outcome != kit.CLEAN:
             return _KIT[outcome], why
     return (CLEAN, failed[0].error_lines[0][:300]) if failed else (OK, "both succeeded")
@@ -780,7 +799,7 @@ def judge_once(generated, result) -> tuple:
     expect = generated.expect
     if expect == EITHER:
         expect = WORK if result.returncode == 0 else REFUSE
-    outcome, why = kit.classify(result, expect == REFUSE, names=generated.case.names)
+    outcome, why = kit.classify(result, expect == REFUSE, names=_names(generated))
     if expect == WORK and outcome == kit.CLEAN:  # a clean line where it should have worked
         return REFUSED, why
     return _KIT[outcome], why
@@ -822,7 +841,7 @@ def _outcome(ctx, generated) -> tuple:
             step(ctx)
     except Exception as e:  # noqa: BLE001 - a broken case is reported, not fatal
         return SETUP_FAILED, f"{type(e).__name__}: {e}"[:300]
-    result = (generated.launch or run_once)(ctx, case)
+    result = _readable((generated.launch or run_once)(ctx, case))
     outcome, why = judge(generated, result)
     if outcome not in GOOD:
         return outcome, why

@@ -172,10 +172,6 @@ class Generated:
         return self.case.command
 
 
-def _everything_ok(ctx, result):
-    return None
-
-
 # === Checks after a run ===
 
 TEMPORARY = re.compile(r"^\..*\.tmp-|_temp$|\.tmp-")
@@ -208,7 +204,9 @@ def still_device(path: str):
             mode = os.lstat(ctx.p(path)).st_mode
         except FileNotFoundError:
             return f"{path}: the device node was removed"
-        return None if stat.S_ISCHR(mode) else f"{path}: the device node was replaced by a file"
+        if not stat.S_ISCHR(mode):
+            return f"{path}: the device node was replaced by a file"
+        return no_temporaries(ctx, result)
     return check
 
 
@@ -845,7 +843,7 @@ def _outcome(ctx, generated) -> tuple:
     outcome, why = judge(generated, result)
     if outcome not in GOOD:
         return outcome, why
-    problem = (generated.check or _everything_ok)(ctx, result)
+    problem = generated.check(ctx, result) if generated.check else None
     if problem:
         return LOST, f"{problem} ({why})"[:300]
     if not case.after:

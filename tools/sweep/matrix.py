@@ -392,7 +392,7 @@ SIGNALS = {"sigint": (signal.SIGINT, 130), "sigterm": (signal.SIGTERM, 75)}
 # writer's writability probe is not its write.
 DRIVER = r"""
 import builtins, io, logging, os, re, runpy, sys, time
-noted, root = os.environ["MATRIX_PHASE_FILE"], os.environ["MATRIX_ROOT"]
+noted, root = os.environ["MATRIX_PHASE_FILE"], os.path.join(os.environ["MATRIX_ROOT"], "")
 stall = float(os.environ.get("MATRIX_STALL", "3"))
 def begins(what):
     if os.path.exists(noted):

@@ -16,6 +16,10 @@ the record after. A save that fails (a full disk) removes TensorFlow's staging
 directory of it (`ckpt-N_temp/`); those a killed run left are removed by the
 next run (`RunDirectory.remove_killed_leftovers`).
 
+The best model (--keep_best_metric) is `best/best-<step>`, named by
+`best/best.json` (`tasks.evaluation.BestCheckpoint`); `keep_only_best` deletes
+the others.
+
 A directory made before runs kept records holds checkpoints that no record
 names: `unrecorded_run_checkpoints` tells a run's (adopted into the record
 that starts now) from a checkpoint no run wrote (a pre-trained model, refused).
@@ -109,6 +113,28 @@ def write_state_file(directory: str, names: list) -> None:
     lines = [f"model_checkpoint_path: {quoted(names[-1])}"]
     lines += [f"all_model_checkpoint_paths: {quoted(name)}" for name in names]
     io.atomic_write(io.join(directory, layout.CHECKPOINT_INDEX), "\n".join(lines) + "\n")
+
+
+def keep_only_best(run_directory, step: int | None) -> None:
+    """Deletes every `best/best-*` but the best model's of `step` (older best
+    models, and a killed write's files, its `best-<step>_temp` directory
+    included), and points best/'s `checkpoint` state file at that one (none
+    when `step` is None). `best.json` names the step first: a run killed in
+    between leaves the pair whole."""
+    keep = run_directory.best_checkpoint(step) + "." if step is not None else None
+    prefix = run_directory.best_checkpoint("")
+    for name in io.listdir(run_directory.best):
+        path = io.join(run_directory.best, name)
+        if path.startswith(prefix) and not (keep and path.startswith(keep)):
+            if io.isdir(path):
+                io.remove_tree(path)
+            else:
+                io.remove(path)
+    if step is not None:
+        tf.compat.v1.train.update_checkpoint_state(run_directory.best,
+                                                   run_directory.best_checkpoint(step))
+    else:
+        io.remove(run_directory.best_state_file)
 
 
 # The key of the Trainer's global step in a checkpoint it wrote (an object-based one;

@@ -16,6 +16,7 @@ from absl import logging
 
 from official_bert import io
 from official_bert.errors import RunDirectoryError, UserError
+from official_bert.run_directory.checkpoints import keep_only_best
 
 
 def evaluation(task, trainer) -> dict:
@@ -102,7 +103,7 @@ class BestCheckpoint:
                                 "use the same metric, or another --output_dir")
         self.checkpoint = tf.train.Checkpoint(model=trainer.model)
         if trainer.is_chief and io.isdir(self.directory):
-            self._remove_unnamed_checkpoints()
+            keep_only_best(self.run_directory, self.state["step"])
 
     def evaluate(self, step: int) -> bool:
         """Evaluates now; keeps the model if it is the best; True to stop."""
@@ -133,7 +134,7 @@ class BestCheckpoint:
             self.state["stopped_at"] = step
         io.atomic_write(self.state_path, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
         if improved:
-            self._remove_unnamed_checkpoints()
+            keep_only_best(self.run_directory, self.state["step"])
         return stop
 
     def evaluate_missed(self, num_train_steps: int) -> None:
@@ -174,27 +175,6 @@ class BestCheckpoint:
             return set()
         lines = io.read_text(self.history_path).splitlines()
         return {json.loads(line).get("global_step") for line in lines if line.strip()}
-
-    def _remove_unnamed_checkpoints(self) -> None:
-        """Deletes every `best-*` but the checkpoint `best.json` names, and points
-        the `checkpoint` state file (`tf.train.latest_checkpoint`'s) at that one."""
-        step = self.state["step"]
-        keep = self.run_directory.best_checkpoint(step) + "." if step is not None else None
-        prefix = self.run_directory.best_checkpoint("")
-        for name in io.listdir(self.directory):
-            # Leftovers are older best models and a killed write's files,
-            # including its `best-<step>_temp` directory.
-            path = io.join(self.directory, name)
-            if path.startswith(prefix) and not (keep and path.startswith(keep)):
-                if io.isdir(path):
-                    io.remove_tree(path)
-                else:
-                    io.remove(path)
-        if step is not None:
-            tf.compat.v1.train.update_checkpoint_state(
-                self.directory, self.run_directory.best_checkpoint(step))
-        else:
-            io.remove(self.run_directory.best_state_file)
 
     def restore(self) -> int | None:
         """Puts the best model's weights into the trainer's model (for the final

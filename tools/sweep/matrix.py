@@ -57,6 +57,7 @@ import sys
 import time
 from typing import Callable
 
+from official_bert.run_directory.layout import RUN_RECORD
 from tests.support import fault_kit as kit
 from tests.support import processes
 
@@ -489,7 +490,7 @@ def wrong_types(value):
 
 def _records(c) -> list:
     """Every run.json of the trained output (a quickstart's holds one per run it made)."""
-    found = sorted(pathlib.Path(c.p("mx", "run")).rglob("run.json"))
+    found = sorted(pathlib.Path(c.p("mx", "run")).rglob(RUN_RECORD))
     if not found:
         raise RuntimeError("the trained output has no run.json")
     return found
@@ -549,7 +550,7 @@ def keeps_run(edit_kept: bool):
 def _note_run(c):
     """Remembers the run's file names (and each run.json's text) for `keeps_run`."""
     run = pathlib.Path(c.p("mx", "run"))
-    noted = {str(p.relative_to(run)): p.read_text() if p.name == "run.json" else None
+    noted = {str(p.relative_to(run)): p.read_text() if p.name == RUN_RECORD else None
              for p in run.rglob("*") if p.is_file()}
     kit.write(c.p(".run-before.json"), json.dumps(noted))
 
@@ -587,7 +588,7 @@ def record(command, flag, kind, name):
         case = Case(f"--{flag}: {fault}", argv, command=command.name,
                     setup=(control.setup if control else (), _mkdir("mx"),
                            _trained(command.name, flag), change, _note_run),
-                    names=("run.json",), timeout=control.timeout if control else 300)
+                    names=(RUN_RECORD,), timeout=control.timeout if control else 300)
         made.append(Generated("record", f"--{flag}", case, expect, keeps_run(kept)))
     return made
 
@@ -654,7 +655,7 @@ def run_once(ctx, case) -> kit.Result:
 
 def _read_only_paths(ctx) -> list:
     """Where a case makes something read-only (the read-only and record faults)."""
-    return [ctx.p("ro"), *map(str, pathlib.Path(ctx.p("mx", "run")).rglob("run.json"))]
+    return [ctx.p("ro"), *map(str, pathlib.Path(ctx.p("mx", "run")).rglob(RUN_RECORD))]
 
 
 def _read_only(path) -> bool:

@@ -146,12 +146,21 @@ def signal_policy():
         return
     interruption.reset()
     previous = {s: signal.signal(s, _on_stop_signal) for s in interruption.STOP_SIGNALS}
+    exiting_stopped = False
     try:
         yield
+    except SystemExit:
+        exiting_stopped = interruption.requested() is not None
+        raise
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        interruption.reset()  # the job is over: library code run next starts afresh
+        # A process that ends stopped keeps the handler, and its request: a further
+        # Ctrl-C while it exits (draining its log, `atexit`) is only recorded, never a
+        # KeyboardInterrupt traceback. Otherwise the handlers are as they were and the
+        # request forgotten: library code run next in this process starts afresh.
+        if not exiting_stopped:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            interruption.reset()
 
 
 def _exit_stopped(stop: Stopped) -> None:

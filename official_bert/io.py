@@ -186,9 +186,11 @@ def makedirs(path: str) -> None:
 
 
 def remove(path: str) -> None:
+    """Removes a file if it is there (a name longer than NAME_MAX names nothing)."""
     if is_local(path):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(local_path(path))
+        if name_too_long(local_path(path)) is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(local_path(path))
     elif gfile().exists(path):
         gfile().remove(path)
 

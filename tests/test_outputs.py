@@ -138,6 +138,16 @@ def test_a_249_character_name_publishes_and_its_temporaries_fit(tmp_path):
     assert out.read_text() == "fits\n" and not hidden_leftovers(tmp_path)
 
 
+def test_a_249_character_name_gets_its_sidecar_too(tmp_path):
+    """prepare-corpus removes an older version's `<output>.stats.json`: too long a name to
+    exist, so nothing to remove (it was an ENAMETOOLONG error)."""
+    from data_prep import prepare_corpus
+
+    out = tmp_path / ("c" * 245 + ".txt")
+    prepare_corpus.prepare_corpus([str(SAMPLE)], str(out))
+    assert out.exists() and os.path.exists(file_sets.sidecar_path(str(out), "stats"))
+
+
 def test_a_shortened_temporary_is_still_recognised_as_one(tmp_path):
     name = io.temporary_name(str(tmp_path / ("x" * 250))).rsplit("/", 1)[1]
     pid = str(os.getpid())

@@ -343,23 +343,26 @@ def read_only(command, flag, kind, name):
 DISK_LIMIT = 16  # bytes: below every output's size (a tiny corpus is 60), so it is reached
 
 
+def naming_any_output(command, made: Generated) -> Generated:
+    """`made`, whose error line may name any output of the command: a fault of them all
+    (a full disk, a second writer) shows at whichever the command writes first."""
+    every = [n for flag in command.outputs
+             for n in (f"--{flag}", os.path.basename(str(flag_value(made.case.argv, flag))))]
+    return dataclasses.replace(made, case=dataclasses.replace(made.case, names=tuple(every)))
+
+
 def disk_full(command, flag, kind, name):
     path = f"mx/{name}"
-    return [_fault(command, flag, "disk-full", path, REFUSE, _mkdir("mx"),
-                   nothing_partial(path, kind),
-                   f"disk full ({DISK_LIMIT}-byte file-size limit)",
-                   file_size_limit=DISK_LIMIT)]
+    return [naming_any_output(command, _fault(
+        command, flag, "disk-full", path, REFUSE, _mkdir("mx"), nothing_partial(path, kind),
+        f"disk full ({DISK_LIMIT}-byte file-size limit)", file_size_limit=DISK_LIMIT))]
 
 
 def race(command, flag, kind, name):
     path = f"mx/{name}"
     made = _fault(command, flag, "race", path, RACE, _mkdir("mx"), exists(path),
                   "the same command twice at once")
-    # Both writers write every output: the refusal may name any of them.
-    every = [n for other in command.outputs
-             for n in (f"--{other}", os.path.basename(str(flag_value(made.case.argv, other))))]
-    return [dataclasses.replace(made, launch=run_twice,
-                                case=dataclasses.replace(made.case, names=tuple(every)))]
+    return [dataclasses.replace(naming_any_output(command, made), launch=run_twice)]
 
 
 OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,

@@ -107,7 +107,7 @@ class Stopped(BaseException):
         if checkpoint is None:
             super().__init__(f"stopped by {self.SIGNAL} outside training: nothing was lost "
                              "(nothing half-written was kept); run the same command again to "
-                             "finish (a trained run trains no further)")
+                             "finish (what a run trained is kept, and not trained again)")
             return
         super().__init__(f"stopped by {self.SIGNAL} at step {step}: checkpoint {checkpoint} is "
                          "saved; run the same command again to resume from it")

@@ -382,7 +382,7 @@ PHASES = {
     "train": dict(line=r"^step \d+", unit="steps"),
     "eval": dict(line=r"dev features|^Evaluat", unit="batches"),
     "predict": dict(line=r"test features|^[Pp]redict"),
-    "export": dict(line=r"^Export"),
+    "export": dict(line=r"^Export|Assets written to"),  # (TensorFlow's, inside a save)
     "write": dict(opens="w"),
 }
 SIGNALS = {"sigint": (signal.SIGINT, 130), "sigterm": (signal.SIGTERM, 75)}

@@ -497,6 +497,11 @@ def check_writable(path: str, flag: str) -> None:
     store's permissions show only when an object is written)."""
     if not path or not is_local(path):
         return
+    if is_stream(path):  # written through (`write_through`): the device itself must take it
+        if not os.access(local_path(path), os.W_OK):
+            raise UserError(f"{flag} {path} cannot be written (permission denied); choose "
+                            "a location you can write")
+        return
     directory = os.path.abspath(local_path(path))
     if os.path.isfile(directory):
         directory = os.path.dirname(directory)  # an existing output file: its directory

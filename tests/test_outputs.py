@@ -381,3 +381,9 @@ def test_a_full_disk_while_a_model_directory_is_staged_is_the_disk_full_error(
     with pytest.raises(DiskFullError):
         checkpoints.write_huggingface(weights, config, str(tmp_path / "hf"))
     assert os.listdir(tmp_path) == []  # no output, no staging
+
+
+def test_a_device_passes_the_writable_check_that_every_job_makes():
+    """model_files.prepare_job's check (extract-features) called /dev/null "a file, not a
+    directory"."""
+    io.check_writable("/dev/null", "--output_file")

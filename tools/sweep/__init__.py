@@ -8,6 +8,9 @@
                  (rerun after the fault: it must succeed or resume)
     cases/       one module per command: COMMAND and CASES, a list of Case
     run.py       the world, running one case, the tables
+    matrix.py    the cases nobody writes: generated from the command registry (every
+                 command x every output fault, signal at each phase, run-record fault),
+                 how such a case runs (a signal inside its phase, two writers) and its table
 
 The tiny world and the runner are the tests' fault kit (`tests/support/fault_kit.py`,
 imported as `tests.support`: bad_input_sweep.py puts the repository on sys.path).

@@ -14,7 +14,11 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
-from official_bert.run_directory.layout import CHECKPOINT_INDEX
+
+# TensorFlow's own name for a directory's checkpoint state (tf.train writes and reads
+# it). The run directory's layout spells it too, so that it loads no TensorFlow
+# (tests/test_run_directory_layout.py checks the two agree).
+STATE_FILE = "checkpoint"
 
 
 def open_reader(prefix):
@@ -30,7 +34,7 @@ def open_reader(prefix):
 def run_checkpoints(directory) -> list:
     """The checkpoint prefixes the `checkpoint` state file of `directory`
     lists, oldest first ([] without one)."""
-    state_file = io.join(directory, CHECKPOINT_INDEX)
+    state_file = io.join(directory, STATE_FILE)
     if not io.exists(state_file):
         return []
     try:

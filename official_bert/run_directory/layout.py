@@ -34,7 +34,9 @@ VOCAB = "vocab.txt"
 CLASSIFIER_CONFIG = "classifier_config.json"
 LABEL_LIST = "label_list.txt"
 TOKENIZER_CONFIG = "tokenizer_config.json"
-CHECKPOINT_INDEX = "checkpoint"  # tf.train's state file: the directory holds a checkpoint
+# tf.train's state file: the directory holds a checkpoint (TensorFlow's name, as
+# checkpoints.tf_checkpoints.STATE_FILE reads it).
+CHECKPOINT_INDEX = "checkpoint"
 CHECKPOINT_NAME = "ckpt"  # the checkpoints' prefix: ckpt-<step>.index, ...
 TRAIN_SUMMARIES = "train"
 EVAL_SUMMARIES = "eval"

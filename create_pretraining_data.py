@@ -16,4 +16,4 @@ dynamic masking, safe output); the generator is `data_prep/create_pretraining_da
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("create-pretraining-data")
+    registry.run_command("create-pretraining-data")

@@ -8,4 +8,4 @@ an example and what it writes are in `python extract_features.py --help`.
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("extract-features")
+    registry.run_command("extract-features")

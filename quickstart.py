@@ -6,4 +6,4 @@ Its stages and flags: `official_bert/commands/quickstart.py`.
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("quickstart")
+    registry.run_command("quickstart")

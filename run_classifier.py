@@ -8,4 +8,4 @@ what it writes are in `python run_classifier.py --help`.
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("classify")
+    registry.run_command("classify")

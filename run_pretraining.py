@@ -8,4 +8,4 @@ what it writes are in `python run_pretraining.py --help`.
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("pretrain")
+    registry.run_command("pretrain")

@@ -8,4 +8,4 @@ writes are in `python run_squad.py --help`.
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("squad")
+    registry.run_command("squad")

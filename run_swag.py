@@ -8,4 +8,4 @@ writes are in `python run_swag.py --help`.
 if __name__ == "__main__":
     from official_bert.commands import registry
 
-    registry.start("swag")
+    registry.run_command("swag")

@@ -39,7 +39,7 @@ def test_each_command_module_has_one_pattern(command):
     top_level_calls = [ast.unparse(node) for node in tree.body if isinstance(node, ast.Expr)
                        and isinstance(node.value, ast.Call)]
     assert not [c for c in top_level_calls if "define" in c], top_level_calls
-    assert f'registry.start("{command.name}")' in (COMMANDS_DIR / f"{command.module}.py").read_text()
+    assert f'registry.run_command("{command.name}")' in (COMMANDS_DIR / f"{command.module}.py").read_text()
 
 
 @pytest.mark.parametrize("command", registry.COMMANDS, ids=lambda c: c.name)
@@ -65,14 +65,14 @@ GOOGLE = [command for command in registry.COMMANDS if command.google_script]
 
 def test_each_google_script_is_registered():
     scripts = {p.name for p in REPO_ROOT.glob("*.py")
-               if 'registry.start("' in p.read_text()}
+               if 'registry.run_command("' in p.read_text()}
     assert scripts == {command.google_script for command in GOOGLE}
 
 
 @pytest.mark.parametrize("command", GOOGLE, ids=lambda c: c.google_script)
 def test_each_google_script_starts_its_registered_command(command):
     text = (REPO_ROOT / command.google_script).read_text()
-    assert f'registry.start("{command.name}")' in text
+    assert f'registry.run_command("{command.name}")' in text
     result = processes.run([sys.executable, command.google_script, "--help"],
                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

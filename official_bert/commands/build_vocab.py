@@ -55,4 +55,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("build-vocab")
+    registry.run_command("build-vocab")

@@ -54,4 +54,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("classify")
+    registry.run_command("classify")

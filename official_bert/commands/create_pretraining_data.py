@@ -124,4 +124,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("create-pretraining-data")
+    registry.run_command("create-pretraining-data")

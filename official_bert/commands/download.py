@@ -121,4 +121,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("download")
+    registry.run_command("download")

@@ -52,4 +52,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("export-encoder")
+    registry.run_command("export-encoder")

@@ -59,4 +59,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("export-google")
+    registry.run_command("export-google")

@@ -100,4 +100,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("export-ids-only")
+    registry.run_command("export-ids-only")

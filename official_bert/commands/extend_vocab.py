@@ -72,4 +72,4 @@ def report(output_dir: str, summary: dict) -> str:
 
 
 if __name__ == "__main__":
-    registry.start("extend-vocab")
+    registry.run_command("extend-vocab")

@@ -46,4 +46,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("extract-features")
+    registry.run_command("extract-features")

@@ -185,4 +185,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("glue-submission")
+    registry.run_command("glue-submission")

@@ -49,4 +49,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("ner")
+    registry.run_command("ner")

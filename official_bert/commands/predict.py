@@ -234,4 +234,4 @@ def _one_line(glue, line: bytes, number: int, pair: bool, name: str):
 
 
 if __name__ == "__main__":
-    registry.start("predict")
+    registry.run_command("predict")

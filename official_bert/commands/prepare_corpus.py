@@ -58,4 +58,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("prepare-corpus")
+    registry.run_command("prepare-corpus")

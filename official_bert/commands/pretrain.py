@@ -85,4 +85,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("pretrain")
+    registry.run_command("pretrain")

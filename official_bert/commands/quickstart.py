@@ -567,4 +567,4 @@ def _size(path: pathlib.Path) -> str:
 
 
 if __name__ == "__main__":
-    registry.start("quickstart")
+    registry.run_command("quickstart")

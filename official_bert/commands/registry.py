@@ -30,8 +30,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import importlib.util
-import sys
 
 # The output kinds that a file this project did not write may already hold:
 # the commands with one of them take --overwrite (`configs.OutputConfig`).
@@ -171,9 +169,7 @@ def configs_of(cmd: Command) -> tuple:
 
 def check_outputs(cmd: Command) -> None:
     """The outputs `cmd` declares, checked before any work by the output policy
-    (`official_bert.outputs.check_command_outputs`), once that module exists."""
-    if importlib.util.find_spec("official_bert.outputs") is None:
-        return
+    (`official_bert.outputs.check_command_outputs`)."""
     from absl import flags
 
     from official_bert import outputs
@@ -197,13 +193,3 @@ def run_command(name: str, argv=None) -> None:
 
     cmd = command(name)
     app.run(job(cmd, define_flags(cmd)), argv)
-
-
-def entry(name: str):
-    """`run_command` for `name` as a console entry point: `entry("classify")(argv)`."""
-    return functools.partial(run_command, name)
-
-
-def start(name: str) -> None:
-    """A script's `if __name__ == "__main__":` body: the command `name` on sys.argv."""
-    run_command(name, sys.argv)

@@ -46,4 +46,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("squad")
+    registry.run_command("squad")

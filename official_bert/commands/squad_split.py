@@ -42,4 +42,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("squad-split")
+    registry.run_command("squad-split")

@@ -45,4 +45,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    registry.start("swag")
+    registry.run_command("swag")

@@ -141,15 +141,17 @@ def _set_manifests(directory: str) -> list[tuple[str, dict, list]]:
 
 
 def is_listed_member(path: str) -> bool:
-    """Whether a complete set's manifest in `path`'s directory lists it with
-    its current size: a file this project published (`publish_together`) and
-    nobody has cut or rewritten to another size since."""
+    """Whether a set's manifest in `path`'s directory lists it with its
+    current size: a file this project published (`publish_together`) and
+    nobody has cut or rewritten to another size since. An incomplete manifest
+    counts too: it is written before the first rename, so a member in place
+    beside it is one a killed writer published (the same command replaces it)."""
     if not io.isfile(path):
         return False
     directory, name = os.path.split(os.fspath(path))
     for _, manifest, listed in _set_manifests(directory):
         sizes = manifest.get("sizes")
-        if (manifest.get("complete") is True and name in listed and isinstance(sizes, dict)
+        if (name in listed and isinstance(sizes, dict)
                 and sizes.get(name) == io.size(path)):
             return True
     return False

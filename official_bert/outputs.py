@@ -21,7 +21,7 @@ file system (NAME_MAX bytes a component); it is of the right kind (not a
 directory where a file goes, not a file where a directory goes); it can be
 written (`io.check_writable`); and what is there now may be replaced: nothing,
 an empty directory, the project's own earlier output (recorded when it was
-published: `io.is_published_output`, or a complete manifest of a file set that
+published: `io.is_published_output`, or the manifest of a file set that
 lists it), or anything when the user gave `--overwrite`. Everything else (a
 file the user made, or one of ours they changed since) is refused in one line
 naming the flag. What the check found is recorded (`io.claim_output`), and the
@@ -158,8 +158,9 @@ def _publication(path: str, flag: str, kind: str, overwrite: bool) -> str:
 
 def is_our_output(path: str) -> bool:
     """Whether `path` is the project's own earlier output, unchanged: recorded
-    when published (`io.is_published_output`), or a member of a complete file
-    set whose manifest lists it with its size (outputs made before the record)."""
+    when published (`io.is_published_output`), or a member of a file set
+    whose manifest lists it with its size (outputs made before the record, or
+    left in place by a writer killed while it published the set)."""
     if io.is_published_output(path):
         return True
     # The record, when it names the file, decides (an edit that kept the size is seen).

@@ -61,10 +61,37 @@ def check_command_outputs(command: Any, flag_values: Any) -> None:
     """
     outputs: Mapping[str, str] = getattr(command, "outputs", command) or {}
     overwrite = bool(_value(flag_values, "overwrite"))
+    given = _given_paths(flag_values, skip=set(outputs))
     for flag, kind in outputs.items():
         value = _value(flag_values, flag)
         if kind in KINDS and value:
+            # First: an output that is one of the inputs says so (not "it exists").
+            members = _members(value) if kind == FILE_PREFIX else [os.fspath(value)]
+            io.refuse_output_over_input({f"--{flag}": m for m in members}, given)
             check_output(value, f"--{flag}", kind, overwrite)
+
+
+def _given_paths(flag_values: Any, skip) -> list[tuple[str, str]]:
+    """(flag, path) of every other value the command was given that could name
+    a file (each part of a comma-separated list; globs left out): what its
+    outputs must not replace."""
+    if hasattr(flag_values, "flag_values_dict"):  # absl's FlagValues
+        values = flag_values.flag_values_dict()
+    elif isinstance(flag_values, Mapping):
+        values = dict(flag_values)
+    else:
+        values = dict(vars(flag_values))
+    found = []
+    for name, value in values.items():
+        if name in skip or not value:
+            continue
+        parts = value if isinstance(value, (list, tuple)) else [value]
+        for part in parts:
+            for path in (str(part).split(",") if isinstance(part, str) else ()):
+                path = path.strip()
+                if path and not io.has_magic(path):
+                    found.append((name, path))
+    return found
 
 
 def _value(flag_values: Any, name: str):

@@ -310,7 +310,7 @@ def test_a_files_own_name_comes_before_glob_syntax_and_commas(data_files, caplog
         (d / name).write_text(name)
     # `[1]` is part of the name of a file that exists: that file, and a warning that
     # the glob would have read another
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         assert file_sets.expand_paths(f"{d}/data[1].tfrecord", "input_file") == [
             f"{d}/data[1].tfrecord"]
     assert (f"--input_file: {d}/data[1].tfrecord is read as the file of that name; as a glob "
@@ -319,7 +319,7 @@ def test_a_files_own_name_comes_before_glob_syntax_and_commas(data_files, caplog
     # without such a file it is a glob, and the log names what it matched
     (d / "data[1].tfrecord").unlink()
     caplog.clear()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         assert file_sets.expand_paths(f"{d}/data[1].tfrecord", "input_file") == [
             f"{d}/data1.tfrecord"]
     assert f"--input_file: 1 file(s): {d}/data1.tfrecord" in caplog.text
@@ -330,7 +330,7 @@ def test_a_files_own_name_comes_before_glob_syntax_and_commas(data_files, caplog
         f"{d}/b.tfrecord", f"{d}/x,y.tfrecord"]
     # the log names the first few files and counts the rest
     caplog.clear()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         file_sets.expand_paths(f"{d}/*.tfrecord", "input_file")
     assert (f"--input_file: 5 file(s): {d}/a-0.tfrecord, {d}/a-1.tfrecord, {d}/b.tfrecord and "
             "2 more") in caplog.text

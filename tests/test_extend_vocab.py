@@ -295,7 +295,8 @@ def test_command_line_errors_are_one_line_and_write_nothing(extended, tmp_path):
     cases = [
         ([*good, f"--output_dir={extended['ckpt']}"], "is --init_checkpoint"),
         ([*good, f"--output_dir={tmp_path / 'busy'}"], "is not empty"),
-        ([*good, f"--output_dir={corpus}"], "is a file, not a directory"),
+        ([*good, f"--output_dir={corpus}"], "--output_dir is --input_file"),
+        ([*good, f"--output_dir={tmp_path / 'busy' / 'keep.txt'}"], "is a file, not a directory"),
         ([*good, f"--output_dir={tmp_path / 'new'}", "--num_new_tokens=0"],
          "--num_new_tokens=0 must be at least 1"),
         ([*good, f"--output_dir={tmp_path / 'new'}", "--min_count=100"],

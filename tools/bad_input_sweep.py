@@ -81,37 +81,29 @@ def count(cases: list) -> str:
 
 def run_all(cases: list, keep: bool) -> list:
     """Builds the world in a scratch directory and runs `cases` there, one by one."""
-    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bad_input_sweep-"))
+    return _run_in_world(cases, keep, "bad_input_sweep-", sweep_run.run_case,
+                         lambda case: f"{case.command}: {case.name}")
+
+
+def run_matrix(generated: list, keep: bool) -> list:
+    """Builds the world and runs the generated cases (each in a copy), one by one."""
+    return _run_in_world(generated, keep, "bad_input_matrix-", matrix.run_generated,
+                         lambda case: f"{case.command}: {case.klass}: {case.case.name}")
+
+
+def _run_in_world(cases: list, keep: bool, prefix: str, run_one, name) -> list:
+    """The tiny world in a scratch directory, then `run_one(world, scratch, i, case)`
+    for each case, with a progress line named `name(case)`; the rows."""
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     rows = []
     try:
         print(f"building the tiny world in {scratch} ...", file=sys.stderr, flush=True)
         sweep_run.build_world(scratch / "world")
         for i, case in enumerate(cases):
-            row = sweep_run.run_case(scratch / "world", scratch, i, case)
+            row = run_one(scratch / "world", scratch, i, case)
             rows.append(row)
-            print(f"[{i + 1}/{len(cases)}] {case.command}: {case.name}: {row['outcome']} "
+            print(f"[{i + 1}/{len(cases)}] {name(case)}: {row['outcome']} "
                   f"({row['seconds']:.0f} s) {row['why'][:160]}", file=sys.stderr, flush=True)
-            if not keep:
-                shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
-    finally:
-        if not keep:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return rows
-
-
-def run_matrix(generated: list, keep: bool) -> list:
-    """Builds the world and runs the generated cases (each in a copy), one by one."""
-    scratch = pathlib.Path(tempfile.mkdtemp(prefix="bad_input_matrix-"))
-    rows = []
-    try:
-        print(f"building the tiny world in {scratch} ...", file=sys.stderr, flush=True)
-        sweep_run.build_world(scratch / "world")
-        for i, case in enumerate(generated):
-            row = matrix.run_generated(scratch / "world", scratch, i, case)
-            rows.append(row)
-            print(f"[{i + 1}/{len(generated)}] {case.command}: {case.klass}: {case.case.name}: "
-                  f"{row['outcome']} ({row['seconds']:.0f} s) {row['why'][:160]}",
-                  file=sys.stderr, flush=True)
             if not keep:
                 shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
     finally:

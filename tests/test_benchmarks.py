@@ -4,6 +4,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 # benchmarks/ is a package at the repository root that pip does not install: `python -m
 # pytest` from the root finds it (the root is the working directory), a bare `pytest` would not.
@@ -129,6 +130,7 @@ def test_floors_add_the_two_parts_times():
     assert fused["b1_p50_ms"] == 12.0 and fused["b32_seq_per_s"] == 32 / 0.375
 
 
+@pytest.mark.slow  # the pre-training step benchmark's smoke run (30 s); the other benchmark tests stay
 def test_pretraining_step_times_our_trainer_step(tmp_path):
     """The benchmark runs the runners' own Trainer step (a tiny model, both
     tasks) and reports the FLOPs the MFU formula counts for what it ran."""

@@ -427,6 +427,7 @@ def test_extract_features_says_once_which_google_flags_it_ignores(tmp_path):
     assert result.stderr.strip().splitlines()[-1].startswith("error: ")
 
 
+@pytest.mark.slow  # 29 s; google's MRPC command on its own files runs by default
 def test_googles_mrpc_command_on_a_hugging_face_directory(stand_ins, tmp_path):
     """`$BERT_BASE_DIR` set to a Hugging Face checkpoint (config.json,
     model.safetensors: the layout of the bundled all-MiniLM-L6-v2): google's

@@ -701,6 +701,7 @@ def test_pretraining_on_ram_writes_everything_there_and_resumes(pretraining_data
     assert "Resumed from ram://run/ckpt-2 at step 2" in log
 
 
+@pytest.mark.slow  # 28 s; pre-training on ram:// runs by default
 def test_fine_tuning_on_ram_with_a_saved_model_export():
     out, log = drive(FINE_TUNE, tests=os.path.join(REPO, "tests"))
     # save_checkpoint wrote a checkpoint directory with its config and vocabulary to ram://

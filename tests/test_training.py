@@ -38,6 +38,7 @@ def baseline(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("one"), "one_device", 6, 1)
 
 
+@pytest.mark.slow  # 40 s; the micro-batch split and tests/test_run_pretraining.py's mirrored run stay by default
 def test_mirrored_and_accumulation_match_one_device(baseline, tmp_path):
     # The toy loss is token-weighted, so each replica's denominator differs:
     # only globally summed normalizers make these equal. (Mirrored alone, without
@@ -61,6 +62,7 @@ def test_xla_training_equals_the_plain_one(baseline, tmp_path):
     assert diff < 1e-5, (losses, baseline)
 
 
+@pytest.mark.slow  # 36 s; tests/test_run_pretraining.py's resume-after-SIGKILL runs by default
 def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     # With dropout on: the RNG state is part of the checkpoint.
     full = _run(tmp_path / "full", "one_device", 6, 1, dropout="0.1")

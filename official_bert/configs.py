@@ -225,6 +225,11 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
     in Python): the model files, training, distribution, export (the parts'
     fields, in that order). `validate` names the flag of a bad value."""
 
+    # The flags given on the command line (every other field is its default): a run
+    # that does not train takes its run's trained --max_seq_length unless it is given
+    # (`tasks.runner`). Not a setting: no flag of its own, and not compared.
+    given: frozenset = dataclasses.field(default=frozenset(), compare=False, repr=False)
+
     def validate(self) -> None:
         """`UserError` naming the first bad flag. (Whether there is a model to
         start from needs the run directory: `model_files.check_model_source`.)"""

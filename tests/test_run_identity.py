@@ -170,6 +170,36 @@ def test_evaluating_a_run_with_fewer_flags_works_as_before(world, run_dir):
     assert record(run_dir)["settings"]["learning_rate"] == 1e-3
 
 
+def test_evaluating_without_the_length_reads_at_the_trained_one(world, run_dir, caplog,
+                                                                 monkeypatch):
+    """A run trained at 16 tokens, evaluated with --max_seq_length left at its
+    default (128), reads at 16 and says so; given, another length is used, with
+    a warning naming both."""
+    import logging
+
+    from official_bert.tasks import classification
+
+    lengths = []
+    featurize = classification.ClassificationTask._features
+
+    def spy(self, *args, **kwargs):
+        lengths.append(self.run_config.max_seq_length)
+        return featurize(self, *args, **kwargs)
+
+    monkeypatch.setattr(classification.ClassificationTask, "_features", spy)
+    with caplog.at_level(logging.INFO, logger="absl"):
+        classify(world, run_dir, do_eval=True, max_seq_length=128)
+    assert set(lengths) == {16}
+    assert "--max_seq_length=16: the length this run was trained with (run.json" in caplog.text
+    caplog.clear()
+    lengths.clear()
+    with caplog.at_level(logging.INFO, logger="absl"):
+        classify(world, run_dir, do_eval=True, max_seq_length=24,
+                 given=frozenset({"max_seq_length"}))
+    assert set(lengths) == {24}
+    assert "--max_seq_length=24: this run was trained at 16 tokens" in caplog.text
+
+
 def _ner(world, out, **modes):
     return NerTask(NerConfig(train_file=str(world.path("conll", "train.txt")),
                              predict_file=str(world.path("conll", "dev.txt"))),

@@ -4,6 +4,7 @@ this project), the feature-based path, and one-line errors for bad input."""
 
 import json
 import os
+import shutil
 import re
 import sys
 
@@ -106,6 +107,22 @@ def test_fine_tuning_outputs(trained):
                        trained["log"])
     assert logged, trained["log"][-2000:]
     assert f"entity_f1 = {scored['entity_f1']:.4g}" in logged.group(1)
+
+
+def test_a_predict_only_rerun_reads_at_the_trained_length_and_says_so(trained, tmp_path):
+    """Trained at --max_seq_length=8, rerun with --do_predict alone and no length:
+    it predicts at 8 (the same windows, the same scores), says so, and says it
+    uses the checkpoint, not that it resumed (it trains nothing)."""
+    out = tmp_path / "out"
+    shutil.copytree(trained["out"], out)
+    result = run("run_ner.py", "--do_predict", f"--predict_file={trained['train']}",
+                 f"--init_checkpoint={trained['ckpt']}", f"--output_dir={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "--max_seq_length=8: the length this run was trained with (run.json" in result.stderr
+    assert "Resumed from" not in result.stderr
+    assert f"Using {out / 'ckpt-4'} (step 4)" in result.stderr
+    assert read_results(out / "test_results.txt") == read_results(
+        trained["out"] / "test_results.txt")
 
 
 def test_export_round_trip_without_project(trained):

@@ -126,37 +126,73 @@ def test_sigterm_ends_a_long_host_call_at_the_next_step(tmp_path):
     assert int(resumed.global_step.numpy()) == step
 
 
-def test_progress_lines_end_with_elapsed_and_time_left(tmp_path, monkeypatch, caplog):
-    """The first host call is one step (it traces, and compiles with XLA), so
-    the time left is measured after it: on a clock where that step takes 30 s
-    and every later one 2 s, 8 steps left of 12 are 16 s, not the 36 s the
-    mean would give. The fields before it are as they were."""
-    import functools
-    import logging
-
+def _clocked_trainer(tmp_path, monkeypatch, steps, first, each, **config):
+    """A toy `Trainer` whose progress clock reads `first` seconds after its
+    first step (which traces) and `each` more per later step; and the list of
+    its host calls' sizes."""
     from support import toy_training as toy
     from official_bert.training import distribution, optimization
     from official_bert.training import trainer as training
 
-    clock = iter([0.0, 30.0, 36.0, 44.0, 52.0]).__next__  # start, after steps 1, 4, 8, 12
-    monkeypatch.setattr(training, "Progress", functools.partial(training.Progress, clock=clock))
-    steps = 12
-    config = training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,
-                                     log_steps=4, steps_per_loop=4, save_checkpoints_steps=steps)
-    trainer = training.Trainer(
-        toy.ToyTask(), distribution.get_strategy("one_device"), config,
+    holder = {}
+
+    def clock():
+        step = int(holder["trainer"].global_step.numpy()) if "trainer" in holder else 0
+        return 0.0 if step == 0 else first + each * (step - 1)
+
+    monkeypatch.setattr(training.Trainer, "clock", staticmethod(clock))
+    trainer = holder["trainer"] = training.Trainer(
+        toy.ToyTask(), distribution.get_strategy("one_device"),
+        training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=steps,
+                                save_checkpoints_steps=steps, **config),
         optimizer_fn=lambda: optimization.create_optimizer(optimization.OptimizerConfig(
             learning_rate=1e-3, num_train_steps=steps, num_warmup_steps=1)))
     calls = []
     call = trainer._call_train_loop
     monkeypatch.setattr(trainer, "_call_train_loop",
                         lambda iterator, n: calls.append(n) or call(iterator, n))
+    return trainer, calls
+
+
+def _train_lines(trainer, caplog):
+    import logging
+
+    from support import toy_training as toy
+
     with caplog.at_level(logging.INFO, logger="absl"):
         trainer.train(lambda ctx: toy.make_dataset(toy.GLOBAL_BATCH), toy.GLOBAL_BATCH)
-    assert calls == [1, 3, 4, 4]
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
-    assert [line.split(": ")[0] for line in lines] == ["step 4/12", "step 8/12", "step 12/12"]
-    assert lines[0].endswith("; 36 s elapsed, about 16 s left")
-    assert lines[1].endswith("; 44 s elapsed, about 8 s left")
-    assert lines[2].endswith("; 52 s elapsed, about 0 s left")
-    assert "loss = " in lines[0] and "examples_per_second = " in lines[0]
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+
+
+def test_progress_lines_end_with_elapsed_and_time_left(tmp_path, monkeypatch, caplog):
+    """The first host call is one step (it traces, and compiles with XLA), and
+    the second one more, to time a step: the time left is measured from there.
+    On a clock where the first step takes 30 s and every later one 2 s, 8 steps
+    left of 12 are 16 s, not the 36 s the mean would give. Later calls hold
+    about `CALL_SECONDS` (5 s: 2 steps) of steps; between two --log_steps lines
+    one with the time alone comes every 10 s or more. The fields before it are
+    as they were."""
+    trainer, calls = _clocked_trainer(tmp_path, monkeypatch, 12, first=30.0, each=2.0,
+                                      log_steps=4, steps_per_loop=4)
+    lines = _train_lines(trainer, caplog)
+    assert calls == [1, 1, 2, 2, 2, 2, 2]
+    assert [line.split(";")[0].split(":")[0] for line in lines] == [
+        "step 1/12", "step 4/12", "step 6/12", "step 8/12", "step 12/12"]
+    assert lines[0] == "step 1/12; 30 s elapsed"  # (one step: no rate yet)
+    assert lines[1].endswith("; 36 s elapsed, about 16 s left")
+    assert lines[2] == "step 6/12; 40 s elapsed, about 12 s left"
+    assert lines[3].endswith("; 44 s elapsed, about 8 s left")
+    assert lines[4].endswith("; 52 s elapsed, about 0 s left")
+    assert "loss = " in lines[1] and "examples_per_second = " in lines[1]
+
+
+def test_the_first_progress_line_comes_within_30_s_whatever_log_steps_is(
+        tmp_path, monkeypatch, caplog):
+    """Pre-training logs every 100 steps: at 2 s a step its first line used to
+    come after more than 3 minutes. Host calls of about 5 s let a line with
+    the time elapsed and left come at 10 s."""
+    trainer, calls = _clocked_trainer(tmp_path, monkeypatch, 60, first=8.0, each=2.0,
+                                      log_steps=100, steps_per_loop=100)
+    lines = _train_lines(trainer, caplog)
+    assert lines[0] == "step 2/60; 10 s elapsed, about 116 s left"
+    assert max(calls) <= 3 and sum(calls) == 60

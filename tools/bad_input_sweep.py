@@ -39,6 +39,7 @@ every bad input gave a clean error and every control ran through.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import pathlib
 import shutil
@@ -79,37 +80,43 @@ def count(cases: list) -> str:
     return f"{len(cases)} cases: {bad} bad inputs + {len(cases) - bad} controls"
 
 
-def run_all(cases: list, keep: bool) -> list:
-    """Builds the world in a scratch directory and runs `cases` there, one by one."""
-    return _run_in_world(cases, keep, "bad_input_sweep-", sweep_run.run_case,
+def run_all(cases: list, keep: bool, jobs: int = 1) -> list:
+    """Builds the world in a scratch directory and runs `cases` there."""
+    return _run_in_world(cases, keep, jobs, "bad_input_sweep-", sweep_run.run_case,
                          lambda case: f"{case.command}: {case.name}")
 
 
-def run_matrix(generated: list, keep: bool) -> list:
-    """Builds the world and runs the generated cases (each in a copy), one by one."""
-    return _run_in_world(generated, keep, "bad_input_matrix-", matrix.run_generated,
+def run_matrix(generated: list, keep: bool, jobs: int = 1) -> list:
+    """Builds the world and runs the generated cases (each in a copy)."""
+    return _run_in_world(generated, keep, jobs, "bad_input_matrix-", matrix.run_generated,
                          lambda case: f"{case.command}: {case.klass}: {case.case.name}")
 
 
-def _run_in_world(cases: list, keep: bool, prefix: str, run_one, name) -> list:
+def _run_in_world(cases: list, keep: bool, jobs: int, prefix: str, run_one, name) -> list:
     """The tiny world in a scratch directory, then `run_one(world, scratch, i, case)`
-    for each case, with a progress line named `name(case)`; the rows."""
+    for each case, `jobs` at a time (each case is its own processes in its own copy
+    of the world), with a progress line named `name(case)`; the rows, in order."""
     scratch = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
-    rows = []
+    done = 0
+
+    def one(i, case):
+        nonlocal done
+        row = run_one(scratch / "world", scratch, i, case)
+        done += 1
+        print(f"[{done}/{len(cases)}] {name(case)}: {row['outcome']} "
+              f"({row['seconds']:.0f} s) {row['why'][:160]}", file=sys.stderr, flush=True)
+        if not keep:
+            shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
+        return row
+
     try:
         print(f"building the tiny world in {scratch} ...", file=sys.stderr, flush=True)
         sweep_run.build_world(scratch / "world")
-        for i, case in enumerate(cases):
-            row = run_one(scratch / "world", scratch, i, case)
-            rows.append(row)
-            print(f"[{i + 1}/{len(cases)}] {name(case)}: {row['outcome']} "
-                  f"({row['seconds']:.0f} s) {row['why'][:160]}", file=sys.stderr, flush=True)
-            if not keep:
-                shutil.rmtree(scratch / f"case-{i:03d}", ignore_errors=True)
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            return list(pool.map(one, range(len(cases)), cases))
     finally:
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    return rows
 
 
 def matrix_main(args) -> int:
@@ -125,7 +132,7 @@ def matrix_main(args) -> int:
         return 0
     print(f"{len(generated)} generated cases", file=sys.stderr, flush=True)
     start = time.time()
-    rows = run_matrix(generated, args.keep)
+    rows = run_matrix(generated, args.keep, args.jobs)
     print(matrix.grid(rows))
     print()
     print(matrix.details(rows))
@@ -148,6 +155,8 @@ def main(argv=None) -> int:
                         help="run at most this many cases of each command (its first ones)")
     parser.add_argument("--list", action="store_true", help="list the cases")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (each is "
+                        "its own processes; a signal case's timing holds under load)")
     parser.add_argument("--matrix", action="store_true", help="run the matrix generated "
                         "from the command registry instead of the hand-written cases")
     parser.add_argument("--classes", default="", help="with --matrix: these fault classes "
@@ -165,7 +174,7 @@ def main(argv=None) -> int:
         return 0
     print(count(cases), file=sys.stderr, flush=True)
     start = time.time()
-    rows = run_all(cases, args.keep)
+    rows = run_all(cases, args.keep, args.jobs)
     print(sweep_run.table(rows))
     print()
     print(sweep_run.totals(rows))

@@ -147,7 +147,8 @@ def run_config(flag_values, config_class=RunConfig):
     --master name the TPU; each TPU flag without an effect is logged."""
     from official_bert.training.distribution import GOOGLE_TPU_FLAGS, ignored_tpu_flags
 
-    config = from_flags(config_class, flag_values)
+    config = dataclasses.replace(from_flags(config_class, flag_values), given=frozenset(
+        name for name in flag_values if flag_values[name].present))
     google = from_flags(GoogleTpuFlags, flag_values)
     tpu = config.tpu or google.tpu_name or google.master
     if tpu != config.tpu:

@@ -309,6 +309,16 @@ class RunDirectory:
                 "another run, not this one resumed; nothing was changed. Use another "
                 "--output_dir, or the run's own values")
 
+    def trained_length(self) -> int | None:
+        """The --max_seq_length this directory's run was trained with: its
+        record's, else classifier_config.json's (a run made before records);
+        None when the directory holds no trained run or nothing says."""
+        if not self.has_checkpoint():
+            return None
+        record = self.read_run_record()
+        identity = (record or {}).get("identity") or self.identity_from_files()
+        return identity.get("max_seq_length")
+
     def identity_from_files(self) -> dict:
         """What the files that carry a run say it is, for a trained directory
         without a record (a run made before records were kept, or whose record

@@ -2,7 +2,9 @@
 
     run_task(task)
       1. check the flags (`RunConfig.validate`, `Task.check_flags`), and that
-         --output_dir and --export_dir can be written and --export_version is free
+         --output_dir and --export_dir can be written and --export_version is free;
+         a run that does not train reads at its run's trained --max_seq_length
+         unless the flag is given
       2. resolve checkpoint / config / vocabulary and check they fit each other
          (`model_files`)
       3. read and validate every input file (`Task.read_inputs`)
@@ -31,6 +33,7 @@ prediction files and its export. A new task is one such module and a thin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -54,8 +57,8 @@ from official_bert.training.trainer import Trainer, training_config
 def run_task(task) -> dict:
     """Carries out `task` (a `base.Task`; see the module docstring). Returns
     the eval results (empty without --do_eval)."""
-    config = task.run_config
     _check_flags(task)                                                            # 1
+    config = task.run_config  # (with the trained length, for a run that does not train)
     _check_outputs(config)
     # Before any TensorFlow op (reading the inputs below runs some): logical devices,
     # and the collective ops of MultiWorkerMirroredStrategy, cannot be set up once
@@ -128,6 +131,7 @@ def _check_flags(task) -> None:
     config = task.run_config
     config.validate()
     model_files.check_model_source(config)
+    _use_trained_length(task)
     modes = [m for m in ("train", "eval", "predict") if getattr(config, f"do_{m}")]
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
@@ -137,6 +141,25 @@ def _check_flags(task) -> None:
                         "evaluate on)")
     if config.eval_every_steps and not config.do_train:
         raise UserError("--eval_every_steps evaluates while training: add --do_train")
+
+
+def _use_trained_length(task) -> None:
+    """Step 1 for a run that does not train: it evaluates, predicts and exports at
+    the --max_seq_length its run was trained with unless the flag is given, and
+    says which length it uses when the two differ."""
+    config = task.run_config
+    trained = None if config.do_train else task.run_directory.trained_length()
+    if trained is None or trained == config.max_seq_length:
+        return
+    if "max_seq_length" in config.given:
+        logging.warning("--max_seq_length=%d: this run was trained at %d tokens, and now reads "
+                        "%d (leave the flag out to use the trained length)",
+                        config.max_seq_length, trained, config.max_seq_length)
+        return
+    task.run_config = dataclasses.replace(config, max_seq_length=trained)
+    logging.info("--max_seq_length=%d: the length this run was trained with (%s; "
+                 "--max_seq_length=N reads another)", trained,
+                 os.path.basename(task.run_directory.run_record))
 
 
 def _refuse_outputs_over_inputs(task) -> None:
@@ -287,10 +310,11 @@ def _start_trainer(task, strategy):
 
 def _say_what_was_restored(config, trainer) -> None:
     """A run that resumes from a checkpoint in --output_dir (the `Trainer`
-    logs `Resumed from ...`) restores the whole model from it, task head
-    included, and reads nothing of --init_checkpoint (no `Task head: ...`
-    lines): says so; a warning when --init_checkpoint names another of
-    --output_dir's checkpoints, which is not the one used."""
+    logs `Resumed from ...` when it trains, `Using ...` when not) restores
+    the whole model from it, task head included, and reads nothing of
+    --init_checkpoint (no `Task head: ...` lines): says so; a warning when
+    --init_checkpoint names another of --output_dir's checkpoints, which is
+    not the one used."""
     resumed, init = trainer.resumed_from, config.init_checkpoint
     if resumed is None or not init:
         return

@@ -170,6 +170,10 @@ class Trainer:
     # The time budget's clock, read inside the training tf.function: seconds, a
     # float64 scalar tensor. Tests replace it with a fake one, not to sleep.
     time_fn = staticmethod(tf.timestamp)
+    # The progress lines' clock (seconds), and how long one host call of several
+    # updates should take (`_steps_per_call`). Tests replace the clock too.
+    clock = staticmethod(time.monotonic)
+    CALL_SECONDS = 5.0
 
     def __init__(
         self,
@@ -239,7 +243,9 @@ class Trainer:
                     raise
                 raise damaged from None
             self.resumed_from = latest
-            logging.info("Resumed from %s at step %d", latest, int(self.global_step.numpy()))
+            if self.optimizer is None:  # (a training run says "Resumed from" when it does)
+                logging.info("Using %s (step %d): its weights, untrained further", latest,
+                             int(self.global_step.numpy()))
         elif init_fn is not None:
             init_fn(self.model)
         self._train_loop = None
@@ -455,6 +461,8 @@ class Trainer:
                on_evaluate) -> dict:
         config = self.config
         start_step = int(self.global_step.numpy())
+        if self.resumed_from is not None and start_step:
+            logging.info("Resumed from %s at step %d", self.resumed_from, start_step)
         if self._nothing_to_train(start_step):
             return {}
         iterator = iter(self._distribute(
@@ -470,13 +478,16 @@ class Trainer:
         window_loss, window_metrics = 0.0, None
         # The time left is measured from the end of the first host call, which
         # holds one step only: tracing and compiling are not in the rate.
-        self._progress = Progress(config.num_train_steps, "steps", done=start_step)
+        self._progress = Progress(config.num_train_steps, "steps", done=start_step,
+                                  clock=self.clock)
+        logging.info("Training from step %d of %d (the first step traces and compiles "
+                     "the model)", start_step, config.num_train_steps)
         while step < config.num_train_steps:
-            boundary = step + 1 if step == start_step else min(
+            boundary = min(
                 config.num_train_steps,
                 (step // config.log_steps + 1) * config.log_steps,
                 (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps,
-                step + config.steps_per_loop,
+                step + self._steps_per_call(step, start_step),
                 (step // evaluate_every + 1) * evaluate_every if evaluate_every else step + 10**9,
             )
             try:
@@ -485,7 +496,7 @@ class Trainer:
                 raise self._data_loss(e) from None
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
-            self._progress.update(step)
+            due = self._progress.update(step)
             window_steps += done
             window_loss += float(loss)
             metrics = tf.nest.map_structure(lambda t: float(t), metrics)
@@ -505,6 +516,8 @@ class Trainer:
                 self._report(step, results, writer, hooks)
                 window_start, window_steps = time.time(), 0
                 window_loss, window_metrics = 0.0, None
+            elif due:  # between two --log_steps lines, one every 10 s to 2 min
+                logging.info("step %d/%d%s", step, config.num_train_steps, self._timing())
             stop = self._stop_requested(termination)
             if step % config.save_checkpoints_steps == 0 or last or stop:
                 path = self.save()
@@ -538,19 +551,41 @@ class Trainer:
         the time this session has trained and an estimate of the time left
         (the steps left at the rate since the first step; with a time budget,
         the budget's time left when it ends first)."""
-        budget, limit = "", None
-        if self.budget is not None:
-            budget = f"; {self.budget.progress()}"
-            limit = self.budget.seconds - self.budget.seconds_spent
-        timing = f"; {self._progress.timing(limit)}" if self._progress is not None else ""
-        logging.info("step %d/%d: %s%s%s", step, self.config.num_train_steps,
-                     ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()), budget, timing)
+        logging.info("step %d/%d: %s%s", step, self.config.num_train_steps,
+                     ", ".join(f"{k} = {_fmt(v)}" for k, v in results.items()), self._timing())
         with writer.as_default(step=step):
             for name, value in results.items():
                 tf.summary.scalar(name, value)
         writer.flush()
         for hook in hooks or ():
             hook(step, results)
+
+    def _timing(self) -> str:
+        """'; <the budget's progress>; 14 s elapsed, about 2 min left': the end of
+        a progress line (the time left is the budget's when it ends first)."""
+        budget, limit = "", None
+        if self.budget is not None:
+            budget = f"; {self.budget.progress()}"
+            limit = self.budget.seconds - self.budget.seconds_spent
+        timing = f"; {self._progress.timing(limit)}" if self._progress is not None else ""
+        return budget + timing
+
+    def _steps_per_call(self, step: int, start_step: int) -> int:
+        """The updates of the next host call: one (it traces and compiles, so the
+        rate leaves it out), one more to time a step, then as many as take
+        about `CALL_SECONDS`, at most `steps_per_loop`. So the host sees the time
+        every few seconds, and a progress line comes within seconds of training's
+        start whatever --log_steps is (pre-training's 100 steps can take
+        minutes). Several workers must make the same calls, which a measured
+        rate would not give: there, one update, then `steps_per_loop`."""
+        if step == start_step:
+            return 1
+        if not self._stop_in_loop:
+            return self.config.steps_per_loop
+        rate = self._progress.rate()
+        if rate is None:
+            return 1
+        return max(1, min(self.config.steps_per_loop, int(rate * self.CALL_SECONDS)))
 
     def _nothing_to_train(self, step) -> bool:
         """Whether the run is over already: at the last step, or (resumed)

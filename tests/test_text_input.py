@@ -194,3 +194,35 @@ def test_text_input_runs_on_several_input_pipelines(tmp_path, corpus, vocab):
     batch = next(iter(dataset))
     assert batch["input_word_ids"].shape == (8, 128)
     assert os.path.exists(str(corpus))
+
+
+def test_a_two_sentence_file_makes_its_first_batch_without_thousands_of_passes(
+        tmp_path, vocab, monkeypatch):
+    """A task's small file (two sentences: one instance a pass) used to be passed
+    over 10,000 times before the first batch: the shuffle buffer filled first, and
+    each pass remade the record encoder's varint tables. Now the buffer holds
+    about one pass's instances and the tables are made once: the first batch of
+    8 needs a few hundred passes (the generator hands records over in chunks of
+    256), each reusing the tables."""
+    from data_prep import create_pretraining_data, pretraining_records
+
+    corpus = tmp_path / "two.txt"
+    corpus.write_text("EU rejects German call to boycott British lamb .\n\n"
+                      "Peter Blackburn went home .\n")
+    passes = []
+    worker_records = create_pretraining_data.worker_records
+
+    def counted(*args, **kwargs):
+        passes.append(1)
+        return worker_records(*args, **kwargs)
+
+    monkeypatch.setattr(create_pretraining_data, "worker_records", counted)
+    pretraining_records.varints.cache_clear()
+    config = PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10,
+                                   packing="full_sentences")
+    dataset = input_pipeline.pretraining_dataset(
+        str(corpus), 64, 10, 8, True, vocab_file=str(vocab), text_config=config, seed=1)
+    batch = next(iter(dataset))
+    assert batch["input_word_ids"].shape[0] == 8
+    assert 8 <= len(passes) <= 600
+    assert pretraining_records.varints.cache_info().misses == 2  # the ids' and lengths'

@@ -7,7 +7,6 @@ into two logical devices for MirroredStrategy before TensorFlow starts.
 import os
 import sys
 
-import numpy as np
 import pytest
 
 from support import processes

@@ -274,7 +274,8 @@ def pretraining_dataset(
     d = source.records(pipeline_id, num_pipelines, is_training, local_seed, cycle_length,
                        deterministic)
     if is_training:
-        d = d.shuffle(shuffle_buffer_size, seed=local_seed, reshuffle_each_iteration=True)
+        d = d.shuffle(source.shuffle_buffer(shuffle_buffer_size, seq_length, num_pipelines),
+                      seed=local_seed, reshuffle_each_iteration=True)
     if length_bucket_width:
         d = _bucket_batches(d, per_replica_batch, length_bucket_width, seq_length,
                             max_predictions_per_seq, source.static, drop_remainder,
@@ -334,6 +335,18 @@ class _Source:
                                f"{static[0]} static (masked) data", fix="give files of one kind")
         static = kinds[0]
         return cls(files, compressions, static, not static and word_start_files == len(files))
+
+    def shuffle_buffer(self, requested: int, seq_length: int, num_pipelines: int) -> int:
+        """The records shuffled together: `requested`; for raw text, at most
+        about one pass's instances (its bytes / 4 per token / `seq_length`).
+        tf.data fills the whole buffer before the first batch, and a task's
+        small file (a few sentences: an instance per pass) would be passed over
+        10,000 times first; past one pass a buffer only holds the same
+        documents again, masked otherwise."""
+        if self.text_config is None:
+            return requested
+        passed = sum(io.size(path) for path in self.files) // max(num_pipelines, 1)
+        return max(1, min(requested, passed // (4 * seq_length)))
 
     def records(self, pipeline_id, num_pipelines, is_training, local_seed, cycle_length,
                 deterministic) -> tf.data.Dataset:

@@ -381,7 +381,7 @@ class _GenerationProgress:
             elapsed = max(self.progress.elapsed, 1e-9)
             line = self.progress.line()
             head, _, timing = line.partition(" documents, ")
-            self.log(f"progress: {head} documents, {instances:,} instances "
+            self.log(f"progress: {head} documents, {instances} instances "
                      f"({instances / elapsed:.0f}/s), {timing}")
 
 

@@ -200,13 +200,13 @@ def verify(path: str, remote: Remote) -> list:
     returns notes for the output (e.g. that the hash is not pinned)."""
     size = os.path.getsize(path)
     if remote.size is not None and size != remote.size:
-        raise ValueError(f"has {size:,} bytes, not the {remote.size:,} of the pinned file")
+        raise ValueError(f"has {size} bytes, not the {remote.size} of the pinned file")
     if remote.sha256 is not None:
         got = _digest(path, "sha256")
         if got != remote.sha256:
             raise ValueError(f"has sha256 {got}, not the pinned {remote.sha256}")
         return []
-    notes = [f"sha256 not pinned yet ({_digest(path, 'sha256')}, {size:,} bytes)"]
+    notes = [f"sha256 not pinned yet ({_digest(path, 'sha256')}, {size} bytes)"]
     if remote.md5 is not None:
         got = _digest(path, "md5")
         if got != remote.md5:

@@ -129,7 +129,7 @@ class Progress:
         """'96 / 320 examples, 14 s elapsed, about 14 s left'; of an unknown
         total, '96 examples, 14 s elapsed, 6.9 examples/s'."""
         if self.total is not None:
-            return f"{self.done:,} / {self.total:,} {self.unit}, {self.timing()}"
+            return f"{self.done} / {self.total} {self.unit}, {self.timing()}"
         rate = self.rate()
         per_second = f", {rate:.3g} {self.unit}/s" if rate else ""
-        return f"{self.done:,} {self.unit}, {self.timing()}{per_second}"
+        return f"{self.done} {self.unit}, {self.timing()}{per_second}"

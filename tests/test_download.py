@@ -150,7 +150,7 @@ def test_a_truncated_file_is_refused(files, tmp_path):
     with MirrorServer(served) as server:
         manifest = write_manifest(tmp_path / "m.json", files, server.base_url)
         fetch, _ = fetcher(tmp_path / "data", manifest)
-        with pytest.raises(download.UserError, match="has 1,000 bytes, not the"):
+        with pytest.raises(download.UserError, match="has 1000 bytes, not the"):
             fetch.run(datasets.resolve(["squad_v1.1"]))
     assert not (tmp_path / "data/squad_v1.1").exists()
     assert not no_temporaries(tmp_path / "data")

@@ -38,13 +38,13 @@ def test_the_estimate_leaves_out_the_first_batch():
     clock.advance(30)
     progress.update(100)
     assert progress.seconds_left() is None  # one point: no rate yet
-    assert progress.line() == "100 / 1,000 examples, 30 s elapsed"
+    assert progress.line() == "100 / 1000 examples, 30 s elapsed"
     for done in range(200, 600, 100):
         clock.advance(2)
         progress.update(done)
     assert progress.rate() == pytest.approx(50.0)  # 400 examples in 8 s
     assert progress.seconds_left() == pytest.approx(10.0)  # 500 left at 50/s
-    assert progress.line() == "500 / 1,000 examples, 38 s elapsed, about 10 s left"
+    assert progress.line() == "500 / 1000 examples, 38 s elapsed, about 10 s left"
     assert progress.timing() == "38 s elapsed, about 10 s left"
 
 

@@ -226,7 +226,7 @@ class Task:
 
     # --- a helper for subclasses ---------------------------------------------------
 
-    def predict_logits(self, trainer, arrays: dict, batch_size: int):
+    def predict_logits(self, trainer, arrays: dict, batch_size: int, unit: str = "examples"):
         """The model's float outputs on in-memory features (a dict of arrays
         with `example_index`), in the arrays' order, every example exactly once.
         For outputs without a sequence axis: batches may be cut to their
@@ -237,6 +237,6 @@ class Task:
 
         out = trainer.predict(input_pipeline.numpy_dataset(
             arrays, batch_size, False, 0, self.run_config.padding_multiple()), output_fn,
-            total=len(arrays["example_index"]))
+            total=len(arrays["example_index"]), unit=unit)
         order = np.argsort(out["example_index"], kind="stable")
         return out["logits"][order].astype(np.float64)

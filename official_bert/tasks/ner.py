@@ -184,8 +184,12 @@ class NerTask(base.Task):
         windows = self._windows(split)
         arrays = conll.windows_to_arrays(windows)
         arrays["example_index"] = np.arange(len(windows), dtype=np.int32)
+        logging.info("%s %s: %d sentences, %d windows", "Evaluating" if split == "eval"
+                     else "Predicting", self.data[split].path, len(self.data[split].sentences),
+                     len(windows))
         out = trainer.predict(input_pipeline.numpy_dataset(arrays, batch_size, False, 0),
-                              _tagging_outputs("example_index"), total=len(windows))
+                              _tagging_outputs("example_index"), total=len(windows),
+                              unit="windows")
         order = np.argsort(out["example_index"], kind="stable")
         labelled = arrays["label_ids"] >= 0
         loss = -float(np.sum(out["gold_log_prob"][order] * labelled) / max(labelled.sum(), 1))
@@ -370,7 +374,7 @@ class FeatureBasedNerTask(NerTask):
         max_words = int(tf.reduce_max(label_ids.row_lengths()))
         out = trainer.predict(_feature_dataset(features, label_ids, batch_size, False, 0,
                                                max_words), _tagging_outputs("label_ids"),
-                              total=int(label_ids.nrows()))
+                              total=int(label_ids.nrows()), unit="sentences")
         lengths = label_ids.row_lengths().numpy()
         labelled = out["label_ids"] >= 0
         loss = -float(np.sum(out["gold_log_prob"] * labelled) / max(labelled.sum(), 1))

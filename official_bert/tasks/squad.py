@@ -236,7 +236,8 @@ class SpanLabelingTask(base.Task):
             logits = {k: tf.pad(v, [[0, 0], [0, cut]]) for k, v in outputs.items()}
             return {"unique_ids": batch["unique_ids"], **logits}
 
-        raw = trainer.predict(dataset, output_fn, total=len(arrays["unique_ids"]))
+        raw = trainer.predict(dataset, output_fn, total=len(arrays["unique_ids"]),
+                              unit="windows")
         results = {int(u): (s, e) for u, s, e in zip(
             raw["unique_ids"], raw["start_logits"], raw["end_logits"])}
         predictions = squad_postprocessing.postprocess_predictions(

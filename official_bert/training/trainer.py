@@ -38,6 +38,7 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import tempfile
@@ -636,15 +637,17 @@ class Trainer:
                                       self.task.loss_normalizers(features)))
             return self.task.loss_and_metrics(self.model, features, normalizers, training=False)
 
-        @tf.function
+        dataset = self._distribute(dataset_fn)
+
+        @functools.partial(tf.function, input_signature=[dataset.element_spec])
         def eval_step(features):
             loss, metrics = strategy.run(replica_step, args=(features,))
             reduce = lambda x: strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
             return reduce(loss), tf.nest.map_structure(reduce, metrics)
 
         total_loss, total_metrics, batches = 0.0, None, 0
-        progress = Progress(steps, "batches")
-        batches_iterator = iter(self._distribute(dataset_fn))
+        progress = Progress(steps, "batches", clock=self.clock)
+        batches_iterator = iter(dataset)
         while steps is None or batches < steps:
             try:
                 features = next(batches_iterator)
@@ -668,12 +671,14 @@ class Trainer:
         results["global_step"] = int(self.global_step.numpy())
         return results
 
-    def predict(self, dataset_fn, output_fn: Callable, total: int | None = None) -> dict:
+    def predict(self, dataset_fn, output_fn: Callable, total: int | None = None,
+                unit: str = "examples") -> dict:
         """Runs `output_fn(model, features)` (a dict of tensors) over a finite
         dataset; returns the outputs concatenated in input order as numpy.
-        Logs the examples done every 10 s or more (`progress.Progress`): of
-        `total` (the dataset's examples, when the caller knows them) with the
-        time elapsed and left, else the time elapsed and the rate."""
+        Logs the rows done every 10 s or more (`progress.Progress`), named
+        `unit` ("windows" where long inputs are split): of `total` (the
+        dataset's rows, when the caller knows them) with the time elapsed and
+        left, else the time elapsed and the rate."""
         strategy = self.strategy
 
         def forward(features):
@@ -682,15 +687,20 @@ class Trainer:
         if self.config.jit_compile:  # as the train step (one compile per batch shape)
             forward = tf.function(forward, jit_compile=True)
 
-        @tf.function
+        dataset = self._distribute(dataset_fn)
+
+        # One trace for every batch: the last, smaller one (and, with
+        # --dynamic_padding, each length) would trace again, tens of seconds
+        # that no estimate of the time left foresees.
+        @functools.partial(tf.function, input_signature=[dataset.element_spec])
         def predict_step(features):
             return strategy.run(forward, args=(features,))
 
         collected = {}
         start = time.time()
-        progress = Progress(total, "examples")
+        progress = Progress(total, unit, clock=self.clock)
         examples = 0
-        for features in self._distribute(dataset_fn):
+        for features in dataset:
             outputs = predict_step(features)
             for name, value in outputs.items():
                 parts = [np.asarray(p) for p in strategy.experimental_local_results(value)]
@@ -699,8 +709,8 @@ class Trainer:
             if progress.update(examples):
                 logging.info("predicted %s", progress.line())
         elapsed = max(time.time() - start, 1e-9)
-        logging.info("predicted %d examples in %.1f s, %.2f examples/s", examples, elapsed,
-                     examples / elapsed)
+        logging.info("predicted %d %s in %.1f s, %.2f %s/s", examples, unit, elapsed,
+                     examples / elapsed, unit)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
 
 

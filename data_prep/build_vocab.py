@@ -40,6 +40,7 @@ from typing import Sequence
 from data_prep.configs import BuildVocabConfig
 from official_bert import file_sets, io, outputs
 from official_bert.errors import BadFileError, UserError
+from official_bert.progress import Progress
 
 _log = logging.getLogger(__name__)
 
@@ -64,7 +65,10 @@ def count_words(files: Sequence[str], do_lower_case: bool,
     basic = CachedBasicTokenizer(do_lower_case=do_lower_case)
     counts: collections.Counter = collections.Counter()
     n = 0
-    for path in files:
+    progress = Progress(len(files), "files")
+    for done, path in enumerate(files, 1):
+        if progress.update(done - 1):
+            _log.info("progress: counting words: %s", progress.line())
         with io.open_file(path, "rb") as f:
             for lineno, raw in enumerate(io.text_lines(f), 1):  # a BOM is dropped
                 try:
@@ -174,6 +178,8 @@ def build_vocab(input_patterns: Sequence[str], output_file: str,
     outputs.ensure_checked(output_file, "--output_file", outputs.FILE)
     io.check_output_directory(output_file)
     counts = count_words(files, do_lower_case, max_lines)
+    _log.info("Learning %d tokens from %d distinct words (%d in all)", vocab_size, len(counts),
+              sum(counts.values()))
     vocab, learned = learn_vocab(counts, vocab_size, num_unused, lower_thresh,
                                  slack_ratio, max_unique_chars)
     check_vocab(vocab)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import re
 import unicodedata
@@ -55,6 +56,9 @@ from typing import Iterable, Sequence
 from data_prep.configs import CorpusOptions
 from official_bert import file_sets, io, outputs
 from official_bert.errors import BadFileError, UserError
+from official_bert.progress import Progress
+
+_log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------
 # Input files
@@ -403,7 +407,10 @@ def prepare_corpus(input_patterns: Sequence[str], output_file: str,
 
     def write(f):
         first = True
-        for path in files:
+        progress = Progress(len(files), "documents")  # (a file is a document)
+        for done, path in enumerate(files, 1):
+            if progress.update(done - 1):
+                _log.info("progress: %s", progress.line())
             with io.open_file(path, "rb") as g:
                 raw = g.read()
             doc = document_sentences(raw, path, options)

@@ -46,7 +46,7 @@ def test_multilabel_example(tmp_path):
     # Evaluating the run again needs no --train_file: the run flow resumes it.
     again = run("--do_eval", *common[1:])
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "Resumed from" in again.stderr
+    assert "Using " in again.stderr and "(step 8): its weights, untrained further" in again.stderr
 
     # A bad line is one error naming the file and line, before anything is written.
     (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n{"labels": []}\n')

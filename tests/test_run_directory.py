@@ -89,7 +89,7 @@ def test_two_runs_into_one_directory(data, tmp_path):
     # The first run's directory is complete and loadable: evaluate it again.
     again = run(*classify(data, out, "--do_eval"))
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "Resumed from" in again.stderr and (out / "eval_results.txt").exists()
+    assert "its weights, untrained further" in again.stderr and (out / "eval_results.txt").exists()
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_rerun_with_another_vocabulary_changes_nothing(data, trained_run, tmp_pa
     own = run(*classify(data, out, "--do_eval", f"--init_checkpoint={out}"))
     assert own.returncode == 0, own.stderr[-3000:]
     # What it restored: the whole model from the run's checkpoint (README, google's section).
-    assert "Resumed from " in own.stderr
+    assert "Using " in own.stderr and "its weights, untrained further" in own.stderr
     assert "The whole model, task head included, comes from " in own.stderr
     assert "Task head: " not in own.stderr
 

@@ -27,6 +27,7 @@ from official_bert import checkpoints, io, model_files, outputs
 from official_bert.errors import BadFileError, UserError
 from official_bert.configs import TOKEN_POOLINGS, FeatureExtractionConfig, dtype_policy
 from official_bert.text import tokenization
+from official_bert.progress import Progress
 from official_bert.training.precision import log_precision
 
 
@@ -51,14 +52,16 @@ def run(config: FeatureExtractionConfig) -> int:
     log_precision(encoder, config.dtype)
 
     start = time.time()
+    logging.info("Extracting the features of %d examples (layers %s)", len(examples),
+                 ",".join(map(str, layer_indexes)))
+    progress = Progress(len(examples), "examples")
     with io.atomic_output(config.output_file) as out:  # never a half-written output
         results = extract(encoder, features, layer_indexes, config.batch_size, config.pooling)
         for done, (example, (tokens, per_layer)) in enumerate(zip(examples, results), 1):
             out.write(json.dumps(to_json(example.unique_id, tokens, per_layer,
                                          config.pooling)) + "\n")
-            if done % 1000 == 0:
-                logging.info("%d / %d examples, %.1f examples/s", done, len(examples),
-                             done / (time.time() - start))
+            if progress.update(done):
+                logging.info("extracted %s", progress.line())
     logging.info("Wrote %d examples to %s in %.1f s", len(examples), config.output_file,
                  time.time() - start)
     return len(examples)

@@ -378,10 +378,10 @@ OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,
 # file of the case's world opened to read / created to write (`opens`).
 PHASES = {
     "read": dict(opens="r"),
-    "data": dict(line=r"^progress:|features of|[Ii]nstances", unit="documents"),
+    "data": dict(line=r"^progress:|features of|[Ii]nstances", unit="documents|files"),
     "train": dict(line=r"^step \d+", unit="steps"),
     "eval": dict(line=r"dev features|^Evaluat", unit="batches"),
-    "predict": dict(line=r"test features|^[Pp]redict"),
+    "predict": dict(line=r"test features|^[Pp]redict|^Extracting"),
     "export": dict(line=r"^Export|Assets written to"),  # (TensorFlow's, inside a save)
     "write": dict(opens="w"),
 }
@@ -428,7 +428,7 @@ if wanted_unit:
     made = progress.Progress.__init__
     def progress_made(self, total=None, unit="examples", *args, **kwargs):
         made(self, total, unit, *args, **kwargs)
-        if unit == wanted_unit:
+        if re.fullmatch(wanted_unit, unit):
             begins(f"Progress of {unit}")
     progress.Progress.__init__ = progress_made
 line = re.compile(os.environ.get("MATRIX_LINE") or "(?!)", re.M)

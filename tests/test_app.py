@@ -188,6 +188,7 @@ def test_command_line_verbosity_is_read_before_absl_parses_it():
     assert app.command_line_verbosity(["x", "--vocab_file=v.txt"]) is None
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_a_command_run_prints_no_tensorflow_internals(tmp_path):
     """`bert export-encoder` on a tiny checkpoint, as a user runs it: its own lines, each
     without absl's prefix, and no line of TensorFlow's internals."""

@@ -96,6 +96,7 @@ def test_flags_need_each_other():
                        early_stopping_patience=2).validate()
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_early_stopping_end_to_end(tmp_path):
     ckpt = make_checkpoint(str(tmp_path / "ckpt"))
     data = write_sst2(tmp_path / "sst", (TRAIN * 4, TRAIN_LABELS * 4), (DEV, DEV_LABELS))
@@ -185,6 +186,7 @@ def _eval_loss(probabilities, labels):
     return float(-np.mean(np.log(np.asarray(probabilities)[np.arange(len(labels)), labels])))
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_the_final_evaluation_predictions_and_export_are_the_best_steps(tmp_path):
     """The dev set is the training sentences with the opposite labels, so the
     dev loss grows as the model learns: the best model (lowest eval_loss) is an
@@ -237,6 +239,7 @@ def test_the_final_evaluation_predictions_and_export_are_the_best_steps(tmp_path
     assert f"Exported step {best['step']} to {export / '1'}" in result.stderr
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_another_task_keeps_its_best_model(tmp_path):
     """run_swag with --keep_best_metric: the same best/ directory, best_step and
     the final evaluation of the best model."""

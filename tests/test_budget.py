@@ -174,6 +174,7 @@ def test_stops_at_the_step_that_crosses_the_budget_and_saves(budgeted):
         "trained 0.35 of 0.5 min, 0.15 min left" in budgeted["stderr"])
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_killed_and_run_again_stops_at_the_same_total_time(budgeted, data):
     out = data / "budget_killed"
     killed = run(*common(data, out, "--do_train", *BUDGET), kill_at=3)
@@ -254,6 +255,7 @@ LOSSES_BEFORE_THE_BUDGET = [7.329919815063477, 7.330364227294922, 7.348609924316
                             7.315567493438721, 7.2721943855285645]
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_without_a_budget_training_is_as_before(data):
     out = data / "no_budget"
     result = run(*common(data, out, "--do_train"), tick=0)
@@ -320,6 +322,7 @@ def test_the_steps_bound_a_budget_and_say_so(tmp_path, caplog):
 # --- fine-tuning --------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_fine_tuning_stops_at_the_budget_and_evaluates_there(tmp_path):
     # run_classifier.py: 4 epochs of 2 steps, a 12 s budget on the 7 s fake clock: it
     # stops after step 2 and evaluates (while training and after it) the model of step 2.

@@ -286,6 +286,7 @@ def tiny_args(root, out, *extra):
             "--do_eval", "--eval_batch_size=8", f"--output_dir={out}", *extra)
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_the_unigram_baseline_is_the_most_frequent_masked_tokens_share(tiny):
     from data_prep.configs import PretrainingDataConfig
     from data_prep.create_pretraining_data import create_pretraining_data
@@ -324,6 +325,7 @@ def test_the_unigram_baseline_is_the_most_frequent_masked_tokens_share(tiny):
     assert "evaluates on the training data, which overstates" in result.stderr
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_run_pretraining_reads_a_tables_text_column(tiny, tmp_path):
     rows = [line for line in (tiny / "corpus.txt").read_text().splitlines() if line.strip()]
     train = write(tmp_path / "train.tsv", "label\tsentence\n" + "".join(

@@ -35,6 +35,7 @@ def _write_texts(path, texts):
     return path
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_minilm_matches_sentence_transformers(minilm_dir, tmp_path):
     reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
     expected = np.asarray(reference["embeddings"], np.float32)
@@ -222,6 +223,7 @@ def test_savedmodel_in_a_tf1_session_as_tf_serving(tiny_model, tmp_path):
     np.testing.assert_allclose(served, np.load(tmp_path / "out.npy")[:4], atol=1e-6)
 
 
+@pytest.mark.slow  # 8 s or more here
 def test_serving_dtype_bfloat16_through_the_command(tiny_model, tmp_path):
     """`bert embed --serving_dtype=bfloat16` (the shared export flags): the
     export's weights are bfloat16 and its vectors those of the float32 .npy

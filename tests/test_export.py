@@ -204,6 +204,7 @@ def test_label_count_must_match_the_model(exported, tmp_path):
                                  str(tmp_path / "bad"))
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_serving_cuts_common_padding_and_keeps_the_outputs(exported, tmp_path):
     # Packed to 32 (the tiny model's positions), these texts need at most 16:
     # serving_default runs the model on 16 columns and must give the full-length model's answer.
@@ -234,6 +235,7 @@ def test_serving_cuts_common_padding_and_keeps_the_outputs(exported, tmp_path):
     np.testing.assert_allclose(got["probabilities"].numpy(), expected, atol=1e-5)
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_predictor_splits_by_the_batch_limit(exported, tmp_path):
     """ClassifierPredictor calls the export with at most its max_batch_size texts."""
     from official_bert.serving import classification as export

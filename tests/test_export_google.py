@@ -360,6 +360,7 @@ def test_a_fine_tuned_classifier_exports_run_classifiers_head(trained, tmp_path)
                                atol=1e-5)
 
 
+@pytest.mark.slow  # its fixture, a SQuAD run, takes 25 s here
 def test_a_fine_tuned_squad_run_exports_run_squads_head(squad_run, tmp_path):
     """google's run_squad.py `create_model`: `cls/squad/output_weights` [2, H] and
     `cls/squad/output_bias` [2] beside the encoder, read back bit-exactly."""

@@ -218,6 +218,7 @@ def test_continued_pre_training_starts_from_the_extended_heads(extended):
     assert outputs["masked_lm_logits"].shape == (1, 2, len(VOCAB) + 1)
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_fine_tuning_and_its_export_use_the_extended_vocabulary(extended):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the export's tokenizer ops)

@@ -472,6 +472,7 @@ def test_predict_names_the_line_that_is_not_utf8(classifier_run, tmp_path):
     one_line_error(result, f"{bad} line 2 is not UTF-8")
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_predict_answers_each_batch_while_the_pipe_stays_open(classifier_run):
     """`bert predict` as a filter: the answers to the lines sent so far come
     back while stdin is still open (it does not wait for the end of input).

@@ -682,6 +682,7 @@ def pretraining_data(tmp_path_factory):
     return data
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_pretraining_on_ram_writes_everything_there_and_resumes(pretraining_data):
     out, log = drive(PRETRAIN, data=str(pretraining_data))
     first, second = out["2"], out["4"]

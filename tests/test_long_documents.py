@@ -90,6 +90,7 @@ def test_pooling_and_the_model_on_windows():
         np.testing.assert_allclose(pooled[1], windows[1, 0], atol=1e-6)  # padding skipped
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_export_makes_the_same_windows_and_answers(vocab_file, tmp_path):
     """The SavedModel's in-graph windows give the probabilities the model
     gives on the Python windows (`convert_examples_windows`), from raw text
@@ -139,6 +140,7 @@ def far_keyword_document(keyword, position=700, length=900, seed=5):
     return " ".join(words)
 
 
+@pytest.mark.slow  # 8 s or more here
 def test_windows_reach_text_beyond_token_512_in_python_and_in_the_export(vocab_file, tmp_path):
     """Two 900-token documents that differ only at token 700, windows of 128
     every 100 tokens: the Python windows and the export's in-graph windows cover

@@ -143,6 +143,7 @@ def test_a_rerun_reuses_the_vocabulary_of_an_unchanged_corpus(tmp_path, monkeypa
     assert len(builds) == 4
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_a_failed_stage_keeps_its_settings_for_the_next_run(tmp_path):
     """A stage that fails (or is killed) leaves its settings in summary.json:
     a rerun with other settings starts it afresh instead of resuming the

@@ -307,6 +307,7 @@ def test_xla_evaluation_equals_the_plain_one(trained, tmp_path):
     assert xla["eval_accuracy"] == plain["eval_accuracy"]
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_dynamic_padding_keeps_the_metrics(trained, tmp_path):
     # At --max_seq_length=32 the batches are cut to 16 columns (every dev
     # sentence is shorter): padding is masked out, so the metrics must not move.
@@ -334,6 +335,7 @@ def test_dynamic_padding_keeps_the_metrics(trained, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_gradient_accumulation_with_dynamic_padding_trains(trained, tmp_path):
     # One long sentence: its micro-batch is cut to 32 columns, the other one of
     # its update to 16, unless the update's batch is cut whole before it is split
@@ -372,6 +374,7 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
     assert "random head" in refused.stderr and "Traceback" not in refused.stderr
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_bfloat16_export_serves_the_runs_labels(trained):
     """--serving_dtype=bfloat16: weights stored in bfloat16 in the SavedModel,
     answers within bfloat16's rounding of the float32 checkpoint's."""

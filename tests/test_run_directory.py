@@ -71,6 +71,7 @@ def classify(data, out, *extra):
             f"--output_dir={out}", *extra]
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_two_runs_into_one_directory(data, tmp_path):
     out = tmp_path / "run"
     first = start(*classify(data, out, "--do_train", "--do_eval", "--num_train_epochs=40"))
@@ -306,6 +307,7 @@ def test_a_taken_export_version_is_found_before_any_work(world, tmp_path):
     assert os.listdir(export) == ["1"]
 
 
+@pytest.mark.slow  # 8 s or more here
 def test_two_embeds_into_one_output_file(world, tmp_path):
     """Both once exited 0 and one output was lost: now exactly one writes the
     file, the other stops with one line, and the file is a whole .npy."""
@@ -368,6 +370,7 @@ def test_dtype_sets_the_compute_dtype_of_every_task(dtype, expected):
     assert feature_task.build_model().compute_dtype == expected
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_dtype_flag_through_a_script(data, tmp_path):
     """--dtype read by the run flow of a real script: the model it trains
     computes in bfloat16 (the run's log line), its variables stay float32."""

@@ -195,6 +195,7 @@ def test_evaluation_alone_needs_only_the_held_out_files(baseline, data, tmp_path
     assert "--input_file is required" in refused.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_resume_after_sigkill_equals_uninterrupted_run(baseline, data):
     out = data / "killed"
     killed = run(*common(data, out, "--do_train", *EVAL), kill_at=5)
@@ -234,6 +235,7 @@ def test_mirrored_over_two_cpus_equals_one_device(baseline, data, accumulation):
     assert diff < 1e-5, (mirrored, baseline["results"])
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_phase_two_from_phase_one_in_float16_with_dynamic_masking(baseline, data):
     # Phase 2: longer sequences (64), unmasked files masked at read time,
     # weights, heads and vocabulary from phase 1's directory; here also
@@ -489,6 +491,7 @@ def test_sigterm_saves_and_exits_then_resumes_exactly(baseline, data, term_at):
         assert abs(got[key] - expected[key]) <= 1e-6, key
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_sigterm_from_outside_at_a_random_moment(baseline, data):
     import random
     import signal

@@ -151,6 +151,7 @@ def test_train_predict_export_round_trip(squad_run, tmp_path):
         assert got["score"] == pytest.approx(top["start_logit"] + top["end_logit"], abs=1e-4)
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_v2_predict_writes_null_odds_and_tunes(tiny_checkpoint, tmp_path):
     data = squad_file(tmp_path / "v2.json", version_2=True)
     out = tmp_path / "out"
@@ -173,6 +174,7 @@ def test_v2_predict_writes_null_odds_and_tunes(tiny_checkpoint, tmp_path):
     assert all(predictions[q] == "" for q in predictions if odds[q] > threshold)
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_prediction_cut_to_each_batch_keeps_the_answers(tiny_checkpoint, tmp_path):
     # Windows sorted by length and each batch cut to its longest (the default)
     # give the n-best lists of full-length batches.

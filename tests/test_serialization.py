@@ -331,6 +331,7 @@ def test_preprocessor_and_encoder_round_trip(tmp_path):
     _assert_keras_file_round_trips(model, inputs, tmp_path)
 
 
+@pytest.mark.slow  # 8 s or more here
 def test_bfloat16_serving_copies_of_every_head():
     """`serving.base.with_weights_in(model, "bfloat16")` (--serving_dtype): a copy
     of each head whose matrices are stored in bfloat16, answering as the float32

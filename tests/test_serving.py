@@ -452,6 +452,7 @@ def _xla_functions(version_dir):
             if f.attr.get("_XlaMustCompile") and f.attr["_XlaMustCompile"].b]
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_encoder_export_with_xla_answers_as_without(tmp_path):
     # jit_compile=True (ExportModule): the model's call is one XLA function in the
     # SavedModel, and both signatures answer as the plain export does.
@@ -797,6 +798,7 @@ def test_real_saved_model_cli_shows_any_export(exports, tmp_path):
         assert f"['{name}'] tensor_info:" in result.stdout, name
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_real_saved_model_cli_runs_the_ids_only_copy(exports, served, ids_only, tmp_path):
     """`saved_model_cli run` as installed cannot load the raw export (its graph has
     the tensorflow-text ops, which the binary does not register, even for serve_ids);
@@ -935,6 +937,7 @@ HUB_USER = WITHOUT_THE_PROJECT + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # 10 s or more here
 def test_hub_pair_in_a_fresh_keras_model(encoder_export):
     case = encoder_export
     written = case["written"]
@@ -1027,6 +1030,7 @@ def test_bfloat16_serving_export_stores_bfloat16_weights(encoder_export, tmp_pat
             config, export_dir=None, output_dir=str(tmp_path / "out2")))
 
 
+@pytest.mark.slow  # its fixture, an encoder export, takes 36 s here
 def test_tflite_tensors_carry_the_names_tf_serving_serves(encoder_export, tmp_path):
     """TF Serving's TFLite runtime (`--prefer_tflite_model`, `model.tflite` in the version
     directory) ignores the flatbuffer's signatures and names `serving_default`'s inputs and

@@ -38,7 +38,7 @@ import os
 import select
 import sys
 
-from absl import flags
+from absl import flags, logging
 
 from data_prep import glue
 from official_bert.commands import app, cli_flags, registry
@@ -179,6 +179,7 @@ def main(argv):
             raise BadFileError(FLAGS.input_file, "is a directory", fix="check --input_file")
         source, name = io.open_file(FLAGS.input_file, "rb"), FLAGS.input_file
     predictor = _load(FLAGS.model)
+    logging.info("Predicting %s with %s", name, FLAGS.model)
     if FLAGS.output_format == "tsv" and FLAGS.header:
         texts = ["text_a", "text_b"] if predictor.pair else ["text"]
         if predictor.regression:

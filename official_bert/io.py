@@ -179,8 +179,9 @@ def makedirs(path: str) -> None:
         try:
             os.makedirs(local_path(path), exist_ok=True)  # mode 0o777 & ~umask
         except (FileExistsError, NotADirectoryError):
+            what = kind_of(path) if os.path.lexists(local_path(path)) else "a file"
             raise UserError(f"cannot make the directory {path}: it (or a directory above it) "
-                            "is a file; choose another path") from None
+                            f"is {what}; choose another path") from None
     else:
         gfile().makedirs(path)
 
@@ -680,6 +681,20 @@ OUTPUT_LEDGER = ".official_bert.outputs.json"
 # got there first wins); "ours": the project's own earlier output, replaced
 # only while it is still that file; "replace": --overwrite.
 _claims: dict[str, tuple[str, tuple | None]] = {}
+
+
+def kind_of(path: str) -> str:
+    """What the existing local `path` is, in words for an error line: "a
+    device", "a pipe", "a socket" or "a file"."""
+    try:
+        mode = os.stat(local_path(path)).st_mode
+    except OSError:
+        return "a file"
+    if _stat_mode.S_ISCHR(mode) or _stat_mode.S_ISBLK(mode):
+        return "a device"
+    if _stat_mode.S_ISFIFO(mode):
+        return "a pipe"
+    return "a socket" if _stat_mode.S_ISSOCK(mode) else "a file"
 
 
 def is_stream(path: str) -> bool:

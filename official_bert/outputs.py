@@ -160,8 +160,8 @@ def check_name_fits(path: str, flag: str) -> None:
 def _check_kind(path: str, flag: str, kind: str) -> None:
     local = io.local_path(path)
     if kind == DIRECTORY and os.path.lexists(local) and not os.path.isdir(local):
-        raise UserError(f"{flag} {path} is a file, not a directory: this command writes a "
-                        "directory; name a new or empty directory")
+        raise UserError(f"{flag} {path} is {io.kind_of(path)}, not a directory: this command "
+                        "writes a directory; name a new or empty directory")
     if kind != DIRECTORY and os.path.isdir(local):
         raise UserError(f"{flag} {path} is a directory; name a file in it")
 

@@ -74,7 +74,8 @@ def check_export_version_free(export_dir: str | None, version: int | None = None
         return
     export_dir = str(export_dir)
     if io.exists(export_dir) and not io.isdir(export_dir):
-        raise UserError(f"--export_dir {export_dir} is a file: TF Serving's directory holds "
+        what = io.kind_of(export_dir) if io.is_local(export_dir) else "a file"
+        raise UserError(f"--export_dir {export_dir} is {what}: TF Serving's directory holds "
                         "numbered version directories; choose another path")
     if version is not None and io.exists(io.join(export_dir, str(int(version)))):
         raise _version_taken(export_dir, version)

@@ -44,6 +44,7 @@ ended before the phase began: the matrix's fault, not the command's) and setup f
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import json
@@ -54,6 +55,7 @@ import shutil
 import signal
 import stat
 import sys
+import threading
 import time
 from typing import Callable
 
@@ -514,23 +516,33 @@ def _read_only_record(c):
         os.chmod(path, 0o444)
 
 
+_TRAINING = collections.defaultdict(threading.Lock)  # cache path -> its maker's lock
+
+
 def _trained(command_name, flag):
-    """A setup: mx/run, the run the control trains (made once per command, then copied)."""
+    """A setup: mx/run, the run the control trains (made once per command, then copied;
+    cases run at once wait for the one that makes it)."""
     def setup(c):
         cache = pathlib.Path(c.root).parent / f"trained-{command_name}"
-        if not cache.exists():
-            control = control_case(command_name)
-            argv = with_flag(control.argv, flag, at("mx", "run"))
-            for step in control.setup:
-                step(c)
-            result = kit.run(kit.command(*c.resolve(argv)), timeout=control.timeout)
-            if result.returncode:
-                raise RuntimeError("the control did not train: "
-                                   + result.stderr.strip().splitlines()[-1][:200])
-            shutil.copytree(c.p("mx", "run"), cache, symlinks=True)
+        with _TRAINING[str(cache)]:
+            if not cache.exists():
+                _train_control(c, command_name, flag, cache)
         shutil.rmtree(c.p("mx", "run"), ignore_errors=True)
         shutil.copytree(cache, c.p("mx", "run"), symlinks=True)
     return setup
+
+
+def _train_control(c, command_name, flag, cache):
+    """Trains the control's run into mx/run and keeps a copy at `cache`."""
+    control = control_case(command_name)
+    argv = with_flag(control.argv, flag, at("mx", "run"))
+    for step in control.setup:
+        step(c)
+    result = kit.run(kit.command(*c.resolve(argv)), timeout=control.timeout)
+    if result.returncode:
+        raise RuntimeError("the control did not train: "
+                           + result.stderr.strip().splitlines()[-1][:200])
+    shutil.copytree(c.p("mx", "run"), cache, symlinks=True)
 
 
 def keeps_run(edit_kept: bool):
@@ -559,10 +571,12 @@ def _note_run(c):
 
 
 def eval_only(argv: list) -> list:
-    """The control, evaluating its run only (no training, prediction or export)."""
-    dropped = ("--do_train", "--do_predict", "--export_dir=", "--predict_file=")
-    kept = [a for a in argv if not str(a).startswith(dropped)]
-    return kept + ([] if "--do_eval" in kept else ["--do_eval"])
+    """The control, evaluating its run only (no training, prediction or export); a
+    command with no evaluation (SQuAD) predicts only."""
+    dropped = ("--do_train", "--export_dir=")
+    if "--do_eval" in argv:
+        dropped += ("--do_predict", "--predict_file=")
+    return [a for a in argv if not str(a).startswith(dropped)]
 
 
 RECORD_FAULTS = {  # name -> (change to run.json, expectation, run.json kept, argv)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 
 from official_bert.errors import UserError
-from official_bert.settings import setting, setting_of, with_defaults
+from official_bert.settings import FLAG, setting, setting_of, with_defaults
 
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 SERVING_DTYPES = ("float32", "bfloat16")
@@ -220,7 +220,33 @@ class ExportSettings:
 
 
 @dataclasses.dataclass
-class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFilesConfig):
+class DistillationSettings:
+    """Task distillation (Hinton et al. 2015; DistilBERT, TinyBERT): the student
+    (the model this run trains) learns a fine-tuned teacher's outputs beside the
+    labels: loss = alpha * (the labels' loss) + (1 - alpha) * T^2 * KL(teacher
+    || student at temperature T) (mean squared error to the teacher's score for
+    regression). Fine-tuning commands only."""
+
+    teacher: str | None = setting(
+        None, "Task distillation: a fine-tuned run directory of this task (or its ckpt-N) "
+        "whose outputs this run's model learns beside the labels (same vocabulary and "
+        "labels; any size). Its outputs on the training data are computed once per session.")
+    distill_alpha: float = setting(
+        0.5, "With --teacher: the labels' share of the loss (0: the teacher's outputs alone).")
+    distill_temperature: float = setting(
+        2.0, "With --teacher: the softmax temperature both distributions are compared at.")
+
+    def validate_distillation(self) -> None:
+        if not 0 <= self.distill_alpha <= 1:
+            raise UserError(f"--distill_alpha must be in [0, 1], got {self.distill_alpha}")
+        if not 0 < self.distill_temperature < float("inf"):
+            raise UserError(f"--distill_temperature must be positive, got "
+                            f"{self.distill_temperature}")
+
+
+@dataclasses.dataclass
+class RunConfig(ExportSettings, DistillationSettings, DistributionSettings, TrainingSettings,
+                ModelFilesConfig):
     """The settings every task shares (from `cli_flags.run_config`, or built
     in Python): the model files, training, distribution, export (the parts'
     fields, in that order). `validate` names the flag of a bad value."""
@@ -228,7 +254,8 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
     # The flags given on the command line (every other field is its default): a run
     # that does not train takes its run's trained --max_seq_length unless it is given
     # (`tasks.runner`). Not a setting: no flag of its own, and not compared.
-    given: frozenset = dataclasses.field(default=frozenset(), compare=False, repr=False)
+    given: frozenset = dataclasses.field(default=frozenset(), compare=False, repr=False,
+                                         metadata={FLAG: False})
 
     def validate(self) -> None:
         """`UserError` naming the first bad flag. (Whether there is a model to
@@ -271,6 +298,7 @@ class RunConfig(ExportSettings, DistributionSettings, TrainingSettings, ModelFil
         if self.learning_rate <= 0:
             raise UserError(f"--learning_rate must be positive, got {self.learning_rate}")
         dtype_policy(self.dtype)
+        self.validate_distillation()
         if (self.num_gpus or 0) < 0 or self.num_cpu_devices < 0:
             raise UserError("--num_gpus and --num_cpu_devices cannot be negative")
 

@@ -84,7 +84,8 @@ def refuse_outputs_over_inputs(config: ModelFilesConfig, files: ModelFiles, inpu
         config.init_checkpoint, own_run_dir)
     inputs = list(inputs.items() if isinstance(inputs, dict) else inputs) + [
         ("init_checkpoint", None if own_run else config.init_checkpoint),
-        ("vocab_file", files.vocab_file), ("bert_config_file", config.bert_config_file)]
+        ("vocab_file", files.vocab_file), ("bert_config_file", config.bert_config_file),
+        ("teacher", getattr(config, "teacher", None))]
     io.refuse_output_over_input(outputs, inputs)
 
 

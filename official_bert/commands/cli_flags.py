@@ -32,8 +32,8 @@ import sys
 from absl import flags, logging
 
 from official_bert.settings import settings_of
-from official_bert.configs import (DistributionSettings, ExportSettings, GoogleTpuFlags,
-                                         ModelFilesConfig, RunConfig, TrainingSettings)
+from official_bert.configs import (DistillationSettings, DistributionSettings, ExportSettings,
+                                   GoogleTpuFlags, ModelFilesConfig, RunConfig, TrainingSettings)
 
 # training.distribution loads TensorFlow: `run_config` imports it once the flags
 # are parsed, so that defining the flags (and `--help`) loads absl alone.
@@ -47,6 +47,7 @@ MODEL_FLAGS = "model files"
 TRAINING_FLAGS = "training"
 DISTRIBUTION_FLAGS = "distribution, precision, XLA"
 EXPORT_FLAGS = "export"
+DISTILLATION_FLAGS = "distillation"
 PRECISION_FLAGS = "precision"
 
 
@@ -59,6 +60,7 @@ MODEL_FILES = (MODEL_FLAGS, _names(ModelFilesConfig))
 TRAINING = (TRAINING_FLAGS, _names(TrainingSettings))
 DISTRIBUTION = (DISTRIBUTION_FLAGS, _names(DistributionSettings))
 EXPORT = (EXPORT_FLAGS, _names(ExportSettings))
+DISTILLATION = (DISTILLATION_FLAGS, _names(DistillationSettings))
 PRECISION = (PRECISION_FLAGS, ("dtype",))  # --dtype of a command that trains nothing
 
 # Fine-tuning counts epochs; pre-training counts steps (RunConfig has both).
@@ -125,12 +127,14 @@ def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict
     Args:
         modes: which of --do_train / --do_eval / --do_predict (and their batch
             sizes) the command has.
-        counts: "epochs" (fine-tuning) or "steps" (pre-training, `STEP_FLAGS`).
+        counts: "epochs" (fine-tuning, with task distillation's flags) or
+            "steps" (pre-training, `STEP_FLAGS`).
     """
     skip = [name for mode in ("train", "eval", "predict") if mode not in modes
             for name in (f"do_{mode}", f"{mode}_batch_size")]
-    skip += STEP_FLAGS if counts == "epochs" else EPOCH_FLAGS
-    define_command_flags(config_class, MODEL_FILES, TRAINING, DISTRIBUTION, EXPORT, skip=skip)
+    skip += STEP_FLAGS if counts == "epochs" else (*EPOCH_FLAGS, *DISTILLATION[1])
+    define_command_flags(config_class, MODEL_FILES, TRAINING, DISTILLATION, DISTRIBUTION,
+                         EXPORT, skip=skip)
     define_flags(GoogleTpuFlags, group=DISTRIBUTION_FLAGS)
 
 

@@ -41,7 +41,7 @@ FORMAT = 1
 TRAINING_SETTINGS = ("learning_rate", "num_train_epochs", "num_train_steps",
                      "warmup_proportion", "num_warmup_steps", "train_batch_size", "optimizer",
                      "gradient_accumulation_steps", "max_train_examples", "max_train_minutes",
-                     "dtype")
+                     "dtype", "teacher", "distill_alpha", "distill_temperature")
 
 _NONE = type(None)
 
@@ -86,7 +86,8 @@ SETTINGS_FIELDS = {
     "num_warmup_steps": _OPTIONAL_COUNT, "train_batch_size": _OPTIONAL_COUNT,
     "optimizer": (str, _NONE), "gradient_accumulation_steps": _OPTIONAL_COUNT,
     "max_train_examples": _OPTIONAL_COUNT, "max_train_minutes": _OPTIONAL_NUMBER,
-    "dtype": (str, _NONE), "training_data": (dict,),
+    "dtype": (str, _NONE), "training_data": (dict,), "teacher": (str, _NONE),
+    "distill_alpha": _OPTIONAL_NUMBER, "distill_temperature": _OPTIONAL_NUMBER,
 }
 
 _TYPE_NAMES = {int: "a whole number", str: "a string", dict: "an object", list: "a list",

@@ -56,9 +56,10 @@ class Task:
       evaluate, evaluation_flag, predict, export
 
     Attributes: `run_config` (the `RunConfig`); set by the run before
-    `read_inputs`: `model_files` (the resolved `ModelFiles`) and `bert_config`
-    (the model's `BertConfig`); `head_report` (the `heads.HeadRestore` of
-    --init_checkpoint, once `initialize` ran). A task built with `bert_config=`
+    `read_inputs`: `model_files` (the resolved `ModelFiles`), `bert_config`
+    (the model's `BertConfig`) and, with --teacher, `teacher` (a
+    `tasks.teacher.Teacher`, for a task that `distils`); `head_report` (the
+    `heads.HeadRestore` of --init_checkpoint, once `initialize` ran). A task built with `bert_config=`
     alone can build its model and compute its loss without a run (tests,
     benchmarks, the parity tools).
     """
@@ -69,6 +70,8 @@ class Task:
     # The task in the run's record and its messages ("classification", ...);
     # None: the class's name.
     family: str | None = None
+    # Whether the task learns from a --teacher (task distillation) besides its labels.
+    distils = False
 
     def __init__(self, run_config: RunConfig | None = None, *, bert_config=None):
         self.run_config = run_config or RunConfig()
@@ -77,6 +80,9 @@ class Task:
         # What the head's load_head_weights did with each head weight, for the
         # refusal to evaluate a random head (None: no head was looked for).
         self.head_report = None
+        # The `tasks.teacher.Teacher` of task distillation (--teacher), set by the
+        # run; a task that distils adds its outputs to the training features.
+        self.teacher = None
 
     @property
     def run_directory(self) -> RunDirectory:

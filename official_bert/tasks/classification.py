@@ -30,9 +30,9 @@ from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import WINDOW_POOLINGS, BertClassifier
 from official_bert.run_directory import CLASSIFIER_CONFIG
 from official_bert.serving import classification as serving
-from official_bert.tasks import base
+from official_bert.tasks import base, teacher
 from official_bert.configs import LONG_DOCUMENTS, ClassificationConfig, RunConfig
-from official_bert.training import input_pipeline
+from official_bert.training import distillation, input_pipeline
 
 
 class ClassificationTask(base.Task):
@@ -57,6 +57,7 @@ class ClassificationTask(base.Task):
     """
 
     family = "classification"
+    distils = True
 
     def __init__(self, config: ClassificationConfig | None = None,
                  run_config: RunConfig | None = None, *, num_classes: int | None = None,
@@ -101,6 +102,14 @@ class ClassificationTask(base.Task):
             return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
 
+    def teacher_loss(self, teacher_logits, logits):
+        """Per example: T² · KL(teacher_T ‖ student_T), or the squared
+        difference of the two scores for regression."""
+        if self.is_regression:
+            return tf.square(logits[:, 0] - teacher_logits[:, 0])
+        return distillation.soft_targets(teacher_logits, logits,
+                                         self.run_config.distill_temperature)
+
     def loss_normalizers(self, features):
         return {"examples": tf.cast(tf.shape(features["label"])[0], tf.float32)}
 
@@ -108,6 +117,10 @@ class ClassificationTask(base.Task):
         logits = model(features, training=training)
         labels = features["label"]
         per_example = self.per_example_loss(logits, labels)
+        if teacher.FEATURE in features:  # task distillation (--teacher)
+            per_example = distillation.task_loss(
+                per_example, self.teacher_loss(features[teacher.FEATURE], logits),
+                self.run_config.distill_alpha)
         loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
         count = tf.cast(tf.shape(labels)[0], tf.float32)
         if self.is_regression:
@@ -309,6 +322,9 @@ class ClassificationTask(base.Task):
     def train_dataset(self):
         arrays = self._features(self.train_examples, "train")
         run = self.run_config
+        if self.teacher is not None:
+            arrays = {**arrays, teacher.FEATURE: self.teacher.logits(arrays,
+                                                                      run.eval_batch_size)}
         return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
                                             run.padding_multiple(),
                                             micro_batches=run.gradient_accumulation_steps)

@@ -6,7 +6,8 @@
          a run that does not train reads at its run's trained --max_seq_length
          unless the flag is given
       2. resolve checkpoint / config / vocabulary and check they fit each other
-         (`model_files`)
+         (`model_files`); with --teacher, load the teacher and check it fits
+         (`tasks.teacher`)
       3. read and validate every input file (`Task.read_inputs`)
       4. refuse an output that is one of the inputs
       5. refuse --output_dir if it holds another run (`run_directory`'s record,
@@ -49,6 +50,7 @@ from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_r
 from official_bert.serving.base import with_weights_in
 from official_bert.serving.versions import check_export_version_free
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
+from official_bert.tasks.teacher import Teacher
 from official_bert.training import distribution, optimization, precision
 from official_bert.training.budget import TimeBudget
 from official_bert.training.trainer import Trainer, training_config
@@ -68,6 +70,7 @@ def run_task(task) -> dict:
         config, task.required_tokens, task.vocab_required, task.fallback_vocab_file(),
         config.output_dir)
     task.bert_config = files.config
+    task.teacher = _teacher(task)
     task.read_inputs()                                                            # 3
     _refuse_outputs_over_inputs(task)                                             # 4
 
@@ -162,6 +165,20 @@ def _use_trained_length(task) -> None:
                  os.path.basename(task.run_directory.run_record))
 
 
+def _teacher(task):
+    """Step 2's teacher (--teacher, task distillation): None without one."""
+    config = task.run_config
+    if not config.teacher:
+        return None
+    if not task.distils:
+        raise UserError(f"--teacher: task distillation is not available for the "
+                        f"{_family(task)} task yet (classification and regression have it)")
+    if not config.do_train:
+        raise UserError("--teacher is what a run learns from while it trains: add --do_train, "
+                        "or leave it out to evaluate, predict or export")
+    return Teacher.load(config.teacher, task)
+
+
 def _refuse_outputs_over_inputs(task) -> None:
     """Step 4: no output (the run directory, its files, the export) may be one
     of the inputs (the task's and the model files)."""
@@ -204,8 +221,21 @@ def _check_run_directory(task) -> dict:
         identity.pop("max_seq_length")
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
     _refuse_loss_scaling_change(run_directory, changes)
+    _refuse_teacher_change(run_directory, changes)
     return dict(files=record_files, identity=identity, settings=settings, changes=changes,
                 adopted=adopted)
+
+
+def _refuse_teacher_change(run_directory, changes: list) -> None:
+    """A resume with another teacher (or none, or one where there was none), even
+    allowed: the student would learn two teachers' outputs in one run."""
+    for key, old, new in changes:
+        if key == "teacher":
+            raise RunDirectoryError(
+                f"--output_dir {run_directory.path} was trained with --teacher={old}, not "
+                f"{new}: a run learns from one teacher; nothing was changed. Give the same "
+                "--teacher, or start another --output_dir (this run's checkpoint can be its "
+                "--init_checkpoint)")
 
 
 def _refuse_loss_scaling_change(run_directory, changes: list) -> None:
@@ -240,6 +270,10 @@ def _training_settings(task) -> dict:
     and the training data: each file's absolute path and size."""
     config = task.run_config
     settings = {name: getattr(config, name, None) for name in TRAINING_SETTINGS}
+    if task.teacher is not None:  # the checkpoint read, not the path given (a run trains on)
+        settings["teacher"] = task.teacher.path
+    else:
+        settings.update(distill_alpha=None, distill_temperature=None)  # (they do nothing)
     paths = [p for p in task.training_files() if p and io.isfile(p)]
     settings["training_data"] = {
         os.path.abspath(p) if io.is_local(p) else p: io.size(p) for p in paths}

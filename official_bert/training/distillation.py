@@ -38,11 +38,16 @@ def soft_target_loss(teacher_logits, student_logits, temperature: float, mask=No
     """T² · KL(softmax(teacher / T) ‖ softmax(student / T)) over the last axis,
     averaged over every other position (only where `mask` is 1, when given:
     a [batch] or [batch, tokens] array of 0/1)."""
+    return _masked_mean(soft_targets(teacher_logits, student_logits, temperature), mask)
+
+
+def soft_targets(teacher_logits, student_logits, temperature: float):
+    """T² · KL(softmax(teacher / T) ‖ softmax(student / T)) over the last axis,
+    one value per other position (a task sums them over its global batch)."""
     teacher = ops.softmax(ops.cast(teacher_logits, "float32") / temperature, axis=-1)
     student_log = ops.log_softmax(ops.cast(student_logits, "float32") / temperature, axis=-1)
     teacher_log = ops.log(ops.maximum(teacher, 1e-30))
-    kl = ops.sum(teacher * (teacher_log - student_log), axis=-1)
-    return temperature ** 2 * _masked_mean(kl, mask)
+    return temperature ** 2 * ops.sum(teacher * (teacher_log - student_log), axis=-1)
 
 
 def regression_loss(teacher_outputs, student_outputs):

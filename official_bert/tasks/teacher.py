@@ -1,0 +1,89 @@
+"""The teacher of task distillation (--teacher): a fine-tuned run of the same
+task whose outputs the student (the run's own model) learns beside the labels.
+
+The teacher is any checkpoint this project reads that holds the task's
+trained head: a run directory (its latest checkpoint), one of its `ckpt-N`,
+or a google or Hugging Face checkpoint with the head. It may be of any size;
+it must share the student's vocabulary and casing (the same ids mean the same
+text) and, through its head's shape, the number of labels. Its outputs on the
+training features are computed once per session, in the features' order, and
+travel with them through the input pipeline as `teacher_logits` (a task's
+loss then mixes the two: `training.distillation`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official_bert import checkpoints
+from official_bert.checkpoints import tf_checkpoints
+from official_bert.errors import UserError
+from official_bert.text import tokenization
+from official_bert.training import input_pipeline
+
+# The feature a task's loss reads the teacher's outputs from.
+FEATURE = "teacher_logits"
+
+
+class Teacher:
+    """A loaded teacher: its checkpoint's path and its model (the task's
+    model at the teacher's size, with the teacher's weights).
+
+    Use `Teacher.load(path, task)`: it checks the teacher fits the task."""
+
+    def __init__(self, path: str, model):
+        self.path = path
+        self.model = model
+
+    @classmethod
+    def load(cls, path: str, task) -> "Teacher":
+        """The teacher at `path` for `task` (whose `model_files` and
+        `bert_config` are resolved). `UserError` when it does not fit."""
+        ckpt = checkpoints.read_checkpoint(path)
+        files = task.model_files
+        if ckpt.vocab_file is None or (
+                tokenization.load_vocab_list(ckpt.vocab_file) != list(files.vocab)):
+            raise UserError(
+                f"--teacher {path} has another vocabulary than the student's "
+                f"({ckpt.vocab_file or 'none beside it'}, not {files.vocab_file}): the same ids "
+                "would mean other text. Distil from a teacher fine-tuned from a checkpoint with "
+                "the student's vocabulary")
+        if ckpt.do_lower_case is not None and ckpt.do_lower_case != files.do_lower_case:
+            raise UserError(f"--teacher {path} is {'un' if not ckpt.do_lower_case else ''}cased "
+                            f"and the student is not: give both the same casing")
+        teacher_task = copy.copy(task)  # the task's model, at the teacher's size
+        teacher_task.bert_config = ckpt.config
+        model = teacher_task.build_model()
+        checkpoints.assign_encoder_weights(model.encoder, ckpt.weights)
+        load = getattr(model, "load_head_weights", None)
+        report = load(ckpt) if load else None
+        if not report or report.initialized or report.skipped:
+            why = report.what_the_checkpoint_holds() if report is not None else (
+                "holds no head of this task")
+            raise UserError(f"--teacher {path}: {why}; a teacher is a run fine-tuned on this "
+                            "task, with the student's labels")
+        # The checkpoint read (a run directory's latest), which a resume must read again.
+        read = (ckpt.path if ckpt.kind == "huggingface"
+                else tf_checkpoints.checkpoint_prefix(ckpt.path) or ckpt.path)
+        logging.info("Teacher: %s (%d layers, hidden size %d), its head restored", read,
+                     ckpt.config.num_hidden_layers, ckpt.config.hidden_size)
+        return cls(os.fspath(read), model)
+
+    def logits(self, arrays: dict, batch_size: int) -> np.ndarray:
+        """The teacher's outputs (float32) on in-memory features, in their order."""
+        model = self.model
+
+        @tf.function(reduce_retracing=True)
+        def forward(features):
+            return model(features, training=False)
+
+        dataset = input_pipeline.numpy_dataset(
+            {k: v for k, v in arrays.items() if k != FEATURE}, batch_size, False, 0)
+        parts = [np.asarray(forward(features), np.float32) for features in dataset(tf.distribute.InputContext())]
+        logging.info("Teacher: outputs on %d training rows", sum(len(p) for p in parts))
+        return np.concatenate(parts)

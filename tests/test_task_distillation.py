@@ -1,0 +1,147 @@
+"""Task distillation (--teacher): the student learns a fine-tuned teacher's
+outputs beside the labels.
+
+Known answers: the loss of a batch is alpha · (cross-entropy on the labels) +
+(1 − alpha) · T² · KL(teacher_T ‖ student_T), computed here by hand from the
+same logits (squared differences for regression); a run records the teacher's
+checkpoint and a resume with another teacher is refused, even with
+--allow_changed_settings; a teacher that does not fit (another vocabulary, no
+trained head) and --teacher without training are one line each.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from support import fault_kit as kit
+from official_bert.configs import ClassificationConfig, NerConfig, RunConfig
+from official_bert.errors import RunDirectoryError, UserError
+from official_bert.modeling.configs import BertConfig
+from official_bert.modeling.encoder import dummy_inputs
+from official_bert.tasks import teacher as teacher_module
+from official_bert.tasks.classification import ClassificationTask
+from official_bert.tasks.ner import NerTask
+from official_bert.tasks.runner import run_task
+
+TINY = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                  intermediate_size=32, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+
+
+def _softmax(x, t):
+    z = np.exp((x - x.max(-1, keepdims=True)) / t)
+    return z / z.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("alpha, temperature", [(0.5, 2.0), (0.0, 1.0), (0.3, 4.0)])
+def test_the_loss_mixes_labels_and_soft_targets_as_written(alpha, temperature):
+    task = ClassificationTask(num_classes=3, bert_config=TINY, run_config=RunConfig(
+        distill_alpha=alpha, distill_temperature=temperature))
+    model = task.build_model()
+    features = dict(dummy_inputs(batch_size=4, seq_length=6))
+    features["label"] = tf.constant([0, 2, 1, 1])
+    teacher_logits = np.array([[2.0, 0.1, -1.0], [0.0, 0.0, 3.0], [1.0, 1.5, 0.2],
+                               [-2.0, 4.0, 0.0]], np.float32)
+    features[teacher_module.FEATURE] = tf.constant(teacher_logits)
+    loss, _ = task.loss_and_metrics(model, features, {"examples": tf.constant(4.0)},
+                                    training=False)
+    logits = model(features, training=False).numpy().astype(np.float64)
+    labels = features["label"].numpy()
+    cross_entropy = -np.log(_softmax(logits, 1.0)[np.arange(4), labels])
+    p = _softmax(teacher_logits.astype(np.float64), temperature)
+    kl = (p * (np.log(p) - np.log(_softmax(logits, temperature)))).sum(-1)
+    expected = np.mean(alpha * cross_entropy + (1 - alpha) * temperature ** 2 * kl)
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+
+
+def test_regression_learns_the_teachers_score():
+    task = ClassificationTask(num_classes=1, bert_config=TINY,
+                              run_config=RunConfig(distill_alpha=0.25))
+    model = task.build_model()
+    features = dict(dummy_inputs(batch_size=3, seq_length=5))
+    features["label"] = tf.constant([1.0, 4.0, 2.5])
+    features[teacher_module.FEATURE] = tf.constant([[0.5], [3.0], [2.0]])
+    loss, _ = task.loss_and_metrics(model, features, {"examples": tf.constant(3.0)},
+                                    training=False)
+    score = model(features, training=False).numpy()[:, 0].astype(np.float64)
+    expected = np.mean(0.25 * (score - [1.0, 4.0, 2.5]) ** 2
+                       + 0.75 * (score - [0.5, 3.0, 2.0]) ** 2)
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return kit.World(tmp_path_factory.mktemp("world")).build(pretraining_data=False)
+
+
+def _settings(world, out, **settings):
+    values = dict(output_dir=str(out), init_checkpoint=str(world.ckpt), max_seq_length=16,
+                  train_batch_size=4, eval_batch_size=4, learning_rate=1e-3, num_train_epochs=2,
+                  save_checkpoints_steps=2, keep_checkpoint_max=2, log_steps=2)
+    values.update(settings)
+    return values
+
+
+def classify(world, out, **settings):
+    config = ClassificationConfig(task_name="sst-2", data_dir=str(world.path("glue")))
+    return run_task(ClassificationTask(config, RunConfig(**_settings(world, out, **settings))))
+
+
+@pytest.fixture(scope="module")
+def teacher_run(world, tmp_path_factory):
+    out = tmp_path_factory.mktemp("teacher") / "run"
+    classify(world, out, do_train=True)
+    return out
+
+
+def test_a_student_trains_from_a_teacher_and_the_record_names_it(world, teacher_run, tmp_path,
+                                                                 caplog):
+    with caplog.at_level(logging.INFO, logger="absl"):
+        results = classify(world, tmp_path / "student", do_train=True, do_eval=True,
+                           teacher=str(teacher_run))
+    assert results["global_step"] == 4
+    assert f"Teacher: {teacher_run / 'ckpt-4'} (2 layers" in caplog.text
+    record = json.loads((tmp_path / "student" / "run.json").read_text())
+    assert record["settings"]["teacher"] == str(teacher_run / "ckpt-4")
+    assert record["settings"]["distill_alpha"] == 0.5
+
+
+def test_a_resume_with_another_teacher_is_refused_even_allowed(world, teacher_run, tmp_path):
+    student = tmp_path / "student"
+    classify(world, student, do_train=True, num_train_epochs=1, teacher=str(teacher_run))
+    for other in (dict(teacher=None), dict(teacher=str(teacher_run / "ckpt-2"))):
+        with pytest.raises(RunDirectoryError, match="a run learns from one teacher") as refused:
+            classify(world, student, do_train=True, allow_changed_settings=True, **other)
+        assert "\n" not in str(refused.value)
+
+
+def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
+    # The pre-trained encoder alone: no trained head.
+    with pytest.raises(UserError, match="a teacher is a run fine-tuned on this task"):
+        classify(world, tmp_path / "a", do_train=True, teacher=str(world.ckpt))
+    # Another vocabulary.
+    other = tmp_path / "other_vocab"
+    shutil.copytree(teacher_run, other)
+    vocab = other / "vocab.txt"
+    vocab.write_text(vocab.read_text().replace("movie", "film2"))
+    with pytest.raises(UserError, match="has another vocabulary than the student's"):
+        classify(world, tmp_path / "b", do_train=True, teacher=str(other))
+    with pytest.raises(UserError, match="--teacher is what a run learns from while it trains"):
+        classify(world, teacher_run, do_eval=True, teacher=str(teacher_run))
+    with pytest.raises(UserError, match="--distill_temperature must be positive"):
+        classify(world, tmp_path / "c", do_train=True, teacher=str(teacher_run),
+                 distill_temperature=0.0)
+
+
+def test_a_task_without_distillation_says_so(world, teacher_run, tmp_path):
+    task = NerTask(NerConfig(train_file=str(world.path("conll", "train.txt"))),
+                   RunConfig(**_settings(world, tmp_path / "ner", do_train=True,
+                                         teacher=str(teacher_run))))
+    with pytest.raises(UserError, match="not available for the ner task yet"):
+        run_task(task)

@@ -20,12 +20,14 @@ import pytest
 import tensorflow as tf
 
 from support import fault_kit as kit
-from official_bert.configs import ClassificationConfig, NerConfig, RunConfig
+from official_bert.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
+                                   RunConfig, SwagRunConfig)
 from official_bert.errors import RunDirectoryError, UserError
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import dummy_inputs
 from official_bert.tasks import teacher as teacher_module
 from official_bert.tasks.classification import ClassificationTask
+from official_bert.tasks.multiple_choice import MultipleChoiceTask
 from official_bert.tasks.ner import NerTask
 from official_bert.tasks.runner import run_task
 
@@ -145,3 +147,18 @@ def test_a_task_without_distillation_says_so(world, teacher_run, tmp_path):
                                          teacher=str(teacher_run))))
     with pytest.raises(UserError, match="not available for the ner task yet"):
         run_task(task)
+
+
+def test_multiple_choice_learns_the_teachers_distribution_over_choices(world, tmp_path, caplog):
+    def swag(out, **settings):
+        config = MultipleChoiceConfig(train_file=str(world.path("swag", "train.csv")))
+        return run_task(MultipleChoiceTask(config, SwagRunConfig(**_settings(
+            world, out, do_train=True, **settings))))
+
+    swag(tmp_path / "teacher")
+    with caplog.at_level(logging.INFO, logger="absl"):
+        swag(tmp_path / "student", teacher=str(tmp_path / "teacher"), distill_alpha=0.0)
+    assert "its head restored" in caplog.text
+    record = json.loads((tmp_path / "student" / "run.json").read_text())
+    assert record["settings"]["teacher"].startswith(str(tmp_path / "teacher" / "ckpt-"))
+    assert record["settings"]["distill_alpha"] == 0.0

@@ -22,9 +22,9 @@ from official_bert import io
 from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import BertMultipleChoice
 from official_bert.serving import multiple_choice as serving
-from official_bert.tasks import base
+from official_bert.tasks import base, teacher
 from official_bert.configs import MultipleChoiceConfig, RunConfig, SwagRunConfig
-from official_bert.training import input_pipeline
+from official_bert.training import distillation, input_pipeline
 
 
 class MultipleChoiceTask(base.Task):
@@ -35,6 +35,7 @@ class MultipleChoiceTask(base.Task):
     """
 
     family = "multiple choice"
+    distils = True
 
     def __init__(self, config: MultipleChoiceConfig | None = None,
                  run_config: RunConfig | None = None, *, bert_config=None):
@@ -58,6 +59,10 @@ class MultipleChoiceTask(base.Task):
         logits = model(features, training=training)
         per_example = keras.losses.sparse_categorical_crossentropy(
             features["label"], logits, from_logits=True)
+        if teacher.FEATURE in features:  # task distillation (--teacher): over the choices
+            run = self.run_config
+            per_example = distillation.task_loss(per_example, distillation.soft_targets(
+                features[teacher.FEATURE], logits, run.distill_temperature), run.distill_alpha)
         loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
                                    features["label"]), tf.float32)
@@ -92,7 +97,11 @@ class MultipleChoiceTask(base.Task):
         logging.info("train: %d examples, %d choices each", len(self.examples["train"]),
                      len(self.examples["train"][0].endings))
         run = self.run_config
-        return input_pipeline.numpy_dataset(self._arrays("train"), run.train_batch_size, True,
+        arrays = self._arrays("train")
+        if self.teacher is not None:
+            arrays = {**arrays, teacher.FEATURE: self.teacher.logits(arrays,
+                                                                      run.eval_batch_size)}
+        return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True,
                                             run.seed, run.padding_multiple(),
                                             micro_batches=run.gradient_accumulation_steps)
 

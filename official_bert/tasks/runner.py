@@ -172,7 +172,8 @@ def _teacher(task):
         return None
     if not task.distils:
         raise UserError(f"--teacher: task distillation is not available for the "
-                        f"{_family(task)} task yet (classification and regression have it)")
+                        f"{_family(task)} task yet (classification, regression and multiple "
+                        "choice have it)")
     if not config.do_train:
         raise UserError("--teacher is what a run learns from while it trains: add --do_train, "
                         "or leave it out to evaluate, predict or export")

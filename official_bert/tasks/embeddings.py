@@ -20,7 +20,6 @@ SavedModel for TF Serving (`serving.embedding.SentenceEmbeddingServing`).
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -28,6 +27,7 @@ from absl import logging
 
 from official_bert import checkpoints, io, model_files, outputs
 from official_bert.errors import BadFileError, UserError
+from official_bert.progress import Progress
 from official_bert.modeling.pooling import SENTENCE_POOLINGS, sentence_embedding
 from official_bert.serving.base import with_weights_in
 from official_bert.serving.versions import check_export_version_free
@@ -168,7 +168,8 @@ def embed_file(encoder, tokenizer, config: EmbedConfig, num_lines: int) -> None:
     hidden = encoder.config.hidden_size
     forward = make_forward(encoder, config.pooling, config.normalize)
     npy = config.output_file.endswith(".npy")
-    start = last_log = time.time()
+    logging.info("Embedding %d texts of %s", num_lines, config.input_file)
+    progress = Progress(num_lines, "texts")
     done = 0
     # Published as the output policy found it in `run` (`outputs`): never over another's file.
     with io.atomic_output(config.output_file, "wb", overwrite=False) as out:
@@ -188,13 +189,8 @@ def embed_file(encoder, tokenizer, config: EmbedConfig, num_lines: int) -> None:
             done += len(chunk)
             if done > num_lines:
                 break  # the file grew since it was counted: refused below
-            now = time.time()
-            if now - last_log >= 30 or done == num_lines:
-                last_log = now
-                rate = done / max(now - start, 1e-9)
-                logging.info("embedded %d / %d texts (%.0f%%), %.0f texts/s, %.0f s left",
-                             done, num_lines, 100 * done / num_lines, rate,
-                             (num_lines - done) / rate)
+            if progress.update(done):
+                logging.info("embedded %s", progress.line())
         if done != num_lines:  # changed between the two passes: no output is left
             raise BadFileError(config.input_file, f"changed while being read ({num_lines} "
                                f"lines counted, then {done} or more read)",

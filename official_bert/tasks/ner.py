@@ -184,9 +184,8 @@ class NerTask(base.Task):
         windows = self._windows(split)
         arrays = conll.windows_to_arrays(windows)
         arrays["example_index"] = np.arange(len(windows), dtype=np.int32)
-        logging.info("%s %s: %d sentences, %d windows", "Evaluating" if split == "eval"
-                     else "Predicting", self.data[split].path, len(self.data[split].sentences),
-                     len(windows))
+        logging.info("%s: %d sentences, %d windows", self.data[split].path,
+                     len(self.data[split].sentences), len(windows))
         out = trainer.predict(input_pipeline.numpy_dataset(arrays, batch_size, False, 0),
                               _tagging_outputs("example_index"), total=len(windows),
                               unit="windows")

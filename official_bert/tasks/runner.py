@@ -112,8 +112,12 @@ def _train_evaluate_predict_export(task, strategy, session: dict) -> dict:
     if model_step is None:
         model_step = int(trainer.global_step.numpy())
 
-    results = final_evaluation(task, trainer, best) if config.do_eval else {}
+    results = {}
+    if config.do_eval:
+        logging.info("Evaluating step %d", model_step)
+        results = final_evaluation(task, trainer, best)
     if config.do_predict:
+        logging.info("Predicting with step %d", model_step)
         task.predict(trainer)
     if config.export_dir:
         # Tracing the signatures and writing the SavedModel: a minute or so, silent.

@@ -383,7 +383,7 @@ PHASES = {
     "data": dict(line=r"^progress:|features of|[Ii]nstances", unit="documents|files"),
     "train": dict(line=r"^step \d+", unit="steps"),
     "eval": dict(line=r"dev features|^Evaluat", unit="batches"),
-    "predict": dict(line=r"test features|^[Pp]redict|^Extracting"),
+    "predict": dict(line=r"test features|^[Pp]redict|^Extracting|^Embedding"),
     "export": dict(line=r"^Export|Assets written to"),  # (TensorFlow's, inside a save)
     "write": dict(opens="w"),
 }

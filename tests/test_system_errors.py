@@ -149,3 +149,18 @@ def test_a_closed_standard_output_ends_the_command_quietly(tmp_path):
     assert result.stdout == "line 0\n"
     assert "Traceback" not in result.stderr and "error:" not in result.stderr, result.stderr
     assert "status 141" in result.stderr
+
+
+def test_an_error_that_names_no_path_names_the_commands_outputs(monkeypatch):
+    """TensorFlow's SavedModel writer says "File too large" and no path: the
+    line names the running command's outputs instead of "a file"."""
+    import tensorflow as tf
+
+    monkeypatch.setattr(app, "_outputs", {})
+    error = tf.errors.UnknownError(None, None, "File too large")
+    assert "(writing a file: File too large)" in app.one_line_error(error)
+    app.name_outputs({"--output_dir": "/runs/hub", "--export_dir": "/srv/export",
+                      "--vocab_out": None})
+    line = app.one_line_error(error)
+    assert "(writing a file under --output_dir /runs/hub or --export_dir /srv/export: " in line
+    assert "\n" not in line

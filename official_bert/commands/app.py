@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import errno
 import logging as std_logging
 import os
@@ -95,14 +96,36 @@ def is_one_line_error(error: BaseException) -> bool:
             or _is_out_of_memory(error))
 
 
+# The running command's outputs (flag → path), named by a line about an
+# operating-system error whose message names no path (TensorFlow's SavedModel
+# writer says "File too large" alone). Set by the registry's job, once its
+# outputs are checked.
+_outputs: dict = {}
+
+
+def name_outputs(outputs: dict) -> None:
+    """Records the running command's outputs (flag → path) for `one_line_error`."""
+    _outputs.clear()
+    _outputs.update({flag: path for flag, path in outputs.items() if path})
+
+
+def _somewhere() -> str:
+    """What an error line names when its error names no path."""
+    if not _outputs:
+        return "a file"
+    return "a file under " + " or ".join(f"{flag} {path}" for flag, path in _outputs.items())
+
+
 def one_line_error(error: BaseException) -> str:
     """The `error: ...` line printed for a user error, an operating-system
     error or an out-of-memory stop."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     problem = _system_problem(error)
+    if problem is not None and not problem.path:
+        problem = dataclasses.replace(problem, path=_somewhere())
     if problem is not None and problem.errno in DISK_FULL_ERRNOS:
         detail = error.strerror if isinstance(error, OSError) and error.strerror else problem.what
-        return f"error: {DiskFullError(problem.path or 'a file', detail[:200])}"
+        return f"error: {DiskFullError(problem.path, detail[:200])}"
     if problem is not None:
         return problem.line()
     if _is_out_of_memory(error):

@@ -179,9 +179,14 @@ def check_outputs(cmd: Command) -> None:
 
 def job(cmd: Command, module):
     """`module.main`, with `cmd`'s outputs checked first (the flags are parsed by then)."""
+    from absl import flags
+
+    from official_bert.commands import app
+
     @functools.wraps(module.main)  # (its __module__ gives `--help` the command's docstring)
     def main(argv):
         check_outputs(cmd)
+        app.name_outputs({f"--{flag}": getattr(flags.FLAGS, flag, None) for flag in cmd.outputs})
         return module.main(argv)
     return main
 

@@ -158,7 +158,7 @@ def test_an_error_that_names_no_path_names_the_commands_outputs(monkeypatch):
 
     monkeypatch.setattr(app, "_outputs", {})
     error = tf.errors.UnknownError(None, None, "File too large")
-    assert "(writing a file: File too large)" in app.one_line_error(error)
+    assert "(writing a file: file too large)" in app.one_line_error(error)
     app.name_outputs({"--output_dir": "/runs/hub", "--export_dir": "/srv/export",
                       "--vocab_out": None})
     line = app.one_line_error(error)

@@ -46,6 +46,7 @@ import shutil
 import sys
 import tempfile
 import time
+import types
 
 # Run as a script, this folder is on sys.path (the `sweep` package beside this file); the
 # repository root is not, and the tests' support package (`tests.support`: the fault kit)
@@ -119,7 +120,33 @@ def _run_in_world(cases: list, keep: bool, jobs: int, prefix: str, run_one, name
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def merged_rows(paths: str) -> list:
+    """The rows of several runs' JSON (`--json`), the latest of each case winning:
+    a matrix run by parts (`--commands=`, `--classes=`) read back as one."""
+    rows = {}
+    for path in (p.strip() for p in paths.split(",") if p.strip()):
+        for row in json.loads(pathlib.Path(path).read_text()):
+            case = types.SimpleNamespace(name=row["case"])
+            generated = types.SimpleNamespace(command=row["command"], klass=row["klass"],
+                                              case=case)
+            rows[(row["command"], row["klass"], row["case"])] = dict(
+                generated=generated, outcome=row["outcome"], why=row["why"],
+                seconds=row["seconds"])
+    order = {(g.command, g.klass, g.case.name): i for i, g in enumerate(matrix.generate())}
+    return sorted(rows.values(), key=lambda r: order.get(
+        (r["generated"].command, r["generated"].klass, r["generated"].case.name), len(order)))
+
+
 def matrix_main(args) -> int:
+    if args.merge:
+        rows = merged_rows(args.merge)
+        print(matrix.grid(rows))
+        print()
+        print(matrix.details(rows))
+        good = sum(r["outcome"] in matrix.GOOD for r in rows)
+        print(f"\n{len(rows)} of {len(matrix.generate())} generated cases run, {good} clean or "
+              f"ok, {sum(r['seconds'] for r in rows):.0f} s of cases")
+        return 0 if good == len(rows) else 1
     generated = matrix.select(matrix.generate(), args.commands, args.classes)
     if args.only:
         words = [w.strip().lower() for w in args.only.split(",")]
@@ -163,6 +190,9 @@ def main(argv=None) -> int:
                         f"(comma-separated: {', '.join(matrix.CLASSES)})")
     parser.add_argument("--json", default="bad_input_matrix.json",
                         help="with --matrix: where every case's outcome is written")
+    parser.add_argument("--merge", default="", help="with --matrix: print the table of these "
+                        "runs' --json files (comma-separated; a later run's case wins) instead "
+                        "of running cases")
     args = parser.parse_args(argv)
     if args.matrix:
         return matrix_main(args)

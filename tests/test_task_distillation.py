@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from support import fault_kit as kit
 from official_bert.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
-                                   RunConfig, SwagRunConfig)
+                                   RunConfig, SquadConfig, SquadRunConfig, SwagRunConfig)
 from official_bert.errors import RunDirectoryError, UserError
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import dummy_inputs
@@ -30,6 +30,8 @@ from official_bert.tasks.classification import ClassificationTask
 from official_bert.tasks.multiple_choice import MultipleChoiceTask
 from official_bert.tasks.ner import NerTask
 from official_bert.tasks.runner import run_task
+from official_bert.tasks.squad import SpanLabelingTask
+from official_bert.training.input_pipeline import TEACHER_TOKEN_LOGITS
 
 TINY = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                   intermediate_size=32, hidden_dropout_prob=0.0,
@@ -142,11 +144,50 @@ def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
 
 
 def test_a_task_without_distillation_says_so(world, teacher_run, tmp_path):
-    task = NerTask(NerConfig(train_file=str(world.path("conll", "train.txt"))),
-                   RunConfig(**_settings(world, tmp_path / "ner", do_train=True,
-                                         teacher=str(teacher_run))))
-    with pytest.raises(UserError, match="not available for the ner task yet"):
+    task = SpanLabelingTask(SquadConfig(train_file=str(world.path("squad", "train.json")),
+                                        max_query_length=8),
+                            SquadRunConfig(**_settings(world, tmp_path / "squad", do_train=True,
+                                                       max_seq_length=32,
+                                                       teacher=str(teacher_run))))
+    with pytest.raises(UserError, match="not available for the squad task yet"):
         run_task(task)
+
+
+def test_the_tagger_loss_mixes_each_labelled_token(monkeypatch):
+    """NER: per labelled token, alpha · cross-entropy + (1 − alpha) · T² · KL; the
+    teacher's outputs travel as [windows, labels, tokens] (so that cutting a
+    batch's padding cuts them too) and are read back per token."""
+    task = NerTask(NerConfig(labels=["O", "B-X", "I-X"]), bert_config=TINY,
+                   run_config=RunConfig(distill_alpha=0.4, distill_temperature=3.0))
+    model = task.build_model()
+    features = dict(dummy_inputs(batch_size=2, seq_length=5))
+    labels = np.array([[-1, 0, 1, -1, 2], [-1, 2, -1, -1, -1]], np.int32)
+    features["label_ids"] = tf.constant(labels)
+    rng = np.random.default_rng(0)
+    teacher_logits = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    features[TEACHER_TOKEN_LOGITS] = tf.constant(np.transpose(teacher_logits, (0, 2, 1)))
+    loss, _ = task.loss_and_metrics(model, features, task.loss_normalizers(features),
+                                    training=False)
+    logits = model(features, training=False).numpy().astype(np.float64)
+    valid = labels >= 0
+    safe = np.where(valid, labels, 0)
+    cross_entropy = -np.log(np.take_along_axis(_softmax(logits, 1.0), safe[..., None], -1))[..., 0]
+    p = _softmax(teacher_logits.astype(np.float64), 3.0)
+    kl = (p * (np.log(p) - np.log(_softmax(logits, 3.0)))).sum(-1)
+    per_token = 0.4 * cross_entropy + 0.6 * 9.0 * kl
+    assert float(loss) == pytest.approx(per_token[valid].sum() / valid.sum(), rel=1e-5)
+
+
+def test_ner_trains_from_a_teacher(world, tmp_path):
+    def ner(out, **settings):
+        config = NerConfig(train_file=str(world.path("conll", "train.txt")))
+        return run_task(NerTask(config, RunConfig(**_settings(world, out, do_train=True,
+                                                              **settings))))
+
+    ner(tmp_path / "teacher")
+    ner(tmp_path / "student", teacher=str(tmp_path / "teacher"), dynamic_padding=True)
+    record = json.loads((tmp_path / "student" / "run.json").read_text())
+    assert record["settings"]["teacher"].startswith(str(tmp_path / "teacher" / "ckpt-"))
 
 
 def test_multiple_choice_learns_the_teachers_distribution_over_choices(world, tmp_path, caplog):

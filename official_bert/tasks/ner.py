@@ -42,13 +42,16 @@ from official_bert.serving import ner as serving
 from official_bert.tasks import base, evaluation
 from official_bert.configs import LAYER_COMBINATIONS, NER_TASK_MODELS, NerConfig, RunConfig
 from official_bert.tasks.features import parse_layers
-from official_bert.training import input_pipeline
+from official_bert.training import distillation, input_pipeline
+from official_bert.training.input_pipeline import TEACHER_TOKEN_LOGITS
 
 
-def masked_token_loss(logits, labels, normalizer):
+def masked_token_loss(logits, labels, normalizer, soft_targets=None, alpha: float = 1.0):
     """Cross-entropy over the labelled positions (`labels` >= 0; -1 = not
     labelled: later sub-tokens, [CLS], [SEP], padding), summed and divided by
-    `normalizer` (the global batch's labelled positions).
+    `normalizer` (the global batch's labelled positions). With `soft_targets`
+    (task distillation: per token, the soft-target loss against a teacher),
+    each position's loss is alpha · cross-entropy + (1 − alpha) · soft target.
 
     Returns:
         (loss, {"token_accuracy": (correct, labelled)}).
@@ -56,6 +59,8 @@ def masked_token_loss(logits, labels, normalizer):
     valid = labels >= 0
     safe = tf.where(valid, labels, 0)
     per_token = keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
+    if soft_targets is not None:
+        per_token = distillation.task_loss(per_token, soft_targets, alpha)
     weights = tf.cast(valid, tf.float32)
     loss = tf.reduce_sum(per_token * weights) / tf.maximum(normalizer, 1.0)
     correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), safe), tf.float32)
@@ -76,6 +81,7 @@ class NerTask(base.Task):
     """
 
     family = "ner"
+    distils = True
 
     def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
@@ -101,7 +107,13 @@ class NerTask(base.Task):
 
     def loss_and_metrics(self, model, features, normalizers, training):
         logits = model(features, training=training)
-        return masked_token_loss(logits, features["label_ids"], normalizers["tokens"])
+        soft = None
+        if TEACHER_TOKEN_LOGITS in features:  # task distillation (--teacher)
+            teacher_logits = tf.transpose(features[TEACHER_TOKEN_LOGITS], [0, 2, 1])
+            soft = distillation.soft_targets(teacher_logits, logits,
+                                             self.run_config.distill_temperature)
+        return masked_token_loss(logits, features["label_ids"], normalizers["tokens"], soft,
+                                 self.run_config.distill_alpha)
 
     # --- inputs ---------------------------------------------------------------------
 
@@ -172,8 +184,11 @@ class NerTask(base.Task):
                      "labels %s", len(self.data["train"].sentences), len(windows), extra,
                      self.label_list)
         run = self.run_config
-        return input_pipeline.numpy_dataset(conll.windows_to_arrays(windows),
-                                            run.train_batch_size, True, run.seed,
+        arrays = conll.windows_to_arrays(windows)
+        if self.teacher is not None:  # [windows, tokens, labels] → [windows, labels, tokens]
+            arrays[TEACHER_TOKEN_LOGITS] = np.transpose(
+                self.teacher.logits(arrays, run.eval_batch_size), (0, 2, 1))
+        return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
                                             run.padding_multiple(),
                                             micro_batches=run.gradient_accumulation_steps)
 
@@ -257,6 +272,7 @@ class FeatureBasedNerTask(NerTask):
     """
 
     family = "feature-based ner"
+    distils = False  # (its features are the frozen encoder's, made before training)
 
     def check_flags(self):
         super().check_flags()

@@ -6,9 +6,9 @@
          a run that does not train reads at its run's trained --max_seq_length
          unless the flag is given
       2. resolve checkpoint / config / vocabulary and check they fit each other
-         (`model_files`); with --teacher, load the teacher and check it fits
-         (`tasks.teacher`)
-      3. read and validate every input file (`Task.read_inputs`)
+         (`model_files`)
+      3. read and validate every input file (`Task.read_inputs`); with
+         --teacher, load the teacher and check it fits (`tasks.teacher`)
       4. refuse an output that is one of the inputs
       5. refuse --output_dir if it holds another run (`run_directory`'s record,
          run.json: another task, labels, model, vocabulary, casing or length;
@@ -70,8 +70,8 @@ def run_task(task) -> dict:
         config, task.required_tokens, task.vocab_required, task.fallback_vocab_file(),
         config.output_dir)
     task.bert_config = files.config
-    task.teacher = _teacher(task)
     task.read_inputs()                                                            # 3
+    task.teacher = _teacher(task)  # (a tagger's labels come from its training file)
     _refuse_outputs_over_inputs(task)                                             # 4
 
     _check_run_directory(task)                                                    # 5
@@ -170,14 +170,14 @@ def _use_trained_length(task) -> None:
 
 
 def _teacher(task):
-    """Step 2's teacher (--teacher, task distillation): None without one."""
+    """Step 3's teacher (--teacher, task distillation): None without one."""
     config = task.run_config
     if not config.teacher:
         return None
     if not task.distils:
         raise UserError(f"--teacher: task distillation is not available for the "
-                        f"{_family(task)} task yet (classification, regression and multiple "
-                        "choice have it)")
+                        f"{_family(task)} task yet (classification, regression, multiple "
+                        "choice and NER have it)")
     if not config.do_train:
         raise UserError("--teacher is what a run learns from while it trains: add --do_train, "
                         "or leave it out to evaluate, predict or export")

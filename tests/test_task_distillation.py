@@ -28,7 +28,7 @@ from official_bert.modeling.encoder import dummy_inputs
 from official_bert.tasks import teacher as teacher_module
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.tasks.multiple_choice import MultipleChoiceTask
-from official_bert.tasks.ner import NerTask
+from official_bert.tasks.ner import FeatureBasedNerTask, NerTask
 from official_bert.tasks.runner import run_task
 from official_bert.tasks.squad import SpanLabelingTask
 from official_bert.training.input_pipeline import TEACHER_TOKEN_LOGITS
@@ -143,14 +143,27 @@ def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
                  distill_temperature=0.0)
 
 
-def test_a_task_without_distillation_says_so(world, teacher_run, tmp_path):
-    task = SpanLabelingTask(SquadConfig(train_file=str(world.path("squad", "train.json")),
-                                        max_query_length=8),
-                            SquadRunConfig(**_settings(world, tmp_path / "squad", do_train=True,
-                                                       max_seq_length=32,
-                                                       teacher=str(teacher_run))))
-    with pytest.raises(UserError, match="not available for the squad task yet"):
+def test_the_feature_based_tagger_says_it_does_not_distil(world, teacher_run, tmp_path):
+    task = FeatureBasedNerTask(NerConfig(train_file=str(world.path("conll", "train.txt")),
+                                         layers="-1,-2"),
+                               RunConfig(**_settings(world, tmp_path / "ner", do_train=True,
+                                                     teacher=str(teacher_run))))
+    with pytest.raises(UserError, match="feature-based ner task does not learn from a teacher"):
         run_task(task)
+
+
+def test_squad_learns_the_teachers_start_and_end_distributions(world, tmp_path):
+    def squad(out, **settings):
+        config = SquadConfig(train_file=str(world.path("squad", "train.json")),
+                             max_query_length=8)
+        return run_task(SpanLabelingTask(config, SquadRunConfig(**_settings(
+            world, out, do_train=True, max_seq_length=32, **settings))))
+
+    squad(tmp_path / "teacher")
+    squad(tmp_path / "student", teacher=str(tmp_path / "teacher"), distill_temperature=1.0)
+    record = json.loads((tmp_path / "student" / "run.json").read_text())
+    assert record["settings"]["teacher"].startswith(str(tmp_path / "teacher" / "ckpt-"))
+    assert record["settings"]["distill_temperature"] == 1.0
 
 
 def test_the_tagger_loss_mixes_each_labelled_token(monkeypatch):

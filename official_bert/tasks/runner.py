@@ -175,9 +175,9 @@ def _teacher(task):
     if not config.teacher:
         return None
     if not task.distils:
-        raise UserError(f"--teacher: task distillation is not available for the "
-                        f"{_family(task)} task yet (classification, regression, multiple "
-                        "choice and NER have it)")
+        raise UserError(f"--teacher: the {_family(task)} task does not learn from a teacher "
+                        "(its features come from a frozen encoder); fine-tune with "
+                        "without --feature_based to distil")
     if not config.do_train:
         raise UserError("--teacher is what a run learns from while it trains: add --do_train, "
                         "or leave it out to evaluate, predict or export")

@@ -35,7 +35,7 @@ from official_bert.modeling.heads import BertSpanLabeler
 from official_bert.serving import squad as serving
 from official_bert.tasks import base
 from official_bert.configs import RunConfig, SquadConfig, SquadRunConfig
-from official_bert.training import input_pipeline
+from official_bert.training import distillation, input_pipeline
 
 
 class SpanLabelingTask(base.Task):
@@ -51,6 +51,7 @@ class SpanLabelingTask(base.Task):
     """
 
     family = "squad"
+    distils = True
 
     def __init__(self, config: SquadConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
@@ -82,10 +83,16 @@ class SpanLabelingTask(base.Task):
         inputs = {k: features[k] for k in ENCODER_INPUTS}
         logits = model(inputs, training=training)
         losses, metrics = [], {}
+        run = self.run_config
         for name in ("start", "end"):
             labels = features[f"{name}_positions"]
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=labels, logits=logits[f"{name}_logits"])
+            if f"teacher_{name}_logits" in features:  # task distillation (--teacher)
+                soft = distillation.position_soft_targets(
+                    features[f"teacher_{name}_logits"], logits[f"{name}_logits"],
+                    run.distill_temperature, features["input_mask"])
+                per_example = distillation.task_loss(per_example, soft, run.distill_alpha)
             losses.append(tf.reduce_sum(per_example))
             correct = tf.cast(tf.equal(tf.argmax(logits[f"{name}_logits"], -1,
                                                  output_type=tf.int32), labels), tf.float32)
@@ -170,7 +177,12 @@ class SpanLabelingTask(base.Task):
     def train_dataset(self):
         # Shuffled before it is repeated, so each epoch sees every window once.
         run = self.run_config
-        return input_pipeline.numpy_dataset(self._train_arrays(), run.train_batch_size,
+        arrays = self._train_arrays()
+        if self.teacher is not None:  # the teacher's start and end logits of each window
+            outputs = self.teacher.logits({k: arrays[k] for k in ENCODER_INPUTS},
+                                          run.eval_batch_size)
+            arrays = {**arrays, **{f"teacher_{k}": v for k, v in outputs.items()}}
+        return input_pipeline.numpy_dataset(arrays, run.train_batch_size,
                                             training=True, seed=run.seed,
                                             micro_batches=run.gradient_accumulation_steps)
 

@@ -13,6 +13,7 @@ loss then mixes the two: `training.distillation`).
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import os
 
@@ -74,8 +75,9 @@ class Teacher:
                      ckpt.config.num_hidden_layers, ckpt.config.hidden_size)
         return cls(os.fspath(read), model)
 
-    def logits(self, arrays: dict, batch_size: int) -> np.ndarray:
-        """The teacher's outputs (float32) on in-memory features, in their order."""
+    def logits(self, arrays: dict, batch_size: int):
+        """The teacher's outputs (float32) on in-memory features, in their order:
+        an array, or a dict of arrays for a model of several outputs (spans)."""
         model = self.model
 
         @tf.function(reduce_retracing=True)
@@ -84,6 +86,19 @@ class Teacher:
 
         dataset = input_pipeline.numpy_dataset(
             {k: v for k, v in arrays.items() if k != FEATURE}, batch_size, False, 0)
-        parts = [np.asarray(forward(features), np.float32) for features in dataset(tf.distribute.InputContext())]
-        logging.info("Teacher: outputs on %d training rows", sum(len(p) for p in parts))
-        return np.concatenate(parts)
+        parts = [_as_arrays(forward(features))
+                 for features in dataset(tf.distribute.InputContext())]
+        if isinstance(parts[0], dict):
+            outputs = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        else:
+            outputs = np.concatenate(parts)
+        rows = len(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs)
+        logging.info("Teacher: its outputs on the %d training rows, computed once", rows)
+        return outputs
+
+
+def _as_arrays(outputs):
+    """A model's outputs as float32 numpy: an array, or a dict of them."""
+    if isinstance(outputs, collections.abc.Mapping):
+        return {k: np.asarray(v, np.float32) for k, v in outputs.items()}
+    return np.asarray(outputs, np.float32)

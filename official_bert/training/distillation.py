@@ -60,14 +60,19 @@ def span_loss(teacher_start, teacher_end, student_start, student_end, temperatur
               mask):
     """The soft-target loss of the start and of the end distributions over
     positions, each masked to the sequence (`mask` [batch, tokens]), averaged."""
+    start = ops.mean(position_soft_targets(teacher_start, student_start, temperature, mask))
+    end = ops.mean(position_soft_targets(teacher_end, student_end, temperature, mask))
+    return (start + end) / 2
+
+
+def position_soft_targets(teacher_logits, student_logits, temperature: float, mask):
+    """Per example: the soft-target loss of a distribution over the positions
+    of its sequence (`mask` [batch, tokens]: padding takes no probability)."""
     def over_positions(logits):
         return ops.where(ops.cast(mask, "bool"), ops.cast(logits, "float32"), _MASKED)
 
-    start = soft_target_loss(over_positions(teacher_start), over_positions(student_start),
-                             temperature)
-    end = soft_target_loss(over_positions(teacher_end), over_positions(student_end),
-                           temperature)
-    return (start + end) / 2
+    return soft_targets(over_positions(teacher_logits), over_positions(student_logits),
+                        temperature)
 
 
 def task_loss(labels_loss, soft_loss, alpha: float):

@@ -132,8 +132,10 @@ CASES = [
     Case("resume with another --learning_rate", classify("--learning_rate=1e-3"),
          setup=trained_classifier, names=["--allow_changed_settings"],
          after=rerun_with("--allow_changed_settings")),
+    # (With an epoch more to train: a session that trains nothing records nothing.)
     Case("resume with another --learning_rate, allowed", classify(
-        "--learning_rate=1e-3", "--allow_changed_settings"), setup=trained_classifier,
+        "--learning_rate=1e-3", "--num_train_epochs=2", "--allow_changed_settings"),
+         setup=trained_classifier,
          control=True, after=records_change("out", "learning_rate")),
     Case("a run killed while it evaluated: the resume evaluates that step", EVAL_WHILE_TRAINING,
          setup=killed_while_evaluating(EVAL_WHILE_TRAINING), control=True,

@@ -509,8 +509,8 @@ def check_writable(path: str, flag: str) -> None:
     while not os.path.lexists(directory):
         directory = os.path.dirname(directory)
     if not os.path.isdir(directory):
-        raise UserError(f"{flag} {path}: {directory} is a file, not a directory; choose "
-                        "another location")
+        raise UserError(f"{flag} {path}: {directory} is {kind_of(directory)}, not a "
+                        "directory; choose another location")
     probe = temporary_name(os.path.join(directory, "write-probe"))
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

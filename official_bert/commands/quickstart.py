@@ -473,7 +473,7 @@ def main(argv):
                         "directory (copy the result to other storage afterwards)")
     out = pathlib.Path(FLAGS.output_dir).resolve()
     if out.exists() and not out.is_dir():
-        raise UserError(f"--output_dir {out} is a file, not a directory")
+        raise UserError(f"--output_dir {out} is {io.kind_of(str(out))}, not a directory")
     print(f"quickstart: writing under {out} (about {FOOTPRINT_MIB} MiB; --output_dir=PATH puts "
           "it elsewhere)", flush=True)
     summary_file = out / "summary.json"

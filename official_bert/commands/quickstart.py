@@ -42,6 +42,7 @@ from official_bert.commands import app, cli_flags, registry
 from official_bert import file_sets, interruption, io
 from official_bert.errors import BadFileError, Stopped, UserError
 from official_bert.run_directory import layout
+from official_bert.run_directory.lock import RunLock
 from official_bert.settings import setting
 
 HERE = pathlib.Path(__file__).resolve().parents[2]  # the repository root
@@ -485,6 +486,15 @@ def main(argv):
                            fix="remove it, or pass --fresh")
     check_stage_inputs(out)
     out.mkdir(parents=True, exist_ok=True)
+    # One quickstart at a time in `out`: a second is refused at once, naming this one
+    # (two would write each stage's files over each other's).
+    with RunLock(str(out)):
+        _run_stages(out, summary_file, previous)
+
+
+def _run_stages(out, summary_file, previous: dict) -> None:
+    """The stages of --stages, in order, each recorded in `summary_file` before it
+    runs (its settings) and after (its results); then the summary."""
     if FLAGS.fresh:
         for stage in STAGES:
             start_afresh(out, stage)

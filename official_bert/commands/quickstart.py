@@ -138,7 +138,12 @@ def run(script: str, **flag_values) -> float:
         _stop_child(process)
         raise
     if process.returncode:
-        print("\n".join(tail), file=sys.stderr)
+        # The stage's own one-line error becomes this command's (one line, not two).
+        said = [line for line in tail if line.startswith("error: ")]
+        print("\n".join(line for line in tail if not line.startswith("error: ")),
+              file=sys.stderr)
+        if said:
+            raise UserError(f"{script.split()[-1]}: {said[-1][len('error: '):]}")
         raise UserError(f"{script.split()[-1]} failed (exit {process.returncode}); its last "
                         "lines are above")
     return time.time() - start

@@ -178,7 +178,7 @@ class Progress:
     and passes on the progress lines of evaluation, prediction and export (the
     quickstart's stages run for minutes; the full log stays out of the way)."""
 
-    STEP = re.compile(r"step (\d+)/(\d+):")
+    STEP = re.compile(r"step (\d+)/(\d+)[:;]")  # a --log_steps line, or one of the time alone
     LEFT = re.compile(r"elapsed, about (.+?) left\s*$")  # the trainer's estimate
     PASSED_ON = re.compile(r"\b((?:predicted|evaluated) [\d,]+ .*elapsed.*"
                            r"|Exporting step .*|Exported step .*)$")

@@ -33,6 +33,7 @@ def _input_line(example):
     return f"{_detokenize(tokens[1:sep])} ||| {_detokenize(tokens[sep + 1:-1])}"
 
 
+@pytest.mark.slow  # 7 s or more here
 def test_matches_reference_through_the_script(minilm_dir, parity_fixture, tmp_path):
     examples = parity_fixture["examples"]
     lines = [_input_line(e) for e in examples]

@@ -210,6 +210,7 @@ def test_max_ngram_size_1_writes_the_same_bytes_as_before(tmp_path, corpus, voca
     assert hashlib.sha256(pathlib.Path(out[0]).read_bytes()).hexdigest() == expected
 
 
+@pytest.mark.slow  # 7 s or more here
 def test_dynamic_masking_masks_spans_at_read_time(tmp_path):
     from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
     from official_bert.training import input_pipeline

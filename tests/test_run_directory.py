@@ -115,6 +115,7 @@ def test_files_follow_the_umask(trained_run):
     assert not (trained_run / ".official_bert.lock").exists()
 
 
+@pytest.mark.slow  # 7 s or more here
 def test_rerun_with_another_vocabulary_changes_nothing(data, trained_run, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(trained_run, out)

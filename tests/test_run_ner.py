@@ -165,6 +165,7 @@ def test_bad_inputs_are_one_line_errors(trained):
     assert "unknown.conll line 2 has the tag 'B-ORG'" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # 7 s or more here
 def test_feature_based(trained, tmp_path):
     out = tmp_path / "feat"
     result = run("run_ner.py", "--feature_based", "--layers=-1,-2", "--combine=concat",

@@ -152,6 +152,7 @@ def test_the_feature_based_tagger_says_it_does_not_distil(world, teacher_run, tm
         run_task(task)
 
 
+@pytest.mark.slow  # two trainings (teacher, student)
 def test_squad_learns_the_teachers_start_and_end_distributions(world, tmp_path):
     def squad(out, **settings):
         config = SquadConfig(train_file=str(world.path("squad", "train.json")),
@@ -191,6 +192,7 @@ def test_the_tagger_loss_mixes_each_labelled_token(monkeypatch):
     assert float(loss) == pytest.approx(per_token[valid].sum() / valid.sum(), rel=1e-5)
 
 
+@pytest.mark.slow  # two trainings (teacher, student)
 def test_ner_trains_from_a_teacher(world, tmp_path):
     def ner(out, **settings):
         config = NerConfig(train_file=str(world.path("conll", "train.txt")))
@@ -203,6 +205,7 @@ def test_ner_trains_from_a_teacher(world, tmp_path):
     assert record["settings"]["teacher"].startswith(str(tmp_path / "teacher" / "ckpt-"))
 
 
+@pytest.mark.slow  # two trainings (teacher, student)
 def test_multiple_choice_learns_the_teachers_distribution_over_choices(world, tmp_path, caplog):
     def swag(out, **settings):
         config = MultipleChoiceConfig(train_file=str(world.path("swag", "train.csv")))

@@ -25,6 +25,7 @@ def run(*args):
                          capture_output=True, timeout=300)
 
 
+@pytest.mark.slow  # 15 s or more here
 def test_multilabel_example(tmp_path):
     ckpt = make_checkpoint(str(tmp_path / "ckpt"))
     write_jsonl(tmp_path / "train.jsonl", TRAIN)

@@ -80,6 +80,7 @@ def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile)
     np.testing.assert_allclose(losses, TRANSFORMERS_NER_LOSSES, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.slow  # 25 s or more here; NER's trajectory stays in the default run
 def test_squad_fine_tuning_matches_transformers(minilm_dir, tmp_path):
     from official_bert.tasks.squad import SpanLabelingTask
 

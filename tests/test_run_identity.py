@@ -298,6 +298,7 @@ def test_rotation_deletes_only_checkpoints_the_run_wrote(world, tmp_path):
     assert float(restored) == 5.0
 
 
+@pytest.mark.slow  # 20 s or more here
 def test_a_resume_evaluates_the_step_a_kill_left_unevaluated(world, tmp_path, monkeypatch,
                                                              caplog):
     out = tmp_path / "run"

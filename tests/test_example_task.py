@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+import pytest
+
 from test_run_classifier import REPO, make_checkpoint
 from support import processes
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from support import fault_kit as kit
+from test_run_identity import run_settings, world  # noqa: F401 - the fixture
 from official_bert.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
                                    RunConfig, SquadConfig, SquadRunConfig, SwagRunConfig)
 from official_bert.errors import RunDirectoryError, UserError
@@ -79,17 +79,8 @@ def test_regression_learns_the_teachers_score():
     assert float(loss) == pytest.approx(expected, rel=1e-5)
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return kit.World(tmp_path_factory.mktemp("world")).build(pretraining_data=False)
-
-
-def _settings(world, out, **settings):
-    values = dict(output_dir=str(out), init_checkpoint=str(world.ckpt), max_seq_length=16,
-                  train_batch_size=4, eval_batch_size=4, learning_rate=1e-3, num_train_epochs=2,
-                  save_checkpoints_steps=2, keep_checkpoint_max=2, log_steps=2)
-    values.update(settings)
-    return values
+# The run-identity tests' tiny world and run settings (a module fixture of this module too).
+_settings = run_settings
 
 
 def classify(world, out, **settings):

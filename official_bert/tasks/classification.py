@@ -323,8 +323,7 @@ class ClassificationTask(base.Task):
         arrays = self._features(self.train_examples, "train")
         run = self.run_config
         if self.teacher is not None:
-            arrays = {**arrays, teacher.FEATURE: self.teacher.logits(arrays,
-                                                                      run.eval_batch_size)}
+            arrays = self.teacher.with_logits(arrays, run.eval_batch_size)
         return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
                                             run.padding_multiple(),
                                             micro_batches=run.gradient_accumulation_steps)

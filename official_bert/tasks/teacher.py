@@ -75,6 +75,11 @@ class Teacher:
                      ckpt.config.num_hidden_layers, ckpt.config.hidden_size)
         return cls(os.fspath(read), model)
 
+    def with_logits(self, arrays: dict, batch_size: int) -> dict:
+        """`arrays` with the teacher's outputs on them as `FEATURE` (a task whose
+        model has one output per row)."""
+        return {**arrays, FEATURE: self.logits(arrays, batch_size)}
+
     def logits(self, arrays: dict, batch_size: int):
         """The teacher's outputs (float32) on in-memory features, in their order:
         an array, or a dict of arrays for a model of several outputs (spans)."""

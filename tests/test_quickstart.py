@@ -89,10 +89,12 @@ def test_progress_shows_the_time_left(monkeypatch, capsys):
 def test_progress_takes_the_trainers_estimate_and_passes_on_other_stages(capsys):
     """The trainer's line ends with its own estimate (measured after the first
     step, which compiles): that one is shown, from the first line on. The
-    lines of evaluation, prediction and export are passed on: no silence
-    after the last step."""
+    lines of data preparation, evaluation, prediction and export are passed on:
+    no silence before the first step or after the last."""
     progress = qs.Progress()
     for line in [
+            "I1125 create_pretraining_data.py:384] progress: 40 / 120 documents, 300 "
+            "instances (30/s), 10 s elapsed, about 20 s left",
             "I1125 trainer.py:452] step 10/125: loss = 0.7, examples_per_second = 9.1; "
             "41 s elapsed, about 3 min 20 s left",
             "step 125/125: loss = 0.5; 4 min 10 s elapsed, about 0 s left",
@@ -103,6 +105,8 @@ def test_progress_takes_the_trainers_estimate_and_passes_on_other_stages(capsys)
             "I1125 runner.py:115] Exported step 125 to /q/qnli_export/1 in 48 s"]:
         progress.update(line)
     assert capsys.readouterr().out.splitlines() == [
+        "      progress: 40 / 120 documents, 300 instances (30/s), 10 s elapsed, about 20 s "
+        "left",
         "      step 10/125, about 3 min 20 s left",
         "      step 125/125, about 0 s left",
         "      predicted 512 / 1725 examples, 10 s elapsed, about 24 s left",

@@ -175,13 +175,14 @@ def shell_command(args: list, width: int = 100) -> str:
 
 class Progress:
     """Turns a command's log into a line per logged training step, with an ETA,
-    and passes on the progress lines of evaluation, prediction and export (the
+    and passes on the progress lines of data preparation, evaluation, prediction
+    and export (the
     quickstart's stages run for minutes; the full log stays out of the way)."""
 
     STEP = re.compile(r"step (\d+)/(\d+)[:;]")  # a --log_steps line, or one of the time alone
     LEFT = re.compile(r"elapsed, about (.+?) left\s*$")  # the trainer's estimate
     PASSED_ON = re.compile(r"\b((?:predicted|evaluated) [\d,]+ .*elapsed.*"
-                           r"|Exporting step .*|Exported step .*)$")
+                           r"|progress: .*elapsed.*|Exporting step .*|Exported step .*)$")
 
     def __init__(self):
         self.first = None  # (time, step) of the first step line

@@ -375,16 +375,17 @@ OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,
 # === Signals ===
 
 # Where each phase begins, as the commands show it (the driver pauses there): its first
-# log or stderr line (`line`), the stage's `progress.Progress` being made (`unit`: the
-# trainer's "steps", evaluation's "batches", data generation's "documents"), or the first
-# file of the case's world opened to read / created to write (`opens`).
+# log, stderr or stdout line (`line`; the quickstart condenses its stages' lines on stdout,
+# indented), the stage's `progress.Progress` being made (`unit`: the trainer's "steps",
+# evaluation's "batches", data generation's "documents"), or the first file of the case's
+# world opened to read / created to write (`opens`).
 PHASES = {
     "read": dict(opens="r"),
-    "data": dict(line=r"^progress:|features of|[Ii]nstances", unit="documents|files"),
-    "train": dict(line=r"^step \d+", unit="steps"),
-    "eval": dict(line=r"dev features|^Evaluat", unit="batches"),
+    "data": dict(line=r"^\s*progress:|features of|[Ii]nstances", unit="documents|files"),
+    "train": dict(line=r"^\s*step \d+", unit="steps"),
+    "eval": dict(line=r"dev features|^\s*[Ee]valuat", unit="batches"),
     "predict": dict(line=r"test features|^[Pp]redict|^Extracting|^Embedding"),
-    "export": dict(line=r"^Export|Assets written to"),  # (TensorFlow's, inside a save)
+    "export": dict(line=r"^\s*Export|Assets written to"),  # (TensorFlow's, inside a save)
     "write": dict(opens="w"),
 }
 SIGNALS = {"sigint": (signal.SIGINT, 130), "sigterm": (signal.SIGTERM, 75)}
@@ -459,6 +460,7 @@ class Watched:  # (a line is judged when its newline is written: print writes it
     def __getattr__(self, name):
         return getattr(self._stream, name)
 sys.stderr = Watched(sys.stderr)
+sys.stdout = Watched(sys.stdout)  # (the quickstart prints its stages' phases there)
 kind, target, sys.argv = sys.argv[1], sys.argv[2], [sys.argv[2], *sys.argv[3:]]
 if kind == "-m":
     runpy.run_module(target, run_name="__main__", alter_sys=True)

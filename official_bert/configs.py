@@ -221,16 +221,18 @@ class ExportSettings:
 
 @dataclasses.dataclass
 class DistillationSettings:
-    """Task distillation (Hinton et al. 2015; DistilBERT, TinyBERT): the student
-    (the model this run trains) learns a fine-tuned teacher's outputs beside the
-    labels: loss = alpha * (the labels' loss) + (1 - alpha) * T^2 * KL(teacher
-    || student at temperature T) (mean squared error to the teacher's score for
-    regression). Fine-tuning commands only."""
+    """Distillation (Hinton et al. 2015; DistilBERT, TinyBERT, MiniLM): the student
+    (the model this run trains) learns a teacher's outputs beside the labels:
+    loss = alpha * (the labels' loss) + (1 - alpha) * T^2 * KL(teacher || student
+    at temperature T) (mean squared error to the teacher's score for
+    regression). The fine-tuning commands (task distillation) and `bert
+    distill` (general distillation, on a corpus) have these flags."""
 
     teacher: str | None = setting(
-        None, "Task distillation: a fine-tuned run directory of this task (or its ckpt-N) "
-        "whose outputs this run's model learns beside the labels (same vocabulary and "
-        "labels; any size). Its outputs on the training data are computed once per session.")
+        None, "The checkpoint this run's model learns from, of the same vocabulary, any size. "
+        "Fine-tuning (task distillation): a fine-tuned run directory of this task (or its "
+        "ckpt-N) with the same labels; its outputs on the training data are computed once per "
+        "session. bert distill (general distillation): any BERT checkpoint.")
     distill_alpha: float = setting(
         0.5, "With --teacher: the labels' share of the loss (0: the teacher's outputs alone).")
     distill_temperature: float = setting(

@@ -65,7 +65,7 @@ TINY = {
 }
 BERT_COMMANDS = {
     "classify": "run_classifier.py", "squad": "run_squad.py", "ner": "run_ner.py",
-    "swag": "run_swag.py", "pretrain": "run_pretraining.py",
+    "swag": "run_swag.py", "pretrain": "run_pretraining.py", "distill": "run_pretraining.py",
     "create-pretraining-data": "create_pretraining_data.py", "quickstart": "quickstart.py",
 }
 

@@ -120,19 +120,22 @@ def define_command_flags(config_class, *parts, skip=()) -> None:
 
 
 def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict"),
-                     counts: str = "epochs") -> None:
+                     counts: str = "epochs", distillation: bool | None = None) -> None:
     """The flags of a task run: `config_class` (RunConfig, or the command's
     `with_defaults` of it) by part, and google's TPU flags (`GoogleTpuFlags`).
 
     Args:
         modes: which of --do_train / --do_eval / --do_predict (and their batch
             sizes) the command has.
-        counts: "epochs" (fine-tuning, with task distillation's flags) or
-            "steps" (pre-training, `STEP_FLAGS`).
+        counts: "epochs" (fine-tuning) or "steps" (pre-training, `STEP_FLAGS`).
+        distillation: whether the command has --teacher and its flags (None:
+            fine-tuning commands do, pre-training does not).
     """
     skip = [name for mode in ("train", "eval", "predict") if mode not in modes
             for name in (f"do_{mode}", f"{mode}_batch_size")]
-    skip += STEP_FLAGS if counts == "epochs" else (*EPOCH_FLAGS, *DISTILLATION[1])
+    skip += STEP_FLAGS if counts == "epochs" else EPOCH_FLAGS
+    if not (counts == "epochs" if distillation is None else distillation):
+        skip += DISTILLATION[1]
     define_command_flags(config_class, MODEL_FILES, TRAINING, DISTILLATION, DISTRIBUTION,
                          EXPORT, skip=skip)
     define_flags(GoogleTpuFlags, group=DISTRIBUTION_FLAGS)

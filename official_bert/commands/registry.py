@@ -92,6 +92,8 @@ COMMANDS = (
     Command("pretrain", "pretrain", "pre-train BERT (masked LM + next sentence)",
             google_script="run_pretraining.py", outputs=_RUN,
             phases=("read", "train", "eval", "export")),
+    Command("distill", "distill", "a smaller BERT that learns a teacher on a corpus (general "
+            "distillation)", outputs=_RUN, phases=("read", "train", "eval", "export")),
     Command("classify", "classify", "fine-tune / evaluate / predict GLUE or your own CSV/TSV",
             google_script="run_classifier.py", outputs=_RUN,
             phases=("read", "train", "eval", "predict", "export")),

@@ -573,8 +573,14 @@ class BertPretrainer(SerializableHead):
 
     def call(self, inputs, training=False):
         outputs = self.encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training)
+        return self.heads_on(outputs, inputs["masked_lm_positions"])
+
+    def heads_on(self, outputs, masked_lm_positions):
+        """The two heads' logits on the encoder's `outputs` (a caller that also
+        needs the encoder's vectors, as general distillation does, runs the
+        encoder once)."""
         sequence = outputs["sequence_output"]
-        positions = tf.cast(inputs["masked_lm_positions"], tf.int32)
+        positions = tf.cast(masked_lm_positions, tf.int32)
         gathered = tf.gather(sequence, positions, batch_dims=1)  # [B, P, H]
         hidden = self.mlm_layer_norm(self.mlm_transform(gathered))
         width = tf.shape(hidden)[-1]

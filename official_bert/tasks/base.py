@@ -70,8 +70,11 @@ class Task:
     # The task in the run's record and its messages ("classification", ...);
     # None: the class's name.
     family: str | None = None
-    # Whether the task learns from a --teacher (task distillation) besides its labels.
-    distils = False
+    # What the task learns from a --teacher besides its labels: None (nothing: the flag is
+    # refused), "outputs" (task distillation: a teacher fine-tuned on the task, its
+    # outputs on the training features) or "representations" (general distillation: any
+    # checkpoint, run beside the student on every batch).
+    distils: str | None = None
 
     def __init__(self, run_config: RunConfig | None = None, *, bert_config=None):
         self.run_config = run_config or RunConfig()

@@ -57,7 +57,7 @@ class ClassificationTask(base.Task):
     """
 
     family = "classification"
-    distils = True
+    distils = "outputs"
 
     def __init__(self, config: ClassificationConfig | None = None,
                  run_config: RunConfig | None = None, *, num_classes: int | None = None,

@@ -35,7 +35,7 @@ class MultipleChoiceTask(base.Task):
     """
 
     family = "multiple choice"
-    distils = True
+    distils = "outputs"
 
     def __init__(self, config: MultipleChoiceConfig | None = None,
                  run_config: RunConfig | None = None, *, bert_config=None):

@@ -81,7 +81,7 @@ class NerTask(base.Task):
     """
 
     family = "ner"
-    distils = True
+    distils = "outputs"
 
     def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
@@ -272,7 +272,7 @@ class FeatureBasedNerTask(NerTask):
     """
 
     family = "feature-based ner"
-    distils = False  # (its features are the frozen encoder's, made before training)
+    distils = None  # (its features are the frozen encoder's, made before training)
 
     def check_flags(self):
         super().check_flags()

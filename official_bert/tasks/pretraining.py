@@ -137,6 +137,12 @@ class PretrainingTask(base.Task):
 
     def loss_and_metrics(self, model, features, normalizers, training):
         outputs = model({k: features[k] for k in PRETRAINING_INPUTS}, training=training)
+        losses, metrics = self.losses(outputs, features, normalizers)
+        return losses["masked_lm"] + losses["next_sentence"], metrics
+
+    def losses(self, outputs, features, normalizers):
+        """({"masked_lm": loss, "next_sentence": loss}, metrics) of the model's
+        `outputs` (general distillation mixes the teacher's into the first)."""
         mlm_logits = outputs["masked_lm_logits"]
         labels = tf.cast(features["masked_lm_ids"], tf.int32)
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
@@ -154,11 +160,12 @@ class PretrainingTask(base.Task):
             baseline = tf.cast(tf.equal(labels, self.unigram_token), tf.float32)
             metrics["masked_lm_unigram_baseline"] = (tf.reduce_sum(baseline * weights),
                                                      local_weights)
-        loss = mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)
+        losses = {"masked_lm": mlm_sum / tf.maximum(normalizers["masked_lm_weights"], 1e-5)}
         if not self.next_sentence:
             # A zero term keeps the head's gradients defined (zero), so the
             # optimizer and the checkpoints see the same variables either way.
-            return loss + 0.0 * tf.reduce_sum(outputs["next_sentence_logits"]), metrics
+            losses["next_sentence"] = 0.0 * tf.reduce_sum(outputs["next_sentence_logits"])
+            return losses, metrics
 
         nsp_logits = outputs["next_sentence_logits"]
         nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
@@ -167,11 +174,11 @@ class PretrainingTask(base.Task):
         nsp_correct = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32),
                                        nsp_labels), tf.float32)
 
-        loss += nsp_sum / tf.maximum(normalizers["examples"], 1.0)
+        losses["next_sentence"] = nsp_sum / tf.maximum(normalizers["examples"], 1.0)
         local_examples = tf.cast(tf.size(nsp_labels), tf.float32)
         metrics["next_sentence_accuracy"] = (tf.reduce_sum(nsp_correct), local_examples)
         metrics["next_sentence_loss"] = (nsp_sum, local_examples)
-        return loss, metrics
+        return losses, metrics
 
     # --- inputs ---------------------------------------------------------------------
 

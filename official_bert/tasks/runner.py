@@ -170,7 +170,7 @@ def _use_trained_length(task) -> None:
 
 
 def _teacher(task):
-    """Step 3's teacher (--teacher, task distillation): None without one."""
+    """Step 3's teacher (--teacher, task or general distillation): None without one."""
     config = task.run_config
     if not config.teacher:
         return None

@@ -51,7 +51,7 @@ class SpanLabelingTask(base.Task):
     """
 
     family = "squad"
-    distils = True
+    distils = "outputs"
 
     def __init__(self, config: SquadConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):

@@ -1,5 +1,7 @@
-"""The teacher of task distillation (--teacher): a fine-tuned run of the same
-task whose outputs the student (the run's own model) learns beside the labels.
+"""The teacher (--teacher): for task distillation, a fine-tuned run of the same
+task whose outputs the student (the run's own model) learns beside the labels;
+for general distillation (`tasks.general_distillation`), any BERT checkpoint,
+with or without a masked-LM head.
 
 The teacher is any checkpoint this project reads that holds the task's
 trained head: a run directory (its latest checkpoint), one of its `ckpt-N`,
@@ -32,14 +34,16 @@ FEATURE = "teacher_logits"
 
 
 class Teacher:
-    """A loaded teacher: its checkpoint's path and its model (the task's
-    model at the teacher's size, with the teacher's weights).
+    """A loaded teacher: its checkpoint's path, its model (the task's model at
+    the teacher's size, with the teacher's weights) and whether its head was in
+    the checkpoint.
 
     Use `Teacher.load(path, task)`: it checks the teacher fits the task."""
 
-    def __init__(self, path: str, model):
+    def __init__(self, path: str, model, has_head: bool = True):
         self.path = path
         self.model = model
+        self.has_head = has_head  # (always, for task distillation: its head is required)
 
     @classmethod
     def load(cls, path: str, task) -> "Teacher":
@@ -63,17 +67,22 @@ class Teacher:
         checkpoints.assign_encoder_weights(model.encoder, ckpt.weights)
         load = getattr(model, "load_head_weights", None)
         report = load(ckpt) if load else None
-        if not report or report.initialized or report.skipped:
+        if task.distils == "representations":  # general distillation: a masked-LM head if any
+            has_head = bool(report) and "masked_lm" in report.heads
+        elif not report or report.initialized or report.skipped:
             why = report.what_the_checkpoint_holds() if report is not None else (
                 "holds no head of this task")
             raise UserError(f"--teacher {path}: {why}; a teacher is a run fine-tuned on this "
                             "task, with the student's labels")
+        else:
+            has_head = True
         # The checkpoint read (a run directory's latest), which a resume must read again.
         read = (ckpt.path if ckpt.kind == "huggingface"
                 else tf_checkpoints.checkpoint_prefix(ckpt.path) or ckpt.path)
-        logging.info("Teacher: %s (%d layers, hidden size %d), its head restored", read,
-                     ckpt.config.num_hidden_layers, ckpt.config.hidden_size)
-        return cls(os.fspath(read), model)
+        logging.info("Teacher: %s (%d layers, hidden size %d), %s", read,
+                     ckpt.config.num_hidden_layers, ckpt.config.hidden_size,
+                     "its head restored" if has_head else "without a masked-LM head")
+        return cls(os.fspath(read), model, has_head)
 
     def with_logits(self, arrays: dict, batch_size: int) -> dict:
         """`arrays` with the teacher's outputs on them as `FEATURE` (a task whose

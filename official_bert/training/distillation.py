@@ -27,6 +27,8 @@ functions are `keras.ops`, tested against hand computations
 
 from __future__ import annotations
 
+import math
+
 from keras import ops
 
 # What padding gets before a softmax over positions: far below any logit, finite so
@@ -83,11 +85,28 @@ def task_loss(labels_loss, soft_loss, alpha: float):
 def hidden_state_loss(teacher_hidden, student_hidden, mask):
     """1 - cosine similarity of each real token's teacher and student vectors
     (same width), averaged over the real tokens."""
+    return _masked_mean(hidden_state_distances(teacher_hidden, student_hidden), mask)
+
+
+def hidden_state_distances(teacher_hidden, student_hidden):
+    """1 - cosine similarity of the teacher's and the student's vector, per
+    token ([batch, tokens]; a task sums them over its global batch)."""
     teacher = ops.cast(teacher_hidden, "float32")
     student = ops.cast(student_hidden, "float32")
     dot = ops.sum(teacher * student, axis=-1)
     norms = ops.sqrt(ops.sum(ops.square(teacher), axis=-1) * ops.sum(ops.square(student), axis=-1))
-    return _masked_mean(1.0 - dot / ops.maximum(norms, 1e-12), mask)
+    return 1.0 - dot / ops.maximum(norms, 1e-12)
+
+
+def relation_heads(teacher_width: int, teacher_heads: int, student_width: int,
+                   student_heads: int) -> int:
+    """How many relation heads both sides' queries, keys and values are split
+    into: the teacher's attention heads, or else the student's, when both
+    widths split into them; else the widths' greatest common divisor."""
+    for heads in (teacher_heads, student_heads):
+        if teacher_width % heads == 0 and student_width % heads == 0:
+            return heads
+    return math.gcd(teacher_width, student_width)
 
 
 def self_attention_relations(vectors, num_relation_heads: int, mask):
@@ -111,13 +130,19 @@ def attention_relation_loss(teacher_qkv, student_qkv, num_relation_heads: int, m
     [batch, tokens, width] tensors, widths free), KL(teacher ‖ student) of
     their relations, averaged over heads and the real tokens' rows; summed
     over the three."""
+    return _masked_mean(
+        attention_relation_divergences(teacher_qkv, student_qkv, num_relation_heads, mask), mask)
+
+
+def attention_relation_divergences(teacher_qkv, student_qkv, num_relation_heads: int, mask):
+    """`attention_relation_loss` per token (its row of each relation), before
+    the mean over the real tokens: [batch, tokens]."""
     total = 0.0
     for teacher, student in zip(teacher_qkv, student_qkv):
         teacher_log = self_attention_relations(teacher, num_relation_heads, mask)
         student_log = self_attention_relations(student, num_relation_heads, mask)
         kl = ops.sum(ops.exp(teacher_log) * (teacher_log - student_log), axis=-1)
-        rows = ops.broadcast_to(ops.cast(mask, "float32")[:, None, :], ops.shape(kl))
-        total = total + _masked_mean(kl, rows)
+        total = total + ops.mean(kl, axis=1)  # over the heads
     return total
 
 

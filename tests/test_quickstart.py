@@ -6,6 +6,7 @@ time left, why next-sentence accuracy is at chance, and none of TensorFlow's
 start-up chatter. (The whole quickstart runs in the slow docs tests:
 `python quickstart.py --fast`.)"""
 
+import io
 import json
 import os
 import pathlib
@@ -17,6 +18,7 @@ import pytest
 from support import REPO_ROOT, processes
 
 from official_bert.commands import quickstart as qs
+from official_bert.errors import Interrupted, Preempted
 from test_faults import assert_quiet, user_env
 
 
@@ -231,3 +233,24 @@ def test_reruns_say_what_they_did(tmp_path):
     # --fresh removes what the quickstart wrote and starts over.
     fresh = quickstart(out, "--fresh", "--stages=data,pretrain", "--pretrain_steps=4")
     assert "resumed" not in fresh and "step 4/4" in fresh
+
+
+def test_a_stopped_stage_says_the_checkpoint_it_saved():
+    """Ctrl-C while a stage trains: the quickstart's one line is the stage's (its step and
+    checkpoint, which a rerun resumes from), not "outside training"."""
+    class Stage:
+        stdout = io.StringIO("I1128 trainer.py:300] step 40/300: loss = 5.1\n"
+                             "interrupted: stopped by SIGINT at step 42: checkpoint "
+                             "/q/pretrain/ckpt-42 is saved; run the same command again to "
+                             "resume from it\n")
+
+    stop = qs._stage_stop(Stage(), Interrupted())
+    assert isinstance(stop, Interrupted) and (stop.step, stop.checkpoint) == (
+        42, "/q/pretrain/ckpt-42")
+    assert str(stop).startswith("stopped by SIGINT at step 42: checkpoint /q/pretrain/ckpt-42")
+
+    class Quiet:
+        stdout = io.StringIO("progress: 3 / 10 documents\n")
+
+    unchanged = Preempted()
+    assert qs._stage_stop(Quiet(), unchanged) is unchanged

@@ -107,6 +107,31 @@ def test_a_student_trains_from_a_teacher_and_the_record_names_it(world, teacher_
     assert record["settings"]["distill_alpha"] == 0.5
 
 
+@pytest.mark.slow  # about 15 s here
+def test_a_distilled_student_exports_and_serves_what_it_predicts(world, teacher_run, tmp_path):
+    """A student (one of the teacher's two layers, distilled) is an ordinary model: its
+    TF Serving export, in bfloat16 too, answers as its own predictions say."""
+    import tensorflow_text  # noqa: F401  (the export's text ops)
+
+    out, export = tmp_path / "student", tmp_path / "export"
+    student = dict(init_checkpoint=str(teacher_run), student_layers=["1"])
+    classify(world, out, do_train=True, do_predict=True, teacher=str(teacher_run),
+             export_dir=str(export), export_version=1, **student)
+    classify(world, out, export_dir=str(export), export_version=2, serving_dtype="bfloat16",
+             **student)
+    texts = [line.split("\t")[1] for line in
+             (world.path("glue", "test.tsv")).read_text().splitlines()[1:]]
+    expected = np.loadtxt(out / "test_results.tsv", delimiter="\t")
+    for version, tolerance in (("1", 1e-5), ("2", 3e-2)):
+        loaded = tf.saved_model.load(str(export / version))
+        served = loaded.signatures["serving_default"](text_a=tf.constant(texts))
+        np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=tolerance)
+    reader = tf.train.load_checkpoint(str(export / "1" / "variables" / "variables"))
+    # One feed-forward kernel [H, 2H] per Transformer layer: the student's one, not two.
+    kernels = [s for s in reader.get_variable_to_shape_map().values() if s == [16, 32]]
+    assert len(kernels) == 1
+
+
 def test_a_resume_with_another_teacher_is_refused_even_allowed(world, teacher_run, tmp_path):
     student = tmp_path / "student"
     classify(world, student, do_train=True, num_train_epochs=1, teacher=str(teacher_run))

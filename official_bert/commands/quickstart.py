@@ -134,9 +134,9 @@ def run(script: str, **flag_values) -> float:
             tail = (tail + [line.rstrip()])[-15:]
             progress.update(line)
         process.wait()
-    except Stopped:
+    except Stopped as stop:
         _stop_child(process)
-        raise
+        raise _stage_stop(process, stop) from None
     if process.returncode:
         # The stage's own one-line error becomes this command's (one line, not two).
         said = [line for line in tail if line.startswith("error: ")]
@@ -158,6 +158,22 @@ def _stop_child(process) -> None:
         process.send_signal(getattr(signal, name))
     with contextlib.suppress(Stopped):  # (a second signal: the child is stopping already)
         process.wait()
+
+
+# A stage's own stop line, when it saved a checkpoint (`errors.Stopped`'s words).
+STAGE_STOP = re.compile(r"^(?:interrupted|preempted): stopped by \S+ at step (\d+): "
+                        r"checkpoint (.+?) is saved")
+
+
+def _stage_stop(process, stop: Stopped) -> Stopped:
+    """The quickstart's stop, with the step and the checkpoint its stage saved
+    when the stage's line says so (a rerun resumes that stage from it)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in process.stdout.read().splitlines():
+            saved = STAGE_STOP.match(line.strip())
+            if saved:
+                return type(stop)(int(saved.group(1)), saved.group(2))
+    return stop
 
 
 def shell_command(args: list, width: int = 100) -> str:

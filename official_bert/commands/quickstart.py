@@ -198,7 +198,8 @@ class Progress:
     STEP = re.compile(r"step (\d+)/(\d+)[:;]")  # a --log_steps line, or one of the time alone
     LEFT = re.compile(r"elapsed, about (.+?) left\s*$")  # the trainer's estimate
     PASSED_ON = re.compile(r"\b((?:predicted|evaluated) [\d,]+ .*elapsed.*"
-                           r"|progress: .*elapsed.*|Exporting step .*|Exported step .*)$")
+                           r"|progress: .*elapsed.*|Evaluating step \d+|Predicting with step \d+"
+                           r"|Exporting step .*|Exported step .*)$")
 
     def __init__(self):
         self.first = None  # (time, step) of the first step line

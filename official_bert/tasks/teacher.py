@@ -49,15 +49,18 @@ class Teacher:
     def load(cls, path: str, task) -> "Teacher":
         """The teacher at `path` for `task` (whose `model_files` and
         `bert_config` are resolved). `UserError` when it does not fit."""
-        ckpt = checkpoints.read_checkpoint(path)
+        try:
+            ckpt = checkpoints.read_checkpoint(path)
+        except UserError as e:  # (its line names the path, not the flag)
+            raise UserError(f"--teacher: {e}") from None
         files = task.model_files
         if ckpt.vocab_file is None or (
                 tokenization.load_vocab_list(ckpt.vocab_file) != list(files.vocab)):
             raise UserError(
                 f"--teacher {path} has another vocabulary than the student's "
                 f"({ckpt.vocab_file or 'none beside it'}, not {files.vocab_file}): the same ids "
-                "would mean other text. Distil from a teacher fine-tuned from a checkpoint with "
-                "the student's vocabulary")
+                "would mean other text. Distil from a teacher with the student's vocabulary "
+                "(for a task, one fine-tuned from a checkpoint with it)")
         if ckpt.do_lower_case is not None and ckpt.do_lower_case != files.do_lower_case:
             raise UserError(f"--teacher {path} is {'un' if not ckpt.do_lower_case else ''}cased "
                             f"and the student is not: give both the same casing")

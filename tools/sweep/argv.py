@@ -31,6 +31,17 @@ def pretrain(*extra, inputs=None, out="run", steps=2, ckpt=None):
             "--max_predictions_per_seq=5", "--log_steps=2", f"--output_dir={at(out)}", *extra]
 
 
+def distill(*extra, inputs="corpus.txt", out="run", teacher="ckpt", steps=2):
+    """bert distill: the world's checkpoint's first layer learns both of its layers
+    on the world's corpus (text)."""
+    return ["bert distill", "--input_format=text", f"--input_file={at(inputs)}",
+            f"--teacher={at(teacher)}", f"--init_checkpoint={at('ckpt')}",
+            "--student_layers=0", "--do_train", f"--num_train_steps={steps}",
+            "--num_warmup_steps=0", "--save_checkpoints_steps=2", "--train_batch_size=4",
+            "--max_seq_length=32", "--max_predictions_per_seq=5", "--log_steps=2",
+            f"--output_dir={at(out)}", *extra]
+
+
 def pretrain_text(*extra, inputs="corpus.txt"):
     """run_pretraining.py --input_format=text on the world's `inputs` (a name there)."""
     return pretrain("--input_format=text", *extra, inputs=at(inputs))

@@ -216,8 +216,8 @@ def test_resume_after_sigkill_equals_uninterrupted_run(baseline, data):
         assert abs(got[key] - expected[key]) <= 1e-6, key
 
 
-@pytest.mark.parametrize("accumulation", [
-    1, pytest.param(2, marks=pytest.mark.slow)])  # 2 replicas x 2 micro-batches: twice the graph
+@pytest.mark.slow  # 29 s and more here (CI time)
+@pytest.mark.parametrize("accumulation", [1, 2])  # 2 replicas x 2 micro-batches: twice the graph
 def test_mirrored_over_two_cpus_equals_one_device(baseline, data, accumulation):
     # The same global batch of 8 split over 2 replicas (and micro-batches):
     # the masked-LM weights differ between the parts, so only globally summed
@@ -467,7 +467,8 @@ def test_tiny_model_learns_from_the_shared_corpus(tmp_path):
 
 # At step 3 (between two of the checkpoints saved every 2 steps) by default; at 6, a step
 # that saves one anyway, slow.
-@pytest.mark.parametrize("term_at", [3, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.slow  # 23-37 s here (CI time): tests/test_interruption.py resumes after a stop
+@pytest.mark.parametrize("term_at", [3, 6])
 def test_sigterm_saves_and_exits_then_resumes_exactly(baseline, data, term_at):
     # SIGTERM (a cloud VM's preemption) at the end of a step: a checkpoint of
     # that step, exit status 75, one line; the same command resumes as if

@@ -19,6 +19,10 @@ v2,2,x,John Smith walks.,He,gold,went to the city.,is a man.,is on.,0
 v3,3,x,The woman sat down.,She,gold,is on the city.,walks.,sat down.,2
 """
 
+# Its trained run takes 21-37 s here (CI time): slow. By default, SWAG's reader and
+# batches are tested in tests/test_swag.py and tests/test_fine_tuning_input.py.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):

@@ -19,6 +19,7 @@ fine-tuning file's own text, and the masked-LM unigram baseline (issue 34, items
 """
 
 import json
+import logging
 import math
 import os
 import pathlib
@@ -363,3 +364,41 @@ def test_the_quickstart_says_what_its_pretraining_figures_mean(tmp_path):
         f"  pre-trained tiny BERT   {tmp_path / 'pretrain'}  (masked-LM acc 0.084 vs 0.038 for "
         f"always guessing the most frequent token, next-sentence acc 0.504: {qs.NSP_NOTE})"]
     assert "28 speeches" in qs.NSP_NOTE and "random one" in qs.NSP_NOTE
+
+
+@pytest.mark.slow  # two runs: about 15 s here
+def test_fine_tuning_from_a_checkpoint_adapted_to_its_own_text_trains_at_its_length(
+        tmp_path, caplog):
+    """Task-adaptive pre-training then fine-tuning: the second step, from the first's
+    directory on the same training file, trains at the first's length unless
+    --max_seq_length is given (the two steps cannot disagree); on another file, or
+    from another kind of run, the flag's default stands."""
+    from support import fault_kit as kit
+    from official_bert.configs import NerConfig, PretrainRunConfig, RunConfig
+    from official_bert.tasks import pretraining, runner
+    from official_bert.tasks.ner import NerTask
+
+    world = kit.World(tmp_path / "world").build(pretraining_data=False)
+    conll = world.path("conll", "train.txt")
+    adapted = tmp_path / "adapted"
+    runner.run_task(pretraining.PretrainingTask(
+        pretraining.PretrainingConfig(input_file=str(conll), input_format="conll",
+                                      max_predictions_per_seq=3),
+        PretrainRunConfig(output_dir=str(adapted), init_checkpoint=str(world.ckpt),
+                          max_seq_length=16, train_batch_size=2, num_train_steps=1,
+                          num_warmup_steps=0, log_steps=1, do_train=True)))
+
+    def checked(train_file, **settings):
+        task = NerTask(NerConfig(train_file=str(train_file)), RunConfig(
+            output_dir=str(tmp_path / "ner"), init_checkpoint=str(adapted), do_train=True,
+            **settings))
+        runner._check_flags(task)
+        return task.run_config.max_seq_length
+
+    with caplog.at_level(logging.INFO, logger="absl"):
+        assert checked(conll) == 16
+    assert f"--max_seq_length=16: the length {adapted} was pre-trained with on this task's " \
+           "training text" in caplog.text
+    assert checked(conll, max_seq_length=32, given=frozenset({"max_seq_length"})) == 32
+    other = world.path("conll", "dev.txt")
+    assert checked(other) == RunConfig().max_seq_length

@@ -3,8 +3,9 @@
     run_task(task)
       1. check the flags (`RunConfig.validate`, `Task.check_flags`), and that
          --output_dir and --export_dir can be written and --export_version is free;
-         a run that does not train reads at its run's trained --max_seq_length
-         unless the flag is given
+         unless --max_seq_length is given, a run that does not train reads at its
+         run's trained length, and one fine-tuned from a checkpoint pre-trained on
+         its own training text trains at that checkpoint's length
       2. resolve checkpoint / config / vocabulary and check they fit each other
          (`model_files`)
       3. read and validate every input file (`Task.read_inputs`); with
@@ -45,7 +46,7 @@ from absl import logging
 
 from official_bert import checkpoints, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
-from official_bert.run_directory import TRAINING_SETTINGS, VOCAB
+from official_bert.run_directory import TRAINING_SETTINGS, VOCAB, RunDirectory
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving.base import with_weights_in
 from official_bert.serving.versions import check_export_version_free
@@ -143,6 +144,7 @@ def _check_flags(task) -> None:
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
     task.check_flags()
+    _use_adapted_length(task)
     if config.eval_every_steps and not getattr(config, task.evaluation_flag()):
         raise UserError(f"--eval_every_steps needs --{task.evaluation_flag()} (the data to "
                         "evaluate on)")
@@ -167,6 +169,38 @@ def _use_trained_length(task) -> None:
     logging.info("--max_seq_length=%d: the length this run was trained with (%s; "
                  "--max_seq_length=N reads another)", trained,
                  os.path.basename(task.run_directory.run_record))
+
+
+def _use_adapted_length(task) -> None:
+    """Step 1 for fine-tuning from a checkpoint adapted to this task's own text (a
+    pre-training run of this project whose training data includes this run's
+    training file: task-adaptive pre-training): it trains at the length the
+    adaptation used unless --max_seq_length is given, and says so; the two steps
+    of adaptation cannot disagree."""
+    config = task.run_config
+    if not (config.do_train and config.init_checkpoint) or "max_seq_length" in config.given:
+        return
+    try:
+        if not io.isdir(config.init_checkpoint):
+            return
+        record = RunDirectory(config.init_checkpoint).read_run_record() or {}
+    except (UserError, OSError):
+        return  # (step 2 reads the checkpoint, and says what is wrong with it)
+    identity, settings = record.get("identity") or {}, record.get("settings") or {}
+    adapted_on = set(settings.get("training_data") or {})
+    ours = {os.path.abspath(p) for p in task.training_files() if p and io.is_local(p)}
+    length = identity.get("max_seq_length")
+    if identity.get("task") not in ADAPTING_TASKS or not adapted_on & ours or \
+            length in (None, config.max_seq_length):
+        return
+    task.run_config = dataclasses.replace(config, max_seq_length=length)
+    logging.info("--max_seq_length=%d: the length %s was pre-trained with on this task's "
+                 "training text (--max_seq_length=N trains at another)", length,
+                 config.init_checkpoint)
+
+
+# The run families whose run can be a checkpoint adapted to a task's text.
+ADAPTING_TASKS = ("pretraining", "distillation")
 
 
 def _teacher(task):

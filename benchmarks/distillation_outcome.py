@@ -42,7 +42,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine  # noqa: E402
 from benchmarks.outcome_metrics import fmt, glue_score, read_key_values, seed_summary, spread  # noqa: E402,E501
-from benchmarks.step_runner import Runner, Step, write_json  # noqa: E402
+from benchmarks.step_runner import Step, measure  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -268,20 +268,7 @@ def format_table(report: dict) -> str:
 
 
 def main(argv=None) -> None:
-    args = parse_args(argv)
-    for directory in (args.work_dir, os.path.dirname(os.path.abspath(args.json_output))):
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError as e:
-            raise SystemExit(f"error: cannot create {directory} ({e.strerror}): choose "
-                             "another --work_dir or --json_output") from None
-    results = Runner(args.work_dir, args.dry_run, plan(args)).run_all()
-    if args.dry_run:
-        return
-    report = build_report(args, results)
-    write_json(args.json_output, report)
-    print("\n" + format_table(report) + f"\n\nwrote {args.json_output}")
-
+    measure(parse_args(argv), plan, build_report, format_table)
 
 if __name__ == "__main__":
     main()

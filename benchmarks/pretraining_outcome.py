@@ -59,7 +59,7 @@ from benchmarks.outcome_metrics import (  # noqa: E402
     format_tables, glue_average, glue_score, log_rates, read_key_values,
     seed_summary, split_documents)
 from benchmarks.common import machine  # noqa: E402
-from benchmarks.step_runner import InProcess, Runner, Step, write_json  # noqa: E402
+from benchmarks.step_runner import InProcess, Step, measure, write_json  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -556,23 +556,7 @@ def build_report(args, results: dict) -> dict:
 
 
 def main(argv=None) -> None:
-    args = parse_args(argv)
-    for directory in (args.work_dir, os.path.dirname(os.path.abspath(args.json_output))):
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError as e:
-            raise SystemExit(f"error: cannot create {directory} ({e.strerror}): choose "
-                             "another --work_dir or --json_output") from None
-        if not os.access(directory, os.W_OK):
-            raise SystemExit(f"error: {directory} is not writable: choose another "
-                             "--work_dir or --json_output")
-    results = Runner(args.work_dir, args.dry_run, plan(args)).run_all()
-    if args.dry_run:
-        return
-    report = build_report(args, results)
-    write_json(args.json_output, report)
-    print("\n" + format_tables(report) + f"\n\nwrote {args.json_output}")
-
+    measure(parse_args(argv), plan, build_report, format_tables)
 
 if __name__ == "__main__":
     main()

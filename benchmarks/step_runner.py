@@ -11,7 +11,8 @@ run prints every command instead (results are `Pending` placeholders).
 Progress lines say the time elapsed and an estimate of the time left (each
 kind's mean so far, else the steps' own estimates).
 
-Used by `benchmarks/pretraining_outcome.py`.
+Used by `benchmarks/pretraining_outcome.py`, `distillation_outcome.py` and
+`adaptation_outcome.py` (`measure` is their main).
 """
 
 from __future__ import annotations
@@ -144,3 +145,25 @@ def write_json(path, value) -> None:
 def clock(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def measure(args, plan, build_report, format_report) -> None:
+    """The main of a measurement: --work_dir and --json_output's directory made
+    (one line when they cannot be), the plan's steps run (or, with --dry_run,
+    printed), the report written as JSON and its table printed."""
+    for directory in (args.work_dir, os.path.dirname(os.path.abspath(args.json_output))):
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise SystemExit(f"error: cannot create {directory} ({e.strerror}): choose "
+                             "another --work_dir or --json_output") from None
+        if not os.access(directory, os.W_OK):
+            raise SystemExit(f"error: {directory} is not writable: choose another "
+                             "--work_dir or --json_output")
+    results = Runner(args.work_dir, args.dry_run, plan(args)).run_all()
+    if args.dry_run:
+        return
+    report = build_report(args, results)
+    write_json(args.json_output, report)
+    print("\n" + format_report(report) + f"\n\nwrote {args.json_output}")
+

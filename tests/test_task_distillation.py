@@ -107,6 +107,29 @@ def test_a_student_trains_from_a_teacher_and_the_record_names_it(world, teacher_
     assert record["settings"]["distill_alpha"] == 0.5
 
 
+@pytest.mark.slow  # two short runs
+def test_distillation_moves_the_students_outputs_toward_the_teachers(world, teacher_run,
+                                                                      tmp_path):
+    """The same student (seed, data, steps) trained on the teacher's outputs alone ends
+    nearer the teacher (KL on the test rows) than trained on the labels alone."""
+    from official_bert.serving.classification import ClassifierPredictor
+
+    texts = [line.split("\t")[1] for line in
+             (world.path("glue", "test.tsv")).read_text().splitlines()[1:]]
+    teacher = ClassifierPredictor(str(teacher_run)).predict(texts)["probabilities"]
+
+    def student(alpha):
+        out = tmp_path / f"alpha{alpha}"
+        classify(world, out, do_train=True, do_predict=True, teacher=str(teacher_run),
+                 distill_alpha=alpha, num_train_epochs=4, seed=7)
+        return np.loadtxt(out / "test_results.tsv", delimiter="\t")
+
+    def kl(p, q):
+        return float(np.sum(p * (np.log(p) - np.log(q)), axis=1).mean())
+
+    assert kl(teacher, student(0.0)) < kl(teacher, student(1.0))
+
+
 @pytest.mark.slow  # about 15 s here
 def test_a_distilled_student_exports_and_serves_what_it_predicts(world, teacher_run, tmp_path):
     """A student (one of the teacher's two layers, distilled) is an ordinary model: its

@@ -180,6 +180,13 @@ def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
     with pytest.raises(UserError, match="--distill_temperature must be positive"):
         classify(world, tmp_path / "c", do_train=True, teacher=str(teacher_run),
                  distill_temperature=0.0)
+    # A run directory that never trained: its model files, no checkpoint.
+    never = tmp_path / "never"
+    never.mkdir()
+    for name in ("bert_config.json", "vocab.txt"):
+        shutil.copy(teacher_run / name, never / name)
+    with pytest.raises(UserError, match=f"--teacher: {never} holds no checkpoint"):
+        classify(world, tmp_path / "d", do_train=True, teacher=str(never))
 
 
 def test_the_feature_based_tagger_says_it_does_not_distil(world, teacher_run, tmp_path):

@@ -574,9 +574,10 @@ def _note_run(c):
 
 
 def eval_only(argv: list) -> list:
-    """The control, evaluating its run only (no training, prediction or export); a
-    command with no evaluation (SQuAD) predicts only."""
-    dropped = ("--do_train", "--export_dir=")
+    """The control, evaluating its run only (no training, prediction or export, and no
+    --teacher, which only a run that trains takes); a command with no evaluation
+    (SQuAD) predicts only."""
+    dropped = ("--do_train", "--export_dir=", "--teacher=")
     if "--do_eval" in argv:
         dropped += ("--do_predict", "--predict_file=")
     return [a for a in argv if not str(a).startswith(dropped)]

@@ -290,6 +290,7 @@ def _toy_trainer(out_dir, budget_seconds, steps):
                                           toy.GLOBAL_BATCH)
 
 
+@pytest.mark.slow  # about 28 s here (CI time); the fake clock's tests run by default
 def test_real_clock_stops_within_a_step_of_the_budget(tmp_path):
     import time
 

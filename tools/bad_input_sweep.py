@@ -41,10 +41,12 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import os
 import pathlib
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import types
 
@@ -87,23 +89,40 @@ def run_all(cases: list, keep: bool, jobs: int = 1) -> list:
                          lambda case: f"{case.command}: {case.name}")
 
 
-def run_matrix(generated: list, keep: bool, jobs: int = 1) -> list:
-    """Builds the world and runs the generated cases (each in a copy)."""
+def run_matrix(generated: list, keep: bool, jobs: int = 1, json_path=None) -> list:
+    """Builds the world and runs the generated cases (each in a copy); with
+    `json_path`, the outcomes so far are written there after each case (a long run
+    stopped part-way keeps what it ran, for --merge)."""
+    finished = []
+
+    def save(row):
+        finished.append(row)
+        if json_path:
+            temporary = pathlib.Path(f"{json_path}.part")
+            temporary.write_text(json.dumps(matrix.as_json(finished), indent=1) + "\n")
+            os.replace(temporary, json_path)
+
     return _run_in_world(generated, keep, jobs, "bad_input_matrix-", matrix.run_generated,
-                         lambda case: f"{case.command}: {case.klass}: {case.case.name}")
+                         lambda case: f"{case.command}: {case.klass}: {case.case.name}", save)
 
 
-def _run_in_world(cases: list, keep: bool, jobs: int, prefix: str, run_one, name) -> list:
+def _run_in_world(cases: list, keep: bool, jobs: int, prefix: str, run_one, name,
+                  on_row=None) -> list:
     """The tiny world in a scratch directory, then `run_one(world, scratch, i, case)`
     for each case, `jobs` at a time (each case is its own processes in its own copy
-    of the world), with a progress line named `name(case)`; the rows, in order."""
+    of the world), with a progress line named `name(case)` (and `on_row(row)`, one
+    case at a time); the rows, in order."""
     scratch = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     done = 0
+    lock = threading.Lock()
 
     def one(i, case):
         nonlocal done
         row = run_one(scratch / "world", scratch, i, case)
-        done += 1
+        with lock:
+            done += 1
+            if on_row:
+                on_row(row)
         print(f"[{done}/{len(cases)}] {name(case)}: {row['outcome']} "
               f"({row['seconds']:.0f} s) {row['why'][:160]}", file=sys.stderr, flush=True)
         if not keep:
@@ -125,7 +144,12 @@ def merged_rows(paths: str) -> list:
     a matrix run by parts (`--commands=`, `--classes=`) read back as one."""
     rows = {}
     for path in (p.strip() for p in paths.split(",") if p.strip()):
-        for row in json.loads(pathlib.Path(path).read_text()):
+        try:
+            read = json.loads(pathlib.Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"error: --merge: cannot read {path} ({e}): give the --json "
+                             "files of earlier matrix runs") from None
+        for row in read:
             case = types.SimpleNamespace(name=row["case"])
             generated = types.SimpleNamespace(command=row["command"], klass=row["klass"],
                                               case=case)
@@ -160,7 +184,7 @@ def matrix_main(args) -> int:
         return 0
     print(f"{len(generated)} generated cases", file=sys.stderr, flush=True)
     start = time.time()
-    rows = run_matrix(generated, args.keep, args.jobs)
+    rows = run_matrix(generated, args.keep, args.jobs, args.json)
     print(matrix.grid(rows))
     print()
     print(matrix.details(rows))

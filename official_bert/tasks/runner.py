@@ -144,7 +144,8 @@ def _check_flags(task) -> None:
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
     task.check_flags()
-    _use_adapted_length(task)
+    if _use_adapted_length(task):
+        task.check_flags()  # (its checks again, at that length)
     if config.eval_every_steps and not getattr(config, task.evaluation_flag()):
         raise UserError(f"--eval_every_steps needs --{task.evaluation_flag()} (the data to "
                         "evaluate on)")
@@ -171,32 +172,33 @@ def _use_trained_length(task) -> None:
                  os.path.basename(task.run_directory.run_record))
 
 
-def _use_adapted_length(task) -> None:
+def _use_adapted_length(task) -> bool:
     """Step 1 for fine-tuning from a checkpoint adapted to this task's own text (a
     pre-training run of this project whose training data includes this run's
     training file: task-adaptive pre-training): it trains at the length the
     adaptation used unless --max_seq_length is given, and says so; the two steps
-    of adaptation cannot disagree."""
+    of adaptation cannot disagree. Returns whether it changed the length."""
     config = task.run_config
     if not (config.do_train and config.init_checkpoint) or "max_seq_length" in config.given:
-        return
+        return False
     try:
         if not io.isdir(config.init_checkpoint):
-            return
+            return False
         record = RunDirectory(config.init_checkpoint).read_run_record() or {}
     except (UserError, OSError):
-        return  # (step 2 reads the checkpoint, and says what is wrong with it)
+        return False  # (step 2 reads the checkpoint, and says what is wrong with it)
     identity, settings = record.get("identity") or {}, record.get("settings") or {}
     adapted_on = set(settings.get("training_data") or {})
     ours = {os.path.abspath(p) for p in task.training_files() if p and io.is_local(p)}
     length = identity.get("max_seq_length")
     if identity.get("task") not in ADAPTING_TASKS or not adapted_on & ours or \
             length in (None, config.max_seq_length):
-        return
+        return False
     task.run_config = dataclasses.replace(config, max_seq_length=length)
     logging.info("--max_seq_length=%d: the length %s was pre-trained with on this task's "
                  "training text (--max_seq_length=N trains at another)", length,
                  config.init_checkpoint)
+    return True
 
 
 # The run families whose run can be a checkpoint adapted to a task's text.

@@ -22,8 +22,9 @@ The teacher is all-MiniLM-L6-v2 (L=6, H=384) fine-tuned on each task. Rows:
 Teacher-labelled extra text (TinyBERT's augmentation, `--distill_text`) is not
 built yet: no row. Quality is each task's own metric x 100 (GLUE's score:
 accuracy, (accuracy + F1) / 2 for MRPC, (Pearson + Spearman) / 2 for STS-B;
-entity F1 for WNUT-17); speed is the dev set's evaluation time, the teacher's
-over the row's (the same examples, batch and length, on this machine).
+entity F1 for WNUT-17); speed is the teacher encoder's forward time over the
+row's (`speed`: batches of 32 at --seq_length, each depth timed in turn, rounds
+in one process: the same engine and moment).
 
 Every step is a subprocess of the project's own commands, as a user runs them,
 resumed from `--work_dir` when run again (`benchmarks/step_runner.py`).
@@ -34,15 +35,14 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import re
 import statistics
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
-from benchmarks.common import machine, minilm_dir  # noqa: E402
+from benchmarks.common import machine, minilm_dir, time_calls  # noqa: E402
 from benchmarks.outcome_metrics import fmt, glue_score, read_key_values, seed_summary, spread  # noqa: E402,E501
-from benchmarks.step_runner import Step, measure  # noqa: E402
+from benchmarks.step_runner import InProcess, Step, measure, write_json  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -163,12 +163,6 @@ def score(task: str, results: dict) -> float:
     return glue_score(task, results)
 
 
-def eval_seconds(log: str) -> float | None:
-    """The final evaluation's seconds ("Eval results (2.8 s): ...")."""
-    found = re.findall(r"Eval results \(([0-9.]+) s\)", log)
-    return float(found[-1]) if found else None
-
-
 def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
     layers, distils, general = SHAPES[row]
 
@@ -182,17 +176,69 @@ def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
 
     def parse(out, log):
         results = read_key_values(out / EVAL_RESULTS)
-        return {"score": score(task, results), "eval_seconds": eval_seconds(log),
-                "eval": results}
+        return {"score": score(task, results), "eval": results}
 
     estimate = 60 + args.train_rows * args.epochs * args.seq_length / (
         1500 if row == "teacher" else 3000)
     return Step(f"{task}/{row}/seed{seed}", f"{row}:{task}", estimate, make, parse)
 
 
+def speed_step(args, base: str) -> Step:
+    """The encoders of the teacher and of each student's shape, timed in one process,
+    round by round in turn (the same engine, batches and moment), at --seq_length."""
+    def run(out):
+        write_json(out / "speed.json", encoder_speed(base, args.seq_length))
+    return Step("speed", "speed", 180, lambda r: InProcess(
+        f"time the encoders of {sorted(set(LAYERS.values()))} layers of {base}", run),
+        lambda out, log: read_json(out / "speed.json"))
+
+
+# Row → the encoder's layers (the teacher's six, or the student's).
+LAYERS = {"teacher": 6, "student": 3, "distilled": 3, "general": 3, "narrow": 2,
+          "narrow_distilled": 2}
+
+
+def encoder_speed(base: str, seq_length: int, batch: int = 32, rounds: int = 7,
+                  calls: int = 5) -> dict:
+    """Median seconds of a forward pass of `batch` sequences, per number of layers:
+    all-MiniLM-L6-v2's config at each depth (the weights do not change the time),
+    each depth's `calls` in turn in every round."""
+    import dataclasses
+
+    import numpy as np
+    import tensorflow as tf
+
+    from official_bert import checkpoints
+    from official_bert.modeling.encoder import BertEncoder
+
+    config = checkpoints.read_checkpoint(base).config
+    ids = np.random.default_rng(0).integers(1000, config.vocab_size, (batch, seq_length))
+    inputs = {"input_word_ids": tf.constant(ids, tf.int32),
+              "input_mask": tf.ones((batch, seq_length), tf.int32),
+              "input_type_ids": tf.zeros((batch, seq_length), tf.int32)}
+    forwards = {}
+    for layers in sorted(set(LAYERS.values())):
+        encoder = BertEncoder.from_bert_config(
+            dataclasses.replace(config, num_hidden_layers=layers))
+        forwards[layers] = tf.function(lambda x, e=encoder: e(x)["sequence_output"])
+        forwards[layers](inputs).numpy()  # traced, warmed
+    seconds = {layers: [] for layers in forwards}
+    for _ in range(rounds):
+        for layers, forward in forwards.items():
+            seconds[layers] += time_calls(lambda f=forward: f(inputs).numpy(), calls, 1)
+    return {str(layers): statistics.median(times) for layers, times in seconds.items()}
+
+
+def read_json(path) -> dict:
+    import json
+
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
 def plan(args) -> list:
     base = minilm_dir("the teacher")
-    steps = general_steps(args, base) if "general" in args.rows else []
+    steps = [speed_step(args, base)]
+    steps += general_steps(args, base) if "general" in args.rows else []
     for task in args.tasks:
         rows = ["teacher", *[row for row in args.rows if row != "teacher"]]
         for row in rows:
@@ -208,32 +254,25 @@ def build_report(args, results: dict) -> dict:
     tasks = {}
     for task in args.tasks:
         rows = {}
-        teacher_seconds = _median([results[f"{task}/teacher/seed{s}"].get("eval_seconds")
-                                   for s in args.seeds if f"{task}/teacher/seed{s}" in results])
         for row in args.rows:
             runs = [results[f"{task}/{row}/seed{s}"] for s in seeds_of(args, row)
                     if f"{task}/{row}/seed{s}" in results]
-            if not runs:
-                continue
-            seconds = _median([run.get("eval_seconds") for run in runs])
-            rows[row] = {**seed_summary([run["score"] for run in runs]),
-                         "eval_seconds": seconds,
-                         "speedup": teacher_seconds / seconds if teacher_seconds and seconds
-                         else None}
+            if runs:
+                rows[row] = seed_summary([run["score"] for run in runs])
         tasks[task] = rows
+    speed = results.get("speed") or {}
+    teacher = speed.get(str(LAYERS["teacher"]))
+    speedup = {row: teacher / speed[str(LAYERS[row])] for row in args.rows
+               if teacher and speed.get(str(LAYERS[row]))}
     average = {}
     for row in args.rows:
         medians = [tasks[t][row]["median"] for t in args.tasks if row in tasks[t]]
         average[row] = statistics.mean(medians) if len(medians) == len(args.tasks) else None
-    report = {"settings": vars(args), "machine": machine(), "tasks": tasks, "average": average}
+    report = {"settings": vars(args), "machine": machine(), "tasks": tasks, "average": average,
+              "encoder_seconds": speed, "speedup": speedup}
     if "general/distill" in results:
         report["general_distillation"] = results["general/distill"]
     return report
-
-
-def _median(values):
-    values = [v for v in values if v]
-    return statistics.median(values) if values else None
 
 
 def format_table(report: dict) -> str:
@@ -241,18 +280,15 @@ def format_table(report: dict) -> str:
     lines = [f"Distillation of all-MiniLM-L6-v2 fine-tuned per task: first {s['train_rows']} "
              f"training rows, {s['epochs']:g} epochs, length {s['seq_length']}, learning rate "
              f"{s['learning_rate']:g}; dev: first {s['eval_rows']} rows (WNUT-17: all). "
-             f"Median (min-max) over seeds; speed: the teacher's dev evaluation time over the "
-             f"row's.", "",
+             f"Median (min-max) over seeds; speed: the teacher encoder's time over the row's, "
+             f"batches of 32 timed in turn in one process.", "",
              "| row | " + " | ".join(s["tasks"]) + " | average | speed |",
              "|---|" + "---|" * (len(s["tasks"]) + 2)]
     for row in s["rows"]:
-        cells, speeds = [], []
-        for task in s["tasks"]:
-            result = report["tasks"][task].get(row)
-            cells.append(spread(result) if result else "—")
-            if result and result.get("speedup"):
-                speeds.append(result["speedup"])
-        speed = f"{statistics.median(speeds):.1f}x" if speeds else "—"
+        cells = [spread(report["tasks"][task].get(row)) if report["tasks"][task].get(row)
+                 else "—" for task in s["tasks"]]
+        speedup = report.get("speedup", {}).get(row)
+        speed = f"{speedup:.1f}x" if speedup else "—"
         lines.append(f"| {row} | " + " | ".join(cells) +
                      f" | {fmt(report['average'].get(row))} | {speed} |")
     return "\n".join(lines)

@@ -23,7 +23,7 @@ def _pending(*names):
 def test_each_row_task_and_seed_is_one_step_and_students_learn_the_first_seeds_teacher():
     args = outcome.parse_args(["--tasks=MRPC,WNUT-17", "--seeds=42,43", "--other_seeds=42"])
     names = [step.name for step in outcome.plan(args)]
-    assert names[:2] == ["general/corpus", "general/distill"]
+    assert names[:3] == ["speed", "general/corpus", "general/distill"]
     for task in ("MRPC", "WNUT-17"):
         for row in outcome.ROWS:
             seeds = (42, 43) if row in outcome.FIVE_SEED_ROWS else (42,)
@@ -49,7 +49,8 @@ def test_each_row_task_and_seed_is_one_step_and_students_learn_the_first_seeds_t
 def test_without_the_teacher_row_its_first_seed_still_runs_for_the_students():
     args = outcome.parse_args(["--tasks=SST-2", "--rows=distilled", "--seeds=42,43"])
     names = [step.name for step in outcome.plan(args)]
-    assert names == ["SST-2/teacher/seed42", "SST-2/distilled/seed42", "SST-2/distilled/seed43"]
+    assert names == ["speed", "SST-2/teacher/seed42", "SST-2/distilled/seed42",
+                     "SST-2/distilled/seed43"]
 
 
 def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
@@ -60,8 +61,8 @@ def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
                          ("WNUT-17", {"teacher": [40, 44, 45], "student": [30, 31, 35]})):
         for row in ("teacher", "student"):
             for seed, value in zip(args.seeds, scores[row]):
-                results[f"{task}/{row}/seed{seed}"] = {
-                    "score": float(value), "eval_seconds": 10.0 if row == "teacher" else 5.0}
+                results[f"{task}/{row}/seed{seed}"] = {"score": float(value)}
+    results["speed"] = {"6": 0.10, "3": 0.05, "2": 0.04}
     report = outcome.build_report(args, results)
     assert report["tasks"]["MRPC"]["student"]["median"] == 76.0
     assert report["average"] == {"teacher": 63.0, "student": 53.5}
@@ -72,10 +73,12 @@ def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
     json.dumps(report)
 
 
-def test_the_evaluation_time_comes_from_the_last_eval_line():
-    log = "Eval results (12.5 s): eval_accuracy = 0.8\n...\nEval results (3.25 s): x = 1\n"
-    assert outcome.eval_seconds(log) == 3.25
-    assert outcome.eval_seconds("nothing") is None
+@pytest.mark.slow  # builds and times three encoders of all-MiniLM-L6-v2's width
+def test_the_encoders_are_timed_by_depth_and_a_deeper_one_is_slower():
+    seconds = outcome.encoder_speed(outcome.minilm_dir("the test"), seq_length=16, batch=4,
+                                    rounds=2, calls=2)
+    assert set(seconds) == {"2", "3", "6"}
+    assert seconds["6"] > seconds["2"] > 0
 
 
 def test_bad_flags_are_one_line_each(capsys):

@@ -38,8 +38,8 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.outcome_metrics import fmt, glue_score, log_rates, read_key_values, seed_summary, spread  # noqa: E402,E501
-from benchmarks.step_runner import InProcess, Step, measure  # noqa: E402
+from benchmarks.outcome_metrics import fmt, log_rates, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
+from benchmarks.step_runner import InProcess, Step, measure, python, read_json, split_list  # noqa: E402
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -70,8 +70,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
     args = p.parse_args(argv)
-    args.tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    args.seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
+    args.tasks, args.seeds = split_list(args.tasks), split_list(args.seeds)
     unknown = [t for t in args.tasks if t not in TASKS]
     if unknown or not args.tasks:
         p.error(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
@@ -85,10 +84,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                 "one: python -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers")
     args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
     return args
-
-
-def python(script: str) -> list:
-    return [sys.executable, str(REPO / script)]
 
 
 def files(args, task: str) -> tuple:
@@ -145,12 +140,6 @@ def adapt_steps(args, task: str, base: str) -> list:
     return [ours, text, hf]
 
 
-def read_json(path) -> dict:
-    import json
-
-    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-
-
 def fine_tune_step(args, task: str, row: str, seed: str, base: str) -> Step:
     train, dev = files(args, task)
 
@@ -170,17 +159,10 @@ def fine_tune_step(args, task: str, row: str, seed: str, base: str) -> Step:
 
     def parse(out, log):
         results = read_key_values(out / EVAL_RESULTS)
-        return {"score": score(task, results), "eval": results}
+        return {"score": task_score(task, results), "eval": results}
 
     return Step(f"{task}/{row}/seed{seed}", f"fine-tune:{task}",
                 40 + 0.04 * args.train_rows * args.epochs, make, parse)
-
-
-def score(task: str, results: dict) -> float:
-    if task == "WNUT-17":
-        key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
-        return 100 * results[key]
-    return glue_score(task, results)
 
 
 def rows_of(args) -> list:

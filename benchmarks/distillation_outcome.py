@@ -41,8 +41,9 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir, time_calls  # noqa: E402
-from benchmarks.outcome_metrics import fmt, glue_score, read_key_values, seed_summary, spread  # noqa: E402,E501
-from benchmarks.step_runner import InProcess, Step, measure, write_json  # noqa: E402
+from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
+from benchmarks.step_runner import (InProcess, Step, bert, measure, python, read_json,  # noqa: E402
+                                    split_list, write_json)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -85,10 +86,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def split_list(text: str) -> list:
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
 def check_args(parser, args) -> None:
     """One line (argparse's error) for each bad value; lists made lists."""
     args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
@@ -108,14 +105,6 @@ def check_args(parser, args) -> None:
         if not getattr(args, name) > 0:
             parser.error(f"--{name} must be positive, got {getattr(args, name)}")
     args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
-
-
-def python(script: str) -> list:
-    return [sys.executable, str(REPO / script)]
-
-
-def bert(command: str) -> list:
-    return [sys.executable, "-m", "official_bert.commands.cli", command]
 
 
 # --- the plan ---------------------------------------------------------------------------
@@ -156,13 +145,6 @@ def task_command(args, task: str, init: list, seed: str) -> list:
         f"--max_eval_examples={args.eval_rows}", *common]
 
 
-def score(task: str, results: dict) -> float:
-    if task == "WNUT-17":
-        key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
-        return 100 * results[key]
-    return glue_score(task, results)
-
-
 def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
     layers, distils, general = SHAPES[row]
 
@@ -176,7 +158,7 @@ def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
 
     def parse(out, log):
         results = read_key_values(out / EVAL_RESULTS)
-        return {"score": score(task, results), "eval": results}
+        return {"score": task_score(task, results), "eval": results}
 
     estimate = 60 + args.train_rows * args.epochs * args.seq_length / (
         1500 if row == "teacher" else 3000)
@@ -227,12 +209,6 @@ def encoder_speed(base: str, seq_length: int, batch: int = 32, rounds: int = 7,
         for layers, forward in forwards.items():
             seconds[layers] += time_calls(lambda f=forward: f(inputs).numpy(), calls, 1)
     return {str(layers): statistics.median(times) for layers, times in seconds.items()}
-
-
-def read_json(path) -> dict:
-    import json
-
-    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 
 
 def plan(args) -> list:

@@ -60,6 +60,15 @@ def glue_score(task: str, results: dict) -> float:
     return GLUE_SCORES[task](results)
 
 
+def task_score(task: str, results: dict) -> float:
+    """`glue_score` for a GLUE task; entity F1 x 100 for an NER set (WNUT-17: the
+    key is `entity_f1`, or `eval_entity_f1`)."""
+    if task in GLUE_SCORES:
+        return glue_score(task, results)
+    key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
+    return 100 * results[key]
+
+
 def seed_summary(values: list) -> dict:
     """Median and min-max spread of the seeds' scores."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values),

@@ -57,9 +57,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.outcome_metrics import (  # noqa: E402
     format_tables, glue_average, glue_score, log_rates, read_key_values,
-    seed_summary, split_documents)
+    seed_summary, split_documents, task_score)
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.step_runner import InProcess, Step, measure, write_json  # noqa: E402
+from benchmarks.step_runner import (InProcess, Step, bert, measure, python,  # noqa: E402
+                                    split_list, write_json)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -152,19 +153,7 @@ def check_args(parser, args) -> None:
                                        or args.efficient_learning_rate)
 
 
-def split_list(text: str) -> list:
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
 # --- the plan ---------------------------------------------------------------------------
-
-
-def python(script: str) -> list:
-    return [sys.executable, str(REPO / script)]
-
-
-def bert(command: str) -> list:
-    return [sys.executable, "-m", "official_bert.commands.cli", command]
 
 
 def efficient_dtype(requested: str) -> str:
@@ -457,8 +446,7 @@ def tapt_steps(args) -> list:
 
         def parse(out, log):
             results = read_key_values(out / EVAL_RESULTS)
-            key = "entity_f1" if "entity_f1" in results else "eval_entity_f1"
-            return {"score": 100 * results[key], "eval": results}
+            return {"score": task_score("WNUT-17", results), "eval": results}
         return Step(f"tapt/ner/{model}/seed{seed}", "ner", 500 * args.ner_epochs / 3, make, parse)
 
     pretrain = Step("tapt/pretrain", "tapt", args.tapt_minutes * 60 + 120, adapt,

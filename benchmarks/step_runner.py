@@ -25,11 +25,31 @@ import pathlib
 import shlex
 import statistics
 import subprocess
+import sys
 import time
 from typing import Callable
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
+
+
+def python(script: str) -> list:
+    """The argv of one of the repository's scripts (`run_classifier.py`, ...)."""
+    return [sys.executable, str(REPO / script)]
+
+
+def bert(command: str) -> list:
+    """The argv of `bert <command>` (as the module: no console script needed)."""
+    return [sys.executable, "-m", "official_bert.commands.cli", command]
+
+
+def split_list(text: str) -> list:
+    """A comma-separated flag's items."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def read_json(path) -> dict:
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 
 class Pending(dict):
     """A step's result in a dry run: any key reads as a placeholder."""

@@ -50,10 +50,6 @@ class GeneralDistillationTask(PretrainingTask):
     family = "distillation"
     distils = "representations"
 
-    def __init__(self, config=None, run_config=None, *, bert_config=None):
-        super().__init__(config, run_config, bert_config=bert_config)
-        self._teacher_model = None  # the teacher, rebuilt in the strategy's scope
-
     def check_flags(self):
         super().check_flags()
         if self.run_config.do_train and not self.run_config.teacher:
@@ -63,13 +59,15 @@ class GeneralDistillationTask(PretrainingTask):
 
     def build_model(self):
         student = super().build_model()
-        if self.teacher is not None:  # (in the strategy's scope: every replica reads it)
+        if self.teacher is not None:
+            # The teacher again, in the strategy's scope (every replica reads it) and the
+            # run's precision, in place of the one `Teacher.load` built: held once.
             teacher = BertPretrainer(BertEncoder.from_bert_config(
                 self.teacher.model.encoder.config, dtype=self.run_config.dtype_policy))
             teacher._ensure_built()
             teacher.set_weights(self.teacher.model.get_weights())
             teacher.trainable = False
-            self._teacher_model = teacher
+            self.teacher.model = teacher
         return student
 
     def prepare(self):
@@ -110,12 +108,12 @@ class GeneralDistillationTask(PretrainingTask):
                 "tokens": tf.reduce_sum(tf.cast(features["input_mask"], tf.float32))}
 
     def loss_and_metrics(self, model, features, normalizers, training):
-        if not training or self._teacher_model is None:  # evaluation: the student alone
+        if not training or self.teacher is None:  # evaluation: the student alone
             return super().loss_and_metrics(model, features, normalizers, training)
         inputs = {k: features[k] for k in ENCODER_INPUTS}
         positions = features["masked_lm_positions"]
         student = model.encoder(inputs, training=True)
-        teacher = self._teacher_model.encoder(inputs, training=False)
+        teacher = self.teacher.model.encoder(inputs, training=False)
         outputs = model.heads_on(student, positions)
         losses, metrics = self.losses(outputs, features, normalizers)
 
@@ -125,7 +123,7 @@ class GeneralDistillationTask(PretrainingTask):
         masked_lm = losses["masked_lm"]
         if self.teacher.has_head:
             teacher_logits = tf.stop_gradient(
-                self._teacher_model.heads_on(teacher, positions)["masked_lm_logits"])
+                self.teacher.model.heads_on(teacher, positions)["masked_lm_logits"])
             soft = distillation.soft_targets(teacher_logits, outputs["masked_lm_logits"],
                                              run.distill_temperature)
             soft_sum = tf.reduce_sum(soft * weights)
@@ -146,7 +144,7 @@ class GeneralDistillationTask(PretrainingTask):
         if self._same_width():
             return distillation.hidden_state_distances(
                 tf.stop_gradient(teacher["sequence_output"]), student["sequence_output"])
-        teacher_qkv = [tf.stop_gradient(v) for v in _last_layer_qkv(self._teacher_model.encoder,
+        teacher_qkv = [tf.stop_gradient(v) for v in _last_layer_qkv(self.teacher.model.encoder,
                                                                     teacher)]
         student_qkv = _last_layer_qkv(model.encoder, student)
         return distillation.attention_relation_divergences(

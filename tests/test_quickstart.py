@@ -240,11 +240,11 @@ def test_reruns_say_what_they_did(tmp_path):
 def test_a_stopped_stage_says_the_checkpoint_it_saved():
     """Ctrl-C while a stage trains: the quickstart's one line is the stage's (its step and
     checkpoint, which a rerun resumes from), not "outside training"."""
+    said = Interrupted(42, "/q/pretrain/ckpt-42")  # the stage's own line, as app prints it
+
     class Stage:
         stdout = io.StringIO("I1128 trainer.py:300] step 40/300: loss = 5.1\n"
-                             "interrupted: stopped by SIGINT at step 42: checkpoint "
-                             "/q/pretrain/ckpt-42 is saved; run the same command again to "
-                             "resume from it\n")
+                             f"{said.PREFIX}: {said}\n")
 
     stop = qs._stage_stop(Stage(), Interrupted())
     assert isinstance(stop, Interrupted) and (stop.step, stop.checkpoint) == (

@@ -22,9 +22,10 @@ run_pretraining.py), `transformers` (adapted by `benchmarks/hf_mlm_pretraining.p
 --init_model` in --transformers_python: BertForMaskedLM + Trainer, the same
 budget, length, batch, rate and warm-up share; skipped without it). Tasks:
 WNUT-17 (entity F1), SST-2 (accuracy), MRPC ((accuracy + F1) / 2), STS-B
-((Pearson + Spearman) / 2), all on their dev sets: none of the shared copies
-ships labelled test data. Medians of --seeds with min-max, and the gain over
-`base`; the adaptation's steps and seconds beside.
+((Pearson + Spearman) / 2), on their dev sets; MRPC and STS-B also on their
+labelled test sets (`original/msr_paraphrase_test.txt`, `original/sts-test.tsv`:
+the fine-tuned run evaluated again, `--eval_file`). Medians of --seeds with
+min-max, and the gain over `base`; the adaptation's steps beside.
 """
 
 from __future__ import annotations
@@ -91,6 +92,25 @@ def files(args, task: str) -> tuple:
     if task == "WNUT-17":
         return (f"{args.wnut_dir}/wnut17train.conll", f"{args.wnut_dir}/emerging.dev.conll")
     return f"{args.glue_dir}/{task}/train.tsv", f"{args.glue_dir}/{task}/dev.tsv"
+
+
+def test_file(args, task: str):
+    """The task's labelled test file as run_classifier reads it, or None.
+    STS-B's original test file has no header and more columns: `test_set`
+    writes the GLUE layout of it."""
+    return {"MRPC": f"{args.glue_dir}/MRPC/original/msr_paraphrase_test.txt",
+            "STS-B": "{out}/test.tsv"}.get(task)
+
+
+def write_sts_test(args, out) -> None:
+    """sts-test.tsv (genre, file, year, id, score, sentence1, sentence2[, more])
+    → test.tsv with run_classifier's STS-B columns."""
+    source = pathlib.Path(args.glue_dir) / "STS-B" / "original" / "sts-test.tsv"
+    lines = ["sentence1\tsentence2\tscore"]
+    for line in source.read_text(encoding="utf-8").splitlines():
+        fields = line.split("\t")
+        lines.append("\t".join([fields[5], fields[6], fields[4]]))
+    (out / "test.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def text_flags(task: str) -> list:
@@ -165,6 +185,26 @@ def fine_tune_step(args, task: str, row: str, seed: str, base: str) -> Step:
                 40 + 0.04 * args.train_rows * args.epochs, make, parse)
 
 
+def test_step(args, task: str, row: str, seed: str) -> Step:
+    """The fine-tuned run of `fine_tune_step` evaluated on the task's test set
+    (in its own directory: its dev results stay in the fine-tuning step's)."""
+    run = {}
+
+    def make(r):
+        run["dir"] = r[f"{task}/{row}/seed{seed}"]["output_dir"]
+        test = test_file(args, task).replace("{out}", r.get(f"{task}/test-set", {}).get(
+            "output_dir", ""))
+        return python("run_classifier.py") + [
+            "--do_eval", f"--task_name={TASKS[task][0]}", f"--eval_file={test}",
+            f"--max_seq_length={args.seq_length}", f"--output_dir={run['dir']}"]
+
+    def parse(out, log):
+        results = read_key_values(pathlib.Path(run["dir"]) / EVAL_RESULTS)
+        return {"score": task_score(task, results), "eval": results}
+
+    return Step(f"{task}/{row}/seed{seed}/test", f"test:{task}", 30, make, parse)
+
+
 def rows_of(args) -> list:
     return [row for row in ROWS if row != "transformers" or args.transformers_python]
 
@@ -176,27 +216,41 @@ def plan(args) -> list:
         print("the transformers row is skipped (no --transformers_python)", flush=True)
     for task in args.tasks:
         steps += adapt_steps(args, task, base)
-        steps += [fine_tune_step(args, task, row, seed, base)
-                  for row in rows_of(args) for seed in args.seeds]
+        if task == "STS-B":
+            steps.append(Step(f"{task}/test-set", "text", 5, lambda r: InProcess(
+                "write STS-B's labelled test set as run_classifier reads it",
+                lambda out: write_sts_test(args, out))))
+        for row in rows_of(args):
+            for seed in args.seeds:
+                steps.append(fine_tune_step(args, task, row, seed, base))
+                if test_file(args, task):
+                    steps.append(test_step(args, task, row, seed))
     return steps
 
 
 # --- the report -------------------------------------------------------------------------
 
 
+def summaries(args, results: dict, task: str, suffix: str) -> dict:
+    """Row → the seeds' summary of `<task>/<row>/seed<s><suffix>`, with its gain
+    over base."""
+    rows = {}
+    for row in rows_of(args):
+        scores = [results[f"{task}/{row}/seed{s}{suffix}"]["score"] for s in args.seeds
+                  if f"{task}/{row}/seed{s}{suffix}" in results]
+        if scores:
+            rows[row] = seed_summary(scores)
+    base = rows.get("base")
+    for row, summary in rows.items():
+        if row != "base" and base:
+            summary["gain"] = summary["median"] - base["median"]
+    return rows
+
+
 def build_report(args, results: dict) -> dict:
     tasks = {}
     for task in args.tasks:
-        rows = {}
-        for row in rows_of(args):
-            scores = [results[f"{task}/{row}/seed{s}"]["score"] for s in args.seeds
-                      if f"{task}/{row}/seed{s}" in results]
-            if scores:
-                rows[row] = seed_summary(scores)
-        base = rows.get("base")
-        for row, summary in rows.items():
-            if row != "base" and base:
-                summary["gain"] = summary["median"] - base["median"]
+        rows, test_rows = (summaries(args, results, task, suffix) for suffix in ("", "/test"))
         adaptation = {}
         if f"{task}/adapt/ours" in results:
             ours = results[f"{task}/adapt/ours"]
@@ -207,7 +261,7 @@ def build_report(args, results: dict) -> dict:
             adaptation["transformers"] = {
                 "steps": hf.get("steps"), "dev_masked_lm_accuracy": hf.get(
                     "heldout_masked_lm_accuracy")}
-        tasks[task] = {"rows": rows, "adaptation": adaptation}
+        tasks[task] = {"rows": rows, "test_rows": test_rows, "adaptation": adaptation}
     return {"settings": vars(args), "machine": machine(), "tasks": tasks}
 
 
@@ -228,6 +282,17 @@ def format_table(report: dict) -> str:
                            for r in ("ours", "transformers"))
         lines.append(f"| {task} | " + " | ".join(cells) + f" | {gains[0]} | {gains[1]} | "
                      f"{steps} |")
+    tested = {task: t for task, t in report["tasks"].items() if t.get("test_rows")}
+    if tested:
+        lines += ["", "The same runs on the labelled test sets:", "",
+                  "| task (test set) | " + " | ".join(rows) + " | gain (ours) | "
+                  "gain (transformers) |", "|---|" + "---|" * (len(rows) + 2)]
+        for task, t in tested.items():
+            cells = [spread(t["test_rows"].get(r)) if t["test_rows"].get(r) else "—"
+                     for r in rows]
+            gains = [fmt(t["test_rows"].get(r, {}).get("gain"))
+                     for r in ("ours", "transformers")]
+            lines.append(f"| {task} | " + " | ".join(cells) + f" | {gains[0]} | {gains[1]} |")
     medians = [t["rows"]["ours"]["gain"] for t in report["tasks"].values()
                if "gain" in t["rows"].get("ours", {})]
     if medians:

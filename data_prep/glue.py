@@ -473,6 +473,15 @@ def read_split(task: TaskSpec, path: str, split: str) -> List[InputExample]:
                          require_label=True, fmt=task.file_format, split=split)
 
 
+def read_unlabelled(task: TaskSpec, path: str) -> List[InputExample]:
+    """Reads `path` as more text of the task's training file, without labels
+    (--distill_text: the teacher labels it): the training file's text columns
+    and format; a label column, if any, is ignored."""
+    columns = dataclasses.replace(task.columns, label=None, keep=None, label_map=())
+    return read_examples(path, columns, task.labels, task.is_regression,
+                         require_label=False, fmt=task.file_format, split="distill_text")
+
+
 def _read_selected(task: TaskSpec, path: str, columns: Columns,
                    split: str) -> List[InputExample]:
     """`read_examples` with `columns.keep` (only the rows holding a value) and

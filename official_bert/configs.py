@@ -237,6 +237,11 @@ class DistillationSettings:
         0.5, "With --teacher: the labels' share of the loss (0: the teacher's outputs alone).")
     distill_temperature: float = setting(
         2.0, "With --teacher: the softmax temperature both distributions are compared at.")
+    distill_text: str | None = setting(
+        None, "With --teacher, fine-tuning a classifier or a tagger: a file of more text without "
+        "labels, in the training file's format (its text columns; CoNLL words, tags ignored), "
+        "that the teacher labels: on its rows the student learns the teacher's outputs alone. "
+        "An epoch reads the training file and this one (TinyBERT's augmented data).")
 
     def validate_distillation(self) -> None:
         if not 0 <= self.distill_alpha <= 1:

@@ -265,3 +265,106 @@ def test_multiple_choice_learns_the_teachers_distribution_over_choices(world, tm
     record = json.loads((tmp_path / "student" / "run.json").read_text())
     assert record["settings"]["teacher"].startswith(str(tmp_path / "teacher" / "ckpt-"))
     assert record["settings"]["distill_alpha"] == 0.0
+
+
+# --- --distill_text: unlabelled text the teacher labels ------------------------------
+
+
+def test_unlabelled_rows_learn_the_teacher_alone():
+    """Rows of --distill_text (labelled = 0) take T² · KL alone; the others the mixed
+    loss; the accuracy counts the labelled rows only."""
+    task = ClassificationTask(num_classes=3, bert_config=TINY, run_config=RunConfig(
+        distill_alpha=0.3, distill_temperature=2.0))
+    model = task.build_model()
+    features = dict(dummy_inputs(batch_size=4, seq_length=6))
+    features["label"] = tf.constant([0, 2, 0, 0])  # (rows 1 and 3: placeholders)
+    teacher_logits = np.array([[2.0, 0.1, -1.0], [0.0, 0.0, 3.0], [1.0, 1.5, 0.2],
+                               [-2.0, 4.0, 0.0]], np.float32)
+    features[teacher_module.FEATURE] = tf.constant(teacher_logits)
+    features[teacher_module.LABELLED] = tf.constant([1.0, 0.0, 1.0, 0.0])
+    loss, metrics = task.loss_and_metrics(model, features, {"examples": tf.constant(4.0)},
+                                          training=False)
+    logits = model(features, training=False).numpy().astype(np.float64)
+    cross_entropy = -np.log(_softmax(logits, 1.0)[np.arange(4), [0, 2, 0, 0]])
+    p = _softmax(teacher_logits.astype(np.float64), 2.0)
+    soft = 4.0 * (p * (np.log(p) - np.log(_softmax(logits, 2.0)))).sum(-1)
+    labelled = np.array([1, 0, 1, 0], bool)
+    expected = np.where(labelled, 0.3 * cross_entropy + 0.7 * soft, soft).mean()
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+    correct, count = (float(v) for v in metrics["accuracy"])
+    assert count == 2.0
+    assert correct == float(np.sum(logits.argmax(-1)[labelled] == [0, 0]))
+
+
+def test_untagged_rows_of_the_tagger_learn_the_teacher_alone():
+    task = NerTask(NerConfig(labels=["O", "B-X", "I-X"]), bert_config=TINY,
+                   run_config=RunConfig(distill_alpha=0.5, distill_temperature=1.0))
+    model = task.build_model()
+    features = dict(dummy_inputs(batch_size=2, seq_length=4))
+    labels = np.array([[-1, 1, 2, -1], [-1, 0, 0, -1]], np.int32)  # row 2: placeholders
+    features["label_ids"] = tf.constant(labels)
+    teacher_logits = np.random.default_rng(1).normal(size=(2, 4, 3)).astype(np.float32)
+    features[TEACHER_TOKEN_LOGITS] = tf.constant(np.transpose(teacher_logits, (0, 2, 1)))
+    features[teacher_module.LABELLED] = tf.constant([1.0, 0.0])
+    loss, metrics = task.loss_and_metrics(model, features, task.loss_normalizers(features),
+                                          training=False)
+    logits = model(features, training=False).numpy().astype(np.float64)
+    safe = np.where(labels >= 0, labels, 0)
+    cross_entropy = -np.log(np.take_along_axis(_softmax(logits, 1.0), safe[..., None], -1))[..., 0]
+    p = _softmax(teacher_logits.astype(np.float64), 1.0)
+    soft = (p * (np.log(p) - np.log(_softmax(logits, 1.0)))).sum(-1)
+    per_token = np.where([[True], [False]], 0.5 * cross_entropy + 0.5 * soft, soft)
+    valid = labels >= 0
+    assert float(loss) == pytest.approx(per_token[valid].sum() / valid.sum(), rel=1e-5)
+    assert float(metrics["token_accuracy"][1]) == 2.0  # the first row's two words
+
+
+def _sentences_file(path, sentences):
+    path.write_text("sentence\n" + "".join(s + "\n" for s in sentences))
+    return str(path)
+
+
+def test_distill_text_adds_its_rows_to_each_epoch_and_the_record(world, teacher_run, tmp_path,
+                                                                 caplog):
+    extra = _sentences_file(tmp_path / "more.tsv", [
+        "a fine movie", "the worst film", "good acting", "a dull plot", "great fun",
+        "bad movie", "a good one", "not good"])
+    with caplog.at_level(logging.INFO, logger="absl"):
+        results = classify(world, tmp_path / "student", do_train=True, do_eval=True,
+                           teacher=str(teacher_run), distill_text=extra)
+    # (8 training rows + 8 unlabelled) / batch 4 × 2 epochs: twice the steps of the file alone.
+    assert results["global_step"] == 8
+    assert "--distill_text: 8 rows the teacher labelled beside 8 training rows" in caplog.text
+    record = json.loads((tmp_path / "student" / "run.json").read_text())
+    assert extra in record["settings"]["training_data"]  # among the files training read
+
+
+def test_distill_text_without_a_teacher_or_on_a_task_that_cannot_is_one_line(world, tmp_path):
+    extra = _sentences_file(tmp_path / "more.tsv", ["a fine movie"])
+    with pytest.raises(UserError, match="--distill_text is text a teacher labels for the "
+                                        "student: add --teacher") as refused:
+        classify(world, tmp_path / "a", do_train=True, distill_text=extra)
+    assert "\n" not in str(refused.value)
+    config = SquadConfig(train_file=str(world.path("squad", "train.json")), max_query_length=8)
+    with pytest.raises(UserError, match="the squad task does not read unlabelled text"):
+        run_task(SpanLabelingTask(config, SquadRunConfig(**_settings(
+            world, tmp_path / "b", do_train=True, max_seq_length=32, teacher=str(tmp_path),
+            distill_text=extra))))
+    with pytest.raises(UserError, match="--distill_text: .*missing.tsv"):
+        classify(world, tmp_path / "c", do_train=True, teacher=str(tmp_path),
+                 distill_text=str(tmp_path / "missing.tsv"))
+
+
+@pytest.mark.slow  # two trainings (teacher, student)
+def test_ner_distills_on_untagged_text(world, tmp_path, caplog):
+    def ner(out, **settings):
+        config = NerConfig(train_file=str(world.path("conll", "train.txt")))
+        return run_task(NerTask(config, RunConfig(**_settings(world, out, do_train=True,
+                                                              **settings))))
+
+    ner(tmp_path / "teacher")
+    words = tmp_path / "words.txt"
+    words.write_text("the\nmovie\n\ngood\nfilm\nhere\n\n")
+    with caplog.at_level(logging.INFO, logger="absl"):
+        ner(tmp_path / "student", teacher=str(tmp_path / "teacher"), distill_text=str(words))
+    assert "--distill_text: 2 rows the teacher labelled" in caplog.text

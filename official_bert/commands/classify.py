@@ -39,7 +39,7 @@ CONFIGS = (ClassificationConfig, RunConfig, GoogleTpuFlags)  # its flags' defini
 
 def define_flags():
     cli_flags.define_flags(ClassificationConfig)
-    cli_flags.define_run_flags(RunConfig)
+    cli_flags.define_run_flags(RunConfig, distill_text=True)
 
 
 # The main every task command ends with (deliberately the same): flags → config → the

@@ -120,7 +120,8 @@ def define_command_flags(config_class, *parts, skip=()) -> None:
 
 
 def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict"),
-                     counts: str = "epochs", distillation: bool | None = None) -> None:
+                     counts: str = "epochs", distillation: bool | None = None,
+                     distill_text: bool = False) -> None:
     """The flags of a task run: `config_class` (RunConfig, or the command's
     `with_defaults` of it) by part, and google's TPU flags (`GoogleTpuFlags`).
 
@@ -130,12 +131,16 @@ def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict
         counts: "epochs" (fine-tuning) or "steps" (pre-training, `STEP_FLAGS`).
         distillation: whether the command has --teacher and its flags (None:
             fine-tuning commands do, pre-training does not).
+        distill_text: whether it also has --distill_text (a task that reads
+            unlabelled text: `Task.reads_distill_text`).
     """
     skip = [name for mode in ("train", "eval", "predict") if mode not in modes
             for name in (f"do_{mode}", f"{mode}_batch_size")]
     skip += STEP_FLAGS if counts == "epochs" else EPOCH_FLAGS
     if not (counts == "epochs" if distillation is None else distillation):
         skip += DISTILLATION[1]
+    elif not distill_text:
+        skip.append("distill_text")
     define_command_flags(config_class, MODEL_FILES, TRAINING, DISTILLATION, DISTRIBUTION,
                          EXPORT, skip=skip)
     define_flags(GoogleTpuFlags, group=DISTRIBUTION_FLAGS)

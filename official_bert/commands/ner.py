@@ -34,7 +34,7 @@ CONFIGS = (NerConfig, RunConfig, GoogleTpuFlags)  # its flags' definitions
 
 def define_flags():
     cli_flags.define_flags(NerConfig)
-    cli_flags.define_run_flags(RunConfig)
+    cli_flags.define_run_flags(RunConfig, distill_text=True)
 
 
 # The main every task command ends with (deliberately the same): flags → config → the

@@ -63,7 +63,7 @@ class Task:
 
     Class attributes: `family` (the task in the record and messages),
     `required_tokens` and `vocab_required` (what the vocabulary must hold),
-    `distils` (what a --teacher gives it). Attributes: `run_config` (the
+    `distils` (what a --teacher gives it), `reads_distill_text`. Attributes: `run_config` (the
     `RunConfig`); set by the run before `read_inputs`: `model_files` (the
     resolved `ModelFiles`), `bert_config` (the model's `BertConfig`) and, with
     --teacher, `teacher` (a `tasks.teacher.Teacher`); `head_report` (the
@@ -83,6 +83,10 @@ class Task:
     # outputs on the training features) or "representations" (general distillation: any
     # checkpoint, run beside the student on every batch).
     distils: str | None = None
+    # Whether it also reads --distill_text (unlabelled text the teacher labels): a
+    # task that does reads it in `read_inputs` and joins it in `train_dataset`
+    # (`teacher.join_unlabelled`); the run checks the flag and records the file.
+    reads_distill_text: bool = False
 
     def __init__(self, run_config: RunConfig | None = None, *, bert_config=None):
         self.run_config = run_config or RunConfig()
@@ -125,8 +129,11 @@ class Task:
     def input_paths(self):
         """Every user file or directory the run reads (never overwritten): a
         dict flag → path, or (flag, path) pairs when a flag names several.
-        By default: the `--<mode>_file` flags."""
-        return {f"{mode}_file": path for mode, path in self._mode_files().items()}
+        By default: the `--<mode>_file` flags (and --distill_text)."""
+        paths = {f"{mode}_file": path for mode, path in self._mode_files().items()}
+        if self.run_config.distill_text:
+            paths["distill_text"] = self.run_config.distill_text
+        return paths
 
     def record_files(self) -> dict:
         """File name → text this task keeps in the run's record (besides
@@ -142,8 +149,12 @@ class Task:
 
     def training_files(self) -> list:
         """The files training reads (run.json records each one's path and
-        size). By default: --train_file."""
-        return [self._mode_files().get("train")]
+        size). By default: --train_file (and --distill_text)."""
+        return [self._mode_files().get("train")] + self.distill_text_files()
+
+    def distill_text_files(self) -> list:
+        """[--distill_text], when given: one of the files training reads."""
+        return [self.run_config.distill_text] if self.run_config.distill_text else []
 
     def result_files(self) -> list:
         """The names of the files the task writes into --output_dir (predictions,

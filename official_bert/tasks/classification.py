@@ -58,6 +58,7 @@ class ClassificationTask(base.Task):
 
     family = "classification"
     distils = "outputs"
+    reads_distill_text = True
 
     def __init__(self, config: ClassificationConfig | None = None,
                  run_config: RunConfig | None = None, *, num_classes: int | None = None,
@@ -67,6 +68,7 @@ class ClassificationTask(base.Task):
         self.spec = None  # the data_prep.glue.TaskSpec, once resolved
         self._num_classes = num_classes
         self.train_examples = None
+        self.distill_examples = []  # --distill_text's rows (no labels)
         self.eval_sets, self.predict_sets = [], []
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
@@ -117,17 +119,19 @@ class ClassificationTask(base.Task):
         logits = model(features, training=training)
         labels = features["label"]
         per_example = self.per_example_loss(logits, labels)
+        # The training file's rows (all of them, unless --distill_text adds more).
+        labelled = features.get(teacher.LABELLED, tf.ones(tf.shape(labels), tf.float32))
         if teacher.FEATURE in features:  # task distillation (--teacher)
             per_example = distillation.task_loss(
                 per_example, self.teacher_loss(features[teacher.FEATURE], logits),
-                self.run_config.distill_alpha)
+                self.run_config.distill_alpha, features.get(teacher.LABELLED))
         loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
-        count = tf.cast(tf.shape(labels)[0], tf.float32)
+        count = tf.reduce_sum(labelled)
         if self.is_regression:
-            return loss, {"mse": (tf.reduce_sum(per_example), count)}
+            return loss, {"mse": (tf.reduce_sum(per_example * labelled), count)}
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
                                    tf.cast(labels, tf.int32)), tf.float32)
-        return loss, {"accuracy": (tf.reduce_sum(correct), count)}
+        return loss, {"accuracy": (tf.reduce_sum(correct * labelled), count)}
 
     # --- inputs ---------------------------------------------------------------------
 
@@ -212,6 +216,10 @@ class ClassificationTask(base.Task):
         self._settle_labels()
         if self.train_examples and self.spec.labels:
             glue.check_labels(self.train_examples, self.spec.labels, train_path)
+        if run.do_train and run.distill_text:
+            self.distill_examples = glue.read_unlabelled(self.spec, run.distill_text)
+            logging.info("distill_text: %d examples from %s", len(self.distill_examples),
+                         run.distill_text)
         if run.do_eval:
             self.eval_sets = self._read_split("dev", self.config.max_eval_examples)
         if run.do_predict:
@@ -277,7 +285,7 @@ class ClassificationTask(base.Task):
                 "regression": spec.is_regression, "windows": self.config.windows}
 
     def training_files(self) -> list:
-        return [path for _, path, _ in self._split_files("train")]
+        return [path for _, path, _ in self._split_files("train")] + self.distill_text_files()
 
     def result_files(self) -> list:
         return [f"test_results{'_' + suffix if suffix else ''}.tsv"
@@ -317,13 +325,16 @@ class ClassificationTask(base.Task):
         return arrays
 
     def num_train_examples(self) -> int:
-        return len(self.train_examples)
+        return len(self.train_examples) + len(self.distill_examples)
 
     def train_dataset(self):
         arrays = self._features(self.train_examples, "train")
         run = self.run_config
         if self.teacher is not None:
             arrays = self.teacher.with_logits(arrays, run.eval_batch_size)
+        if self.distill_examples:
+            arrays = teacher.join_unlabelled(arrays, self.teacher.with_logits(
+                self._features(self.distill_examples, "distill_text"), run.eval_batch_size))
         return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
                                             run.padding_multiple(),
                                             micro_batches=run.gradient_accumulation_steps)

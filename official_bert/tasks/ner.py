@@ -21,6 +21,7 @@ the predicted tag appended, in the file's tag scheme: conlleval reads them).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,19 +40,22 @@ from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
 from official_bert.run_directory import LABEL_LIST, RunDirectory
 from official_bert.serving import ner as serving
-from official_bert.tasks import base, evaluation
+from official_bert.tasks import base, evaluation, teacher
 from official_bert.configs import LAYER_COMBINATIONS, NER_TASK_MODELS, NerConfig, RunConfig
 from official_bert.tasks.features import parse_layers
 from official_bert.training import distillation, input_pipeline
 from official_bert.training.input_pipeline import TEACHER_TOKEN_LOGITS
 
 
-def masked_token_loss(logits, labels, normalizer, soft_targets=None, alpha: float = 1.0):
+def masked_token_loss(logits, labels, normalizer, soft_targets=None, alpha: float = 1.0,
+                      labelled=None):
     """Cross-entropy over the labelled positions (`labels` >= 0; -1 = not
     labelled: later sub-tokens, [CLS], [SEP], padding), summed and divided by
     `normalizer` (the global batch's labelled positions). With `soft_targets`
     (task distillation: per token, the soft-target loss against a teacher),
-    each position's loss is alpha · cross-entropy + (1 − alpha) · soft target.
+    each position's loss is alpha · cross-entropy + (1 − alpha) · soft target;
+    in the rows where `labelled` ([batch], --distill_text) is 0, whose words'
+    tags are placeholders, the soft target alone (and no accuracy).
 
     Returns:
         (loss, {"token_accuracy": (correct, labelled)}).
@@ -59,12 +63,14 @@ def masked_token_loss(logits, labels, normalizer, soft_targets=None, alpha: floa
     valid = labels >= 0
     safe = tf.where(valid, labels, 0)
     per_token = keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
+    rows = None if labelled is None else tf.cast(labelled, tf.float32)[:, None]
     if soft_targets is not None:
-        per_token = distillation.task_loss(per_token, soft_targets, alpha)
+        per_token = distillation.task_loss(per_token, soft_targets, alpha, rows)
     weights = tf.cast(valid, tf.float32)
     loss = tf.reduce_sum(per_token * weights) / tf.maximum(normalizer, 1.0)
+    scored = weights if rows is None else weights * rows
     correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), safe), tf.float32)
-    return loss, {"token_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))}
+    return loss, {"token_accuracy": (tf.reduce_sum(correct * scored), tf.reduce_sum(scored))}
 
 
 class NerTask(base.Task):
@@ -82,6 +88,7 @@ class NerTask(base.Task):
 
     family = "ner"
     distils = "outputs"
+    reads_distill_text = True
 
     def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
                  *, bert_config=None):
@@ -113,7 +120,7 @@ class NerTask(base.Task):
             soft = distillation.soft_targets(teacher_logits, logits,
                                              self.run_config.distill_temperature)
         return masked_token_loss(logits, features["label_ids"], normalizers["tokens"], soft,
-                                 self.run_config.distill_alpha)
+                                 self.run_config.distill_alpha, features.get(teacher.LABELLED))
 
     # --- inputs ---------------------------------------------------------------------
 
@@ -134,6 +141,10 @@ class NerTask(base.Task):
             self.data["train"] = train
             if self.label_list is None:
                 self.label_list = conll.label_list_from(train.sentences)
+            if run.distill_text:  # its words alone: the teacher tags them
+                text = conll.read_conll(run.distill_text, config.tag_scheme)
+                self.data["distill_text"] = dataclasses.replace(text, sentences=[
+                    dataclasses.replace(s, tags=None) for s in text.sentences])
         if self.label_list is None:
             self.label_list = self._saved_label_list()
         for split, path in (("eval", config.eval_file), ("predict", config.predict_file)):
@@ -174,7 +185,8 @@ class NerTask(base.Task):
     # --- training ---------------------------------------------------------------------
 
     def num_train_examples(self) -> int:
-        return len(self._windows("train"))
+        return len(self._windows("train")) + (
+            len(self._windows("distill_text")) if "distill_text" in self.data else 0)
 
     def train_dataset(self):
         windows = self._windows("train")
@@ -185,12 +197,20 @@ class NerTask(base.Task):
                      self.label_list)
         run = self.run_config
         arrays = conll.windows_to_arrays(windows)
-        if self.teacher is not None:  # [windows, tokens, labels] → [windows, labels, tokens]
-            arrays[TEACHER_TOKEN_LOGITS] = np.transpose(
-                self.teacher.logits(arrays, run.eval_batch_size), (0, 2, 1))
+        if self.teacher is not None:
+            arrays = self._with_teacher(arrays)
+        if "distill_text" in self.data:
+            arrays = teacher.join_unlabelled(arrays, self._with_teacher(
+                conll.windows_to_arrays(self._windows("distill_text"))))
         return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
                                             run.padding_multiple(),
                                             micro_batches=run.gradient_accumulation_steps)
+
+    def _with_teacher(self, arrays: dict) -> dict:
+        """`arrays` with the teacher's outputs, [windows, labels, tokens] (the
+        input pipeline cuts the last axis with the tokens')."""
+        logits = self.teacher.logits(arrays, self.run_config.eval_batch_size)
+        return {**arrays, TEACHER_TOKEN_LOGITS: np.transpose(logits, (0, 2, 1))}
 
     # --- evaluation, prediction, export ---------------------------------------------
 

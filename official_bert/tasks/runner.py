@@ -143,6 +143,7 @@ def _check_flags(task) -> None:
     modes = [m for m in ("train", "eval", "predict") if getattr(config, f"do_{m}")]
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
+    _check_distill_text(task)
     task.check_flags()
     if _use_adapted_length(task):
         task.check_flags()  # (its checks again, at that length)
@@ -203,6 +204,19 @@ def _use_adapted_length(task) -> bool:
 
 # The run families whose run can be a checkpoint adapted to a task's text.
 ADAPTING_TASKS = ("pretraining", "distillation")
+
+
+def _check_distill_text(task) -> None:
+    """--distill_text: with a teacher, on a task that reads it, an existing file."""
+    config = task.run_config
+    if config.distill_text and not (config.teacher and task.reads_distill_text):
+        raise UserError("--distill_text is text a teacher labels for the student: add "
+                        "--teacher" if task.reads_distill_text else
+                        f"--distill_text: the {_family(task)} task does not read unlabelled "
+                        "text (classification and tagging do); leave it out")
+    if config.distill_text and not io.isfile(config.distill_text):
+        raise UserError(f"--distill_text: {config.distill_text} is not a file: give a file of "
+                        "the training file's format (its text columns; labels are not needed)")
 
 
 def _teacher(task):

@@ -31,6 +31,21 @@ from official_bert.training import input_pipeline
 
 # The feature a task's loss reads the teacher's outputs from.
 FEATURE = "teacher_logits"
+# With --distill_text: 1 for a row of the training file, 0 for a row of the
+# unlabelled text (its labels are placeholders; it learns the teacher alone).
+LABELLED = "labelled"
+
+
+def join_unlabelled(labelled: dict, unlabelled: dict) -> dict:
+    """The training features followed by those of --distill_text (both with the
+    teacher's outputs), with `LABELLED` telling them apart."""
+    rows = [len(next(iter(a.values()))) for a in (labelled, unlabelled)]
+    joined = {k: np.concatenate([labelled[k], unlabelled[k]]) for k in labelled}
+    joined[LABELLED] = np.concatenate([np.ones(rows[0], np.float32),
+                                       np.zeros(rows[1], np.float32)])
+    logging.info("--distill_text: %s rows the teacher labelled beside %s training rows",
+                 f"{rows[1]:,}", f"{rows[0]:,}")
+    return joined
 
 
 class Teacher:
@@ -110,7 +125,7 @@ class Teacher:
         else:
             outputs = np.concatenate(parts)
         rows = len(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs)
-        logging.info("Teacher: its outputs on the %d training rows, computed once", rows)
+        logging.info("Teacher: its outputs on %s rows, computed once", f"{rows:,}")
         return outputs
 
 

@@ -77,9 +77,14 @@ def position_soft_targets(teacher_logits, student_logits, temperature: float, ma
                         temperature)
 
 
-def task_loss(labels_loss, soft_loss, alpha: float):
-    """alpha · (loss on the labels) + (1 - alpha) · (soft-target loss)."""
-    return alpha * labels_loss + (1.0 - alpha) * soft_loss
+def task_loss(labels_loss, soft_loss, alpha: float, labelled=None):
+    """alpha · (loss on the labels) + (1 - alpha) · (soft-target loss); where
+    `labelled` (1/0, broadcast against the losses) is 0, a row of unlabelled
+    text the teacher labelled (--distill_text), the soft-target loss alone."""
+    mixed = alpha * labels_loss + (1.0 - alpha) * soft_loss
+    if labelled is None:
+        return mixed
+    return ops.where(ops.cast(labelled, "bool"), mixed, soft_loss)
 
 
 def hidden_state_loss(teacher_hidden, student_hidden, mask):

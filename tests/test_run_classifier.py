@@ -235,7 +235,7 @@ def test_head_restore_is_logged_weight_by_weight(caplog):
     checkpoint = BertCheckpoint("official_bert", "mnli_run", config, weights)
 
     def initialize(num_classes):
-        task = ClassificationTask(config, num_classes=num_classes)
+        task = ClassificationTask(num_classes=num_classes, bert_config=config)
         model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=num_classes)
         model(dummy_inputs())
         caplog.clear()

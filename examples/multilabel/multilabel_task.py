@@ -98,11 +98,10 @@ class MultiLabelTask(base.Task):
         else:
             raise UserError("no labels.txt in --output_dir: train first")
 
-    def record_files(self):
-        return {"labels.txt": "".join(f"{label}\n" for label in self.labels)}
-
-    def result_files(self):
-        return ["predictions.jsonl"]
+    def run_files(self):
+        return dataclasses.replace(
+            super().run_files(), results=("predictions.jsonl",),
+            record={"labels.txt": "".join(f"{label}\n" for label in self.labels)})
 
     # Data.
 

@@ -19,7 +19,7 @@
     feature_cache/         feature-based NER's cached encoder features
     .official_bert.lock    one run at a time (`lock.RunLock`)
 
-besides each task's own prediction files (`Task.result_files`). Only this
+besides each task's own prediction files (`RunFiles.results`). Only this
 package spells these names (tests/test_run_directory_layout.py greps the
 library for them); everyone else asks `RunDirectory` or uses these constants.
 """

@@ -8,6 +8,8 @@ training loop and the evaluation files are shared (`tasks.runner`,
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from absl import logging
 
@@ -19,6 +21,32 @@ from official_bert.configs import RunConfig
 from official_bert.training import input_pipeline
 
 MODES = ("train", "eval", "predict")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """What the run flow needs of a task's files and identity (`Task.run_files`).
+
+    Attributes:
+        inputs: (flag, path) of every user file or directory the run reads: no
+            output may replace one.
+        training: the files training reads (run.json records each one's path
+            and size; a resume with other sizes is another run).
+        results: the names of the files the task writes into --output_dir
+            (predictions, results), so that none of them can be an input.
+        record: file name → text kept in the run's record besides
+            bert_config.json and vocab.txt (a label list); once the directory
+            holds a trained checkpoint, a rerun must produce the same text.
+        identity: what makes a run this task's besides its family and the
+            model, vocabulary, casing and length (the task name, its labels):
+            kept in run.json; a rerun with other values is refused.
+    """
+
+    inputs: tuple = ()
+    training: tuple = ()
+    results: tuple = ()
+    record: dict = dataclasses.field(default_factory=dict)
+    identity: dict = dataclasses.field(default_factory=dict)
 
 
 class Task:
@@ -34,15 +62,10 @@ class Task:
       fallback_vocab_file  2     a vocabulary when neither the flag    None
                                  nor the checkpoint names one
       read_inputs          3     reads and checks every input file     nothing to read
-      input_paths          4     every file the run reads (no output   the --<mode>_file
-                                 may replace one)                      flags
-      record_files         5     file name → text kept in the record   {}
-                                 (a label list); a rerun must match
-      record_identity      5     what else makes the run this task's   {}
-                                 (task name, labels): run.json
-      training_files       5     the files training reads (run.json    --train_file
-                                 records their paths and sizes)
-      result_files         4     the names of the files it writes      []
+      run_files            1, 4, what the run flow needs of its files   inputs: the --<mode>_file
+                           5     and identity: one `RunFiles`          flags; training:
+                                 (inputs, training, results, record,   --train_file
+                                 identity)
       prepare              6     work before the model is built        nothing
       build_model          6     the model (in the strategy's scope)   required
       initialize           6     loads --init_checkpoint into it       the encoder, and a
@@ -98,13 +121,14 @@ class Task:
         # The `tasks.teacher.Teacher` of task distillation (--teacher), set by the
         # run; a task that distils adds its outputs to the training features.
         self.teacher = None
+        self._run_directory = None
 
     @property
     def run_directory(self) -> RunDirectory:
         """The run's --output_dir: where each of its files goes. One object for
         the whole run (the flow, the `Trainer` and the task share it: it holds
         the session's record until the first checkpoint)."""
-        current = getattr(self, "_run_directory", None)
+        current = self._run_directory
         if current is None or current.path != self.run_config.output_dir:
             self._run_directory = current = RunDirectory(self.run_config.output_dir)
         return current
@@ -126,40 +150,21 @@ class Task:
     def read_inputs(self) -> None:
         """Reads and checks every input file (errors name the file and line)."""
 
-    def input_paths(self):
-        """Every user file or directory the run reads (never overwritten): a
-        dict flag → path, or (flag, path) pairs when a flag names several.
-        By default: the `--<mode>_file` flags (and --distill_text)."""
-        paths = {f"{mode}_file": path for mode, path in self._mode_files().items()}
-        if self.run_config.distill_text:
-            paths["distill_text"] = self.run_config.distill_text
-        return paths
-
-    def record_files(self) -> dict:
-        """File name → text this task keeps in the run's record (besides
-        bert_config.json and vocab.txt), e.g. the label list. A rerun must
-        produce the same text once the directory holds a trained checkpoint."""
-        return {}
-
-    def record_identity(self) -> dict:
-        """What makes a run this task's run besides its `family` and the model,
-        vocabulary, casing and length (the run flow adds those): e.g. the task
-        name and labels. Kept in run.json; a rerun with other values is refused."""
-        return {}
-
-    def training_files(self) -> list:
-        """The files training reads (run.json records each one's path and
-        size). By default: --train_file (and --distill_text)."""
-        return [self._mode_files().get("train")] + self.distill_text_files()
+    def run_files(self) -> "RunFiles":
+        """What the run flow needs of the task's files and identity, as one value
+        (`RunFiles`). Called once the flags are checked (for `training`) and
+        again once the inputs are read (all of it). By default: the
+        `--<mode>_file` flags and --distill_text are the inputs, --train_file and
+        --distill_text what training reads."""
+        modes, distill = self._mode_files(), self.distill_text_files()
+        return RunFiles(
+            inputs=tuple((f"{mode}_file", path) for mode, path in modes.items())
+            + tuple(("distill_text", path) for path in distill),
+            training=tuple(path for path in [modes.get("train"), *distill] if path))
 
     def distill_text_files(self) -> list:
         """[--distill_text], when given: one of the files training reads."""
         return [self.run_config.distill_text] if self.run_config.distill_text else []
-
-    def result_files(self) -> list:
-        """The names of the files the task writes into --output_dir (predictions,
-        results), so that none of them can be one of the inputs."""
-        return []
 
     def prepare(self) -> None:
         """Work done once the run directory is ready, before the model is built
@@ -246,7 +251,7 @@ class Task:
 
     def predict(self, trainer) -> None:
         """Writes the prediction files (through `official_bert.io`, into
-        `run_directory.file(name)` for each of `result_files`)."""
+        `run_directory.file(name)` for each of `RunFiles.results`)."""
 
     def export(self, model, export_dir: str, version: int | None) -> str:
         """Writes the serving SavedModel; returns its version directory."""

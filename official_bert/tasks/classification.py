@@ -65,10 +65,13 @@ class ClassificationTask(base.Task):
                  bert_config=None):
         super().__init__(run_config or RunConfig(), bert_config=bert_config)
         self.config = config or ClassificationConfig()
-        self.spec = None  # the data_prep.glue.TaskSpec, once resolved
+        # The data_prep.glue.TaskSpec of --task_name (a custom task's labels settle
+        # once its training file is read: `_settle_labels`).
+        self.spec = self._task_spec(self.config) if self.config.task_name else None
         self._num_classes = num_classes
         self.train_examples = None
         self.distill_examples = []  # --distill_text's rows (no labels)
+        self._tokenizer = None  # made once, with the first features
         self.eval_sets, self.predict_sets = [], []
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
@@ -135,19 +138,22 @@ class ClassificationTask(base.Task):
 
     # --- inputs ---------------------------------------------------------------------
 
+    @staticmethod
+    def _task_spec(config) -> glue.TaskSpec:
+        if config.task_name.strip().lower() == glue.CUSTOM:
+            return glue.custom_task(config.text_a_column, config.text_b_column,
+                                    config.label_column, config.labels, config.regression)
+        spec = glue.get_task(config.task_name)
+        if config.labels and tuple(config.labels) != spec.labels:
+            raise UserError(f"--labels does not apply to {spec.name}, whose labels are "
+                            f"fixed: {', '.join(spec.labels or ['(regression score)'])}")
+        return spec
+
     def check_flags(self):
         config = self.config
-        if not config.task_name:
+        if self.spec is None:
             raise UserError(f"--task_name is required; known tasks: "
                             f"{', '.join(glue.known_task_names())}")
-        if config.task_name.strip().lower() == glue.CUSTOM:
-            self.spec = glue.custom_task(config.text_a_column, config.text_b_column,
-                                         config.label_column, config.labels, config.regression)
-        else:
-            self.spec = glue.get_task(config.task_name)
-            if config.labels and tuple(config.labels) != self.spec.labels:
-                raise UserError(f"--labels does not apply to {self.spec.name}, whose labels are "
-                                f"fixed: {', '.join(self.spec.labels or ['(regression score)'])}")
         for name in ("max_eval_examples", "max_predict_examples"):
             value = getattr(config, name)
             if value is not None and value <= 0:
@@ -205,9 +211,6 @@ class ClassificationTask(base.Task):
             out.append((suffix, path, examples))
         return out
 
-    def input_paths(self) -> dict:
-        return dict(data_dir=self.config.data_dir, **super().input_paths())
-
     def read_inputs(self):
         run = self.run_config
         if run.do_train:
@@ -261,7 +264,22 @@ class ClassificationTask(base.Task):
                             f"--long_document={'windows ' + flags if trained else 'truncate'}; "
                             "pass the same flags (or use another --output_dir)")
 
-    def record_files(self) -> dict:
+    def run_files(self) -> base.RunFiles:
+        spec, run = self.spec, self.run_config
+        files = super().run_files()
+        training = ([path for _, path, _ in self._split_files("train")] if run.do_train else [])
+        return base.RunFiles(
+            inputs=(("data_dir", self.config.data_dir), *files.inputs),
+            training=(*training, *self.distill_text_files()),
+            results=tuple(f"test_results{'_' + suffix if suffix else ''}.tsv"
+                          for suffix, _ in spec.test_files) + tuple(
+                              name for _, name in spec.submission_files),
+            record=self._record_files(),
+            identity={"task_name": spec.name,
+                      "labels": list(spec.labels) if spec.labels else None,
+                      "regression": spec.is_regression, "windows": self.config.windows})
+
+    def _record_files(self) -> dict:
         saved = self.run_directory.trained_text(CLASSIFIER_CONFIG)
         if saved is not None:
             # A trained run keeps the file it was trained with (its labels were
@@ -279,24 +297,11 @@ class ClassificationTask(base.Task):
             config.update(long_document="windows", **self.config.windows)
         return {CLASSIFIER_CONFIG: json.dumps(config, indent=2) + "\n"}
 
-    def record_identity(self) -> dict:
-        spec = self.spec
-        return {"task_name": spec.name, "labels": list(spec.labels) if spec.labels else None,
-                "regression": spec.is_regression, "windows": self.config.windows}
-
-    def training_files(self) -> list:
-        return [path for _, path, _ in self._split_files("train")] + self.distill_text_files()
-
-    def result_files(self) -> list:
-        return [f"test_results{'_' + suffix if suffix else ''}.tsv"
-                for suffix, _ in self.spec.test_files] + [
-                    name for _, name in self.spec.submission_files]
-
     # --- data -----------------------------------------------------------------------
 
     def _features(self, examples, split: str) -> dict:
         files = self.model_files
-        if not hasattr(self, "_tokenizer"):
+        if self._tokenizer is None:
             self._tokenizer = fast_tokenization.CachedTokenizer(
                 files.vocab_file, do_lower_case=files.do_lower_case)
         windows = self.config.windows

@@ -11,6 +11,7 @@ Files in --output_dir: `eval_results.txt` (eval_accuracy, eval_loss) and
 
 from __future__ import annotations
 
+import dataclasses
 
 import keras
 import numpy as np
@@ -70,7 +71,7 @@ class MultipleChoiceTask(base.Task):
 
     # --- inputs and data -------------------------------------------------------------
 
-    # check_flags and input_paths: `base.Task`'s (--train_file, --eval_file,
+    # check_flags and run_files' inputs: `base.Task`'s (--train_file, --eval_file,
     # --predict_file).
 
     def read_inputs(self):
@@ -83,8 +84,8 @@ class MultipleChoiceTask(base.Task):
         if run.do_predict:
             self.examples["predict"] = swag.read_swag(config.predict_file, require_label=False)
 
-    def result_files(self) -> list:
-        return ["test_results.tsv"]
+    def run_files(self) -> base.RunFiles:
+        return dataclasses.replace(super().run_files(), results=("test_results.tsv",))
 
     def _arrays(self, split):
         return swag.convert_examples(self.examples[split], self.model_files.tokenizer(),

@@ -96,6 +96,7 @@ class NerTask(base.Task):
         self.config = config or NerConfig()
         self.label_list = list(self.config.labels) if self.config.labels else None
         self.data = {}  # split → data_prep.conll.ConllFile
+        self._split_windows = {}  # split → its windows, made once
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
@@ -125,7 +126,7 @@ class NerTask(base.Task):
     # --- inputs ---------------------------------------------------------------------
 
     def check_flags(self):
-        super().check_flags()  # each mode's --<mode>_file; input_paths is base.Task's
+        super().check_flags()  # each mode's --<mode>_file; run_files is base.Task's
         config = self.config
         if config.window_stride is not None and config.window_stride <= 0:
             raise UserError(f"--window_stride must be positive, got {config.window_stride}")
@@ -165,22 +166,19 @@ class NerTask(base.Task):
         raise UserError(f"no {LABEL_LIST} in --output_dir {self.run_config.output_dir}: train "
                         "first (--do_train) or point --output_dir at a trained run")
 
-    def record_files(self) -> dict:
-        return {LABEL_LIST: "".join(label + "\n" for label in self.label_list)}
-
-    def record_identity(self) -> dict:
-        return {"labels": list(self.label_list)}
-
-    def result_files(self) -> list:
-        return ["eval_predictions.conll", "test_predictions.conll", "test_results.txt"]
+    def run_files(self) -> base.RunFiles:
+        return dataclasses.replace(
+            super().run_files(),
+            results=("eval_predictions.conll", "test_predictions.conll", "test_results.txt"),
+            record={LABEL_LIST: "".join(label + "\n" for label in self.label_list)},
+            identity={"labels": list(self.label_list)})
 
     def _windows(self, split):
-        key = f"_windows_{split}"
-        if not hasattr(self, key):
-            setattr(self, key, conll.convert_sentences(
+        if split not in self._split_windows:
+            self._split_windows[split] = conll.convert_sentences(
                 self.data[split].sentences, self.model_files.tokenizer(), self.label_list,
-                self.run_config.max_seq_length, self.config.window_stride))
-        return getattr(self, key)
+                self.run_config.max_seq_length, self.config.window_stride)
+        return self._split_windows[split]
 
     # --- training ---------------------------------------------------------------------
 
@@ -317,11 +315,12 @@ class FeatureBasedNerTask(NerTask):
         if not 0 <= self.config.task_dropout < 1:
             raise UserError(f"--task_dropout must be in [0, 1), got {self.config.task_dropout}")
 
-    def record_identity(self) -> dict:
-        config = self.config
-        return {"labels": list(self.label_list), "layers": config.layers,
-                "combine": config.combine, "task_model": config.task_model,
-                "lstm_units": config.lstm_units, "task_model_layers": config.task_model_layers}
+    def run_files(self) -> base.RunFiles:
+        files, config = super().run_files(), self.config
+        return dataclasses.replace(files, identity={
+            **files.identity, "layers": config.layers, "combine": config.combine,
+            "task_model": config.task_model, "lstm_units": config.lstm_units,
+            "task_model_layers": config.task_model_layers})
 
     def has_head(self) -> bool:
         return False  # the task model is never in --init_checkpoint

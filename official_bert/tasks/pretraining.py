@@ -286,9 +286,11 @@ class PretrainingTask(base.Task):
         vocab = (self.summary or {}).get("vocab_file")
         return vocab if vocab and io.exists(str(vocab)) else None
 
-    def input_paths(self):
-        return ([("input_file", path) for path in self.train_files]
-                + [("eval_input_file", path) for path in self.eval_files])
+    def run_files(self) -> base.RunFiles:
+        return base.RunFiles(
+            inputs=tuple([("input_file", path) for path in self.train_files]
+                         + [("eval_input_file", path) for path in self.eval_files]),
+            training=tuple(self.train_files), record=self._record_files())
 
     def read_inputs(self):
         if self.model_files.vocab_file is None:
@@ -360,10 +362,7 @@ class PretrainingTask(base.Task):
         files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
         return input_pipeline.find_bad_file(files)
 
-    def training_files(self) -> list:
-        return list(self.train_files)
-
-    def record_files(self) -> dict:
+    def _record_files(self) -> dict:
         casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")
         if self.text:
             casing = bool(self.model_files.do_lower_case)

@@ -4,13 +4,16 @@
       1. check the flags (`RunConfig.validate`, `Task.check_flags`), and that
          --output_dir and --export_dir can be written and --export_version is free;
          unless --max_seq_length is given, a run that does not train reads at its
-         run's trained length, and one fine-tuned from a checkpoint pre-trained on
-         its own training text trains at that checkpoint's length
+         run's trained length
       2. resolve checkpoint / config / vocabulary and check they fit each other
          (`model_files`)
-      3. read and validate every input file (`Task.read_inputs`); with
+      3. read and validate every input file (`Task.read_inputs`); unless
+         --max_seq_length is given, a run fine-tuned from a checkpoint pre-trained
+         on its own training text trains at that checkpoint's length; with
          --teacher, load the teacher and check it fits (`tasks.teacher`)
-      4. refuse an output that is one of the inputs
+      4. refuse an output that is one of the inputs (`Task.run_files`: one
+         `base.RunFiles` of the task's inputs, training files, result files,
+         record files and identity, for steps 4 and 5)
       5. refuse --output_dir if it holds another run (`run_directory`'s record,
          run.json: another task, labels, model, vocabulary, casing or length;
          other training settings without --allow_changed_settings) or a
@@ -72,10 +75,13 @@ def run_task(task) -> dict:
         config.output_dir)
     task.bert_config = files.config
     task.read_inputs()                                                            # 3
+    if _use_adapted_length(task):
+        task.check_flags()  # (its checks again, at that length)
     task.teacher = _teacher(task)  # (a tagger's labels come from its training file)
-    _refuse_outputs_over_inputs(task)                                             # 4
+    run_files = task.run_files()
+    _refuse_outputs_over_inputs(task, run_files)                                  # 4
 
-    _check_run_directory(task)                                                    # 5
+    _check_run_directory(task, run_files)                                         # 5
     _check_unrecorded_model(task)
     # The chief owns the run directory (its lock and files); the other workers of a
     # multi-worker run write their checkpoints to scratch directories (Trainer).
@@ -84,7 +90,7 @@ def run_task(task) -> dict:
     with run_directory.lock() if chief else contextlib.nullcontext():
         if chief:
             run_directory.remove_killed_leftovers()
-        session = _check_run_directory(task)  # again, now that no other run can change it
+        session = _check_run_directory(task, run_files)  # again: no other run can change it
         if chief:
             run_directory.write_record(session.files)
         return _train_evaluate_predict_export(task, strategy, session)            # 6, 7
@@ -145,8 +151,6 @@ def _check_flags(task) -> None:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
     _check_distill_text(task)
     task.check_flags()
-    if _use_adapted_length(task):
-        task.check_flags()  # (its checks again, at that length)
     if config.eval_every_steps and not getattr(config, task.evaluation_flag()):
         raise UserError(f"--eval_every_steps needs --{task.evaluation_flag()} (the data to "
                         "evaluate on)")
@@ -174,7 +178,7 @@ def _use_trained_length(task) -> None:
 
 
 def _use_adapted_length(task) -> bool:
-    """Step 1 for fine-tuning from a checkpoint adapted to this task's own text (a
+    """Step 3 for fine-tuning from a checkpoint adapted to this task's own text (a
     pre-training run of this project whose training data includes this run's
     training file: task-adaptive pre-training): it trains at the length the
     adaptation used unless --max_seq_length is given, and says so; the two steps
@@ -190,7 +194,7 @@ def _use_adapted_length(task) -> bool:
         return False  # (step 2 reads the checkpoint, and says what is wrong with it)
     identity, settings = record.get("identity") or {}, record.get("settings") or {}
     adapted_on = set(settings.get("training_data") or {})
-    ours = {os.path.abspath(p) for p in task.training_files() if p and io.is_local(p)}
+    ours = {os.path.abspath(p) for p in task.run_files().training if p and io.is_local(p)}
     length = identity.get("max_seq_length")
     if identity.get("task") not in ADAPTING_TASKS or not adapted_on & ours or \
             length in (None, config.max_seq_length):
@@ -234,14 +238,14 @@ def _teacher(task):
     return Teacher.load(config.teacher, task)
 
 
-def _refuse_outputs_over_inputs(task) -> None:
+def _refuse_outputs_over_inputs(task, run_files) -> None:
     """Step 4: no output (the run directory, its files, the export) may be one
     of the inputs (the task's and the model files)."""
     config = task.run_config
     outputs = {"--output_dir": config.output_dir, "--export_dir": config.export_dir,
-               **task.run_directory.overwritten_files([*task.record_files(),
-                                                       *task.result_files()])}
-    model_files.refuse_outputs_over_inputs(config, task.model_files, task.input_paths(),
+               **task.run_directory.overwritten_files([*run_files.record,
+                                                       *run_files.results])}
+    model_files.refuse_outputs_over_inputs(config, task.model_files, run_files.inputs,
                                            outputs, own_run_dir=config.output_dir)
     if config.export_dir and io.same_path(config.export_dir, config.output_dir):
         raise UserError("--export_dir must not be --output_dir: give the SavedModels a "
@@ -272,7 +276,7 @@ class Session:
     adopted: list
 
 
-def _check_run_directory(task) -> Session:
+def _check_run_directory(task, run_files) -> Session:
     """Step 5's checks, which write nothing: the record's files
     (`RunDirectory.check_record`), what the run is and, when training, its
     settings (`RunDirectory.check_run`); a directory holding a checkpoint that
@@ -282,10 +286,10 @@ def _check_run_directory(task) -> Session:
     config, files, run_directory = task.run_config, task.model_files, task.run_directory
     adopted = unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
     record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
-                                        task.record_files())
+                                        run_files.record)
     run_directory.check_record(record_files, {VOCAB: f"--vocab_file {files.vocab_file}"})
-    identity = _identity(task, record_files.get(VOCAB))
-    settings = _training_settings(task) if config.do_train else None
+    identity = _identity(task, run_files.identity, record_files.get(VOCAB))
+    settings = _training_settings(task, run_files.training) if config.do_train else None
     if not config.do_train:  # evaluating or exporting at another length is not another run
         identity.pop("max_seq_length")
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
@@ -321,12 +325,12 @@ def _refuse_loss_scaling_change(run_directory, changes: list) -> None:
                 "(--init_checkpoint)")
 
 
-def _identity(task, vocab_text: str | None) -> dict:
+def _identity(task, task_identity: dict, vocab_text: str | None) -> dict:
     """What the run is (the record's identity): the task and what it adds
-    (`Task.record_identity`), the model's config, the vocabulary, the casing
+    (`RunFiles.identity`), the model's config, the vocabulary, the casing
     and --max_seq_length."""
     files = task.model_files
-    return {"task": _family(task), **task.record_identity(),
+    return {"task": _family(task), **task_identity,
             "bert_config": json.loads(files.config.to_json_string()),
             "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
                              if vocab_text is not None else None),
@@ -334,7 +338,7 @@ def _identity(task, vocab_text: str | None) -> dict:
             "max_seq_length": task.run_config.max_seq_length}
 
 
-def _training_settings(task) -> dict:
+def _training_settings(task, training_files) -> dict:
     """The training settings of the record (`run_directory.TRAINING_SETTINGS`)
     and the training data: each file's absolute path and size."""
     config = task.run_config
@@ -343,7 +347,7 @@ def _training_settings(task) -> dict:
         settings["teacher"] = task.teacher.path
     else:
         settings.update(distill_alpha=None, distill_temperature=None)  # (they do nothing)
-    paths = [p for p in task.training_files() if p and io.isfile(p)]
+    paths = [p for p in training_files if p and io.isfile(p)]
     settings["training_data"] = {
         os.path.abspath(p) if io.is_local(p) else p: io.size(p) for p in paths}
     return settings

@@ -19,6 +19,7 @@ threshold).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -59,6 +60,7 @@ class SpanLabelingTask(base.Task):
         self.config = config or SquadConfig()
         self.train_examples = self.predict_examples = None
         self.eval_results = None
+        self._train_windows = None  # the training windows' arrays, made once
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
@@ -138,9 +140,9 @@ class SpanLabelingTask(base.Task):
             if config.max_predict_examples:
                 self.predict_examples = self.predict_examples[:config.max_predict_examples]
 
-    def result_files(self) -> list:
-        return ["predictions.json", "nbest_predictions.json", "null_odds.json",
-                "eval_results.json"]
+    def run_files(self) -> base.RunFiles:
+        return dataclasses.replace(super().run_files(), results=(
+            "predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json"))
 
     def _windows(self, examples, is_training, stats=None):
         features = squad.convert_examples_to_features(
@@ -152,7 +154,7 @@ class SpanLabelingTask(base.Task):
     # --- training -------------------------------------------------------------------
 
     def _train_arrays(self):
-        if not hasattr(self, "_train_windows"):
+        if self._train_windows is None:
             stats = squad.FeatureStats()
             features, arrays = self._windows(self.train_examples, True, stats)
             logging.info("***** Running training *****")

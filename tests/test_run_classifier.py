@@ -272,7 +272,7 @@ def test_classification_and_regression_losses():
         def __call__(self, features, training=False):
             return self.logits
 
-    task = ClassificationTask(tiny_config(), num_classes=2)
+    task = ClassificationTask(num_classes=2, bert_config=tiny_config())
     features = {"label": tf.constant([1, 0], tf.int32)}
     # Global batch of 4 (two replicas): the sum over this replica's 2 examples / 4.
     loss, metrics = task.loss_and_metrics(Fixed([[0.0, 0.0], [0.0, math.log(3.0)]]), features,
@@ -281,7 +281,7 @@ def test_classification_and_regression_losses():
     correct, count = metrics["accuracy"]
     assert float(correct) == 0.0 and float(count) == 2.0  # a tie picks class 0; row 2 is wrong
 
-    regression = ClassificationTask(tiny_config(), num_classes=1)
+    regression = ClassificationTask(num_classes=1, bert_config=tiny_config())
     features = {"label": tf.constant([1.0, 3.0])}
     loss, metrics = regression.loss_and_metrics(Fixed([[2.0], [3.0]]), features,
                                                 regression.loss_normalizers(features), training=True)

@@ -18,9 +18,12 @@ The teacher is all-MiniLM-L6-v2 (L=6, H=384) fine-tuned on each task. Rows:
                distillation (--other_seeds)
   narrow       layers 0 and 5 only (L=2), alone (--other_seeds)
   narrow_distilled   the same with task distillation (--other_seeds)
+  distilled_text     the distilled row with teacher-labelled extra text
+               (TinyBERT's lever, `--distill_text`): the task's next
+               --extra_rows training rows after the first --train_rows, their
+               labels unread (--other_seeds)
 
-Teacher-labelled extra text (TinyBERT's augmentation, `--distill_text`) is not
-built yet: no row. Quality is each task's own metric x 100 (GLUE's score:
+Quality is each task's own metric x 100 (GLUE's score:
 accuracy, (accuracy + F1) / 2 for MRPC, (Pearson + Spearman) / 2 for STS-B;
 entity F1 for WNUT-17); speed is the teacher encoder's forward time over the
 row's (`speed`: batches of 32 at --seq_length, each depth timed in turn, rounds
@@ -49,13 +52,17 @@ from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 SHARED = REPO.parent / "shared"
 GLUE_TASKS = {"SST-2": "sst-2", "MRPC": "mrpc", "STS-B": "sts-b"}
 TASKS = (*GLUE_TASKS, "WNUT-17")
-ROWS = ("teacher", "student", "distilled", "general", "narrow", "narrow_distilled")
+ROWS = ("teacher", "student", "distilled", "general", "narrow", "narrow_distilled",
+        "distilled_text")
 # Row → (the teacher's layers it keeps, or None: all; whether it learns from the teacher;
 # whether it starts from general distillation).
 SHAPES = {"teacher": (None, False, False), "student": ("0,2,4", False, False),
           "distilled": ("0,2,4", True, False), "general": (None, True, True),
-          "narrow": ("0,5", False, False), "narrow_distilled": ("0,5", True, False)}
+          "narrow": ("0,5", False, False), "narrow_distilled": ("0,5", True, False),
+          "distilled_text": ("0,2,4", True, False)}
 FIVE_SEED_ROWS = ("teacher", "student", "distilled")
+# The rows that also learn the teacher's outputs on more text (--distill_text).
+TEXT_ROWS = ("distilled_text",)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -68,6 +75,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--other_seeds", default="42,43,44", help="Of the other rows.")
     add("--train_rows", type=int, default=1000, help="Each task trains on its first N rows.")
     add("--eval_rows", type=int, default=500, help="Each task is scored on its first N dev rows.")
+    add("--extra_rows", type=int, default=2000,
+        help="The distilled_text row's unlabelled text: the training rows after --train_rows.")
     add("--seq_length", type=int, default=64)
     add("--epochs", type=float, default=3.0)
     add("--learning_rate", type=float, default=1e-4)
@@ -98,7 +107,7 @@ def check_args(parser, args) -> None:
         seeds = getattr(args, name)
         if not seeds or not all(s.isdigit() for s in seeds):
             parser.error(f"--{name} must be comma-separated integers, got {seeds}")
-    for name in ("train_rows", "eval_rows", "seq_length", "batch_size"):
+    for name in ("train_rows", "eval_rows", "extra_rows", "seq_length", "batch_size"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive, got {getattr(args, name)}")
     for name in ("epochs", "learning_rate", "general_minutes", "general_learning_rate"):
@@ -154,6 +163,9 @@ def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
             init.append(f"--student_layers={layers}")
         if distils:
             init.append(f"--teacher={r[f'{task}/teacher/seed{args.seeds[0]}']['output_dir']}")
+        if row in TEXT_ROWS:
+            init.append(f"--distill_text={r[f'{task}/extra_text']['output_dir']}/"
+                        f"{extra_text_name(task)}")
         return task_command(args, task, init, seed)
 
     def parse(out, log):
@@ -163,6 +175,33 @@ def task_step(args, task: str, row: str, seed: str, base: str) -> Step:
     estimate = 60 + args.train_rows * args.epochs * args.seq_length / (
         1500 if row == "teacher" else 3000)
     return Step(f"{task}/{row}/seed{seed}", f"{row}:{task}", estimate, make, parse)
+
+
+def extra_text_name(task: str) -> str:
+    return "extra.conll" if task == "WNUT-17" else "extra.tsv"
+
+
+def extra_text_step(args, task: str) -> Step:
+    """The task's training rows after its first --train_rows (at most
+    --extra_rows), as a file of the training file's format: --distill_text
+    reads their text and leaves their labels."""
+    def run(out):
+        if task == "WNUT-17":
+            text = pathlib.Path(args.wnut_dir, "wnut17train.conll").read_text(encoding="utf-8")
+            rows = [s.strip("\n") for s in text.split("\n\n") if s.strip()]
+            header = []
+        else:
+            lines = pathlib.Path(args.glue_dir, task, "train.tsv").read_text(
+                encoding="utf-8-sig").splitlines()
+            header, rows = lines[:1], lines[1:]
+        chosen = rows[args.train_rows:args.train_rows + args.extra_rows]
+        separator = "\n\n" if task == "WNUT-17" else "\n"
+        (out / extra_text_name(task)).write_text(
+            separator.join(header + chosen) + separator, encoding="utf-8")
+
+    return Step(f"{task}/extra_text", "text", 5, lambda r: InProcess(
+        f"write {task}'s training rows {args.train_rows}-{args.train_rows + args.extra_rows} "
+        "as text the teacher labels", run))
 
 
 def speed_step(args, base: str) -> Step:
@@ -177,7 +216,7 @@ def speed_step(args, base: str) -> Step:
 
 # Row → the encoder's layers (the teacher's six, or the student's).
 LAYERS = {"teacher": 6, "student": 3, "distilled": 3, "general": 3, "narrow": 2,
-          "narrow_distilled": 2}
+          "narrow_distilled": 2, "distilled_text": 3}
 
 
 def encoder_speed(base: str, seq_length: int, batch: int = 32, rounds: int = 7,
@@ -217,6 +256,8 @@ def plan(args) -> list:
     steps += general_steps(args, base) if "general" in args.rows else []
     for task in args.tasks:
         rows = ["teacher", *[row for row in args.rows if row != "teacher"]]
+        if any(row in TEXT_ROWS for row in args.rows):
+            steps.append(extra_text_step(args, task))
         for row in rows:
             seeds = seeds_of(args, row) if row in args.rows else args.seeds[:1]
             steps += [task_step(args, task, row, seed, base) for seed in seeds]

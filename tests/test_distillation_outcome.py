@@ -41,9 +41,34 @@ def test_each_row_task_and_seed_is_one_step_and_students_learn_the_first_seeds_t
     assert not any(a.startswith(("--teacher", "--student_layers")) for a in teacher)
     narrow = steps["MRPC/narrow_distilled/seed42"].make(results)
     assert "--student_layers=0,5" in narrow and "--teacher=<MRPC/teacher/seed42>" in narrow
+    with_text = steps["WNUT-17/distilled_text/seed42"].make(_pending(
+        "WNUT-17/teacher/seed42", "WNUT-17/extra_text"))
+    assert "--distill_text=<WNUT-17/extra_text>/extra.conll" in with_text
     distill = steps["general/distill"].make(_pending("general/corpus"))
     assert distill[2:4] == ["official_bert.commands.cli", "distill"]
     assert {"--student_layers=0,2,4", "--max_train_minutes=30"} <= set(distill)
+
+
+def test_the_extra_text_is_the_training_rows_after_the_labelled_ones(tmp_path):
+    glue, wnut = tmp_path / "glue", tmp_path / "wnut"
+    (glue / "MRPC").mkdir(parents=True)
+    (glue / "MRPC" / "train.tsv").write_text(
+        "\ufeffQuality\t#1 String\n" + "".join(f"1\tpair {i}\n" for i in range(6)))
+    wnut.mkdir()
+    (wnut / "wnut17train.conll").write_text(
+        "".join(f"word{i}\tO\nmore{i}\tB-person\n\n" for i in range(6)))
+    args = outcome.parse_args(["--tasks=MRPC,WNUT-17", "--rows=distilled_text", "--train_rows=2",
+                               "--extra_rows=3", f"--glue_dir={glue}", f"--wnut_dir={wnut}"])
+    for task, name in (("MRPC", "extra.tsv"), ("WNUT-17", "extra.conll")):
+        out = tmp_path / task
+        out.mkdir()
+        outcome.extra_text_step(args, task).make({}).run(out)
+        text = (out / name).read_text()
+        if task == "MRPC":
+            assert text == "Quality\t#1 String\n1\tpair 2\n1\tpair 3\n1\tpair 4\n"
+        else:
+            assert text.split("\n\n")[:3] == [f"word{i}\tO\nmore{i}\tB-person"
+                                              for i in (2, 3, 4)]
 
 
 def test_without_the_teacher_row_its_first_seed_still_runs_for_the_students():

@@ -392,7 +392,9 @@ def test_fine_tuning_from_a_checkpoint_adapted_to_its_own_text_trains_at_its_len
         task = NerTask(NerConfig(train_file=str(train_file)), RunConfig(
             output_dir=str(tmp_path / "ner"), init_checkpoint=str(adapted), do_train=True,
             **settings))
-        runner._check_flags(task)
+        runner._check_flags(task)  # (step 1)
+        task.read_inputs()  # (step 3, which then settles the length)
+        runner._use_adapted_length(task)
         return task.run_config.max_seq_length
 
     with caplog.at_level(logging.INFO, logger="absl"):

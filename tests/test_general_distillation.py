@@ -188,7 +188,7 @@ def teacher_run(world, tmp_path_factory):
 def test_a_run_distils_a_student_that_is_an_ordinary_checkpoint(world, teacher_run, tmp_path,
                                                                   caplog):
     out = tmp_path / "student"
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         _run(world, out, teacher=str(teacher_run), init_checkpoint=str(teacher_run),
              student_layers=["1"])
     assert "learns from the teacher (L=2, H=16) its last layer's hidden states (cosine); " \
@@ -212,7 +212,7 @@ def test_a_run_distils_a_student_that_is_an_ordinary_checkpoint(world, teacher_r
 @pytest.mark.slow
 def test_a_teacher_without_a_masked_lm_head_teaches_its_representations(world, tmp_path,
                                                                        caplog):
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         _run(world, tmp_path / "student", teacher=str(world.ckpt), student_layers=["0"])
     assert "without a masked-LM head" in caplog.text
     assert "not its masked-LM distribution (it has no masked-LM head" in caplog.text

@@ -84,7 +84,10 @@ def glue_average(per_task: dict) -> Optional[float]:
 def fmt(value, digits=1) -> str:
     if value is None:
         return "—"
-    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+    if not isinstance(value, float):
+        return f"{value:,}"
+    text = f"{value:,.{digits}f}"
+    return text[1:] if text.startswith("-") and text.lstrip("-0.,") == "" else text  # no "-0.0"
 
 
 def spread(summary) -> str:

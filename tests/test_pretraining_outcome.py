@@ -242,3 +242,8 @@ def test_this_projects_rows_end_to_end_at_a_tiny_scale(tmp_path):
         assert 0 <= rte_score["median"] <= 100 and rte_score["values"] == [rte_score["median"]]
     outcome.main(argv)  # everything reused: the same report
     assert json.loads((tmp_path / "out.json").read_text())["glue"] == report["glue"]
+
+
+def test_figures_print_with_their_digits_and_no_negative_zero():
+    assert [outcome_metrics.fmt(v) for v in (-0.03, -0.3, 0.0, 1234.5, None, 3)] == [
+        "0.0", "-0.3", "0.0", "1,234.5", "—", "3"]

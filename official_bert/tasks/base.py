@@ -62,8 +62,8 @@ class Task:
       fallback_vocab_file  2     a vocabulary when neither the flag    None
                                  nor the checkpoint names one
       read_inputs          3     reads and checks every input file     nothing to read
-      run_files            1, 4, what the run flow needs of its files   inputs: the --<mode>_file
-                           5     and identity: one `RunFiles`          flags; training:
+      run_files            3-5   what the run flow needs of its files   inputs: the --<mode>_file
+                                 and identity: one `RunFiles`          flags; training:
                                  (inputs, training, results, record,   --train_file
                                  identity)
       prepare              6     work before the model is built        nothing
@@ -152,8 +152,8 @@ class Task:
 
     def run_files(self) -> "RunFiles":
         """What the run flow needs of the task's files and identity, as one value
-        (`RunFiles`). Called once the flags are checked (for `training`) and
-        again once the inputs are read (all of it). By default: the
+        (`RunFiles`), asked once the inputs are read (its record and identity may
+        come from them: the labels of a training file). By default: the
         `--<mode>_file` flags and --distill_text are the inputs, --train_file and
         --distill_text what training reads."""
         modes, distill = self._mode_files(), self.distill_text_files()

@@ -129,10 +129,9 @@ def test_task_text_flags_refused_before_reading(tmp_path, config_flags, run_flag
 
     config = pretraining.PretrainingConfig(input_file=write(tmp_path / "t.conll", CONLL),
                                            **config_flags)
-    task = pretraining.PretrainingTask(config, RunConfig(do_train=True, num_train_steps=10,
-                                                         **run_flags))
     with pytest.raises(UserError, match=message):
-        task.check_flags()
+        pretraining.PretrainingTask.check_flags(
+            config, RunConfig(do_train=True, num_train_steps=10, **run_flags))
 
 
 @pytest.mark.parametrize("input_format,text_column", [("conll", None), ("table", "sentence")])
@@ -145,10 +144,10 @@ def test_a_directory_as_input_file_is_named_as_one(tmp_path, input_format, text_
     write(tmp_path / "data" / "train.txt", CONLL)
     config = pretraining.PretrainingConfig(input_file=str(tmp_path / "data"),
                                            input_format=input_format, text_column=text_column)
-    task = pretraining.PretrainingTask(config, RunConfig(do_train=True, num_train_steps=10))
     with pytest.raises(UserError, match=r"^--input_file: .*/data is a directory: give the files "
                                         r"in it, by name or with a glob such as .*/data/\*"):
-        task.check_flags()
+        pretraining.PretrainingTask.check_flags(config, RunConfig(do_train=True,
+                                                                  num_train_steps=10))
 
 
 def test_a_fine_tuning_file_trains_the_masked_lm_alone(tmp_path):
@@ -158,7 +157,6 @@ def test_a_fine_tuning_file_trains_the_masked_lm_alone(tmp_path):
     config = pretraining.PretrainingConfig(input_file=write(tmp_path / "t.conll", CONLL),
                                            input_format="conll")
     task = pretraining.PretrainingTask(config, RunConfig(do_train=True, num_train_steps=10))
-    task.check_flags()
     assert task.text and task.task_text == "conll" and not task.next_sentence
 
 
@@ -184,7 +182,6 @@ def test_minilm_gets_a_fresh_masked_lm_head_tied_to_its_embeddings(minilm_dir, m
     checkpoint = checkpoints.read_checkpoint(str(minilm_dir))
     task = pretraining.PretrainingTask(pretraining.PretrainingConfig(input_format="conll"),
                                        bert_config=checkpoint.config)
-    task.next_sentence = False  # what check_flags decides for a CoNLL file
     model = task.build_model()
     with caplog.at_level("INFO", logger="absl"):
         task.initialize(model, checkpoint)
@@ -381,18 +378,19 @@ def test_fine_tuning_from_a_checkpoint_adapted_to_its_own_text_trains_at_its_len
     world = kit.World(tmp_path / "world").build(pretraining_data=False)
     conll = world.path("conll", "train.txt")
     adapted = tmp_path / "adapted"
-    runner.run_task(pretraining.PretrainingTask(
+    runner.run_task(pretraining.PretrainingTask,
         pretraining.PretrainingConfig(input_file=str(conll), input_format="conll",
                                       max_predictions_per_seq=3),
         PretrainRunConfig(output_dir=str(adapted), init_checkpoint=str(world.ckpt),
                           max_seq_length=16, train_batch_size=2, num_train_steps=1,
-                          num_warmup_steps=0, log_steps=1, do_train=True)))
+                          num_warmup_steps=0, log_steps=1, do_train=True))
 
     def checked(train_file, **settings):
-        task = NerTask(NerConfig(train_file=str(train_file)), RunConfig(
+        config = NerConfig(train_file=str(train_file))
+        run = runner._check_flags(NerTask, config, RunConfig(  # (step 1)
             output_dir=str(tmp_path / "ner"), init_checkpoint=str(adapted), do_train=True,
             **settings))
-        runner._check_flags(task)  # (step 1)
+        task = NerTask(config, run)
         task.read_inputs()  # (step 3, which then settles the length)
         runner._use_adapted_length(task)
         return task.run_config.max_seq_length

@@ -46,8 +46,7 @@ def _train_case(task, head):
 
     from official_bert.tasks import runner
 
-    files = task.model_files = _model_files(task.run_config)
-    task.bert_config = files.config
+    files = task.model_files
     trainer = runner.make_trainer(task, runner.make_strategy(task.run_config), case.NUM_STEPS,
                                   case.WARMUP_STEPS, train=True)
     kernel = head(trainer.model).kernel
@@ -74,8 +73,8 @@ def _train_case(task, head):
 def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile):
     from official_bert.tasks.ner import NerConfig, NerTask
 
-    task = NerTask(NerConfig(labels=list(case.LABELS)),
-                   _run_config(minilm_dir, tmp_path, jit_compile))
+    run = _run_config(minilm_dir, tmp_path, jit_compile)
+    task = NerTask(NerConfig(labels=list(case.LABELS)), run, model_files=_model_files(run))
     losses = _train_case(task, lambda model: model.token_classifier)
     np.testing.assert_allclose(losses, TRANSFORMERS_NER_LOSSES, rtol=2e-5, atol=2e-6)
 
@@ -84,7 +83,8 @@ def test_ner_fine_tuning_matches_transformers(minilm_dir, tmp_path, jit_compile)
 def test_squad_fine_tuning_matches_transformers(minilm_dir, tmp_path):
     from official_bert.tasks.squad import SpanLabelingTask
 
-    task = SpanLabelingTask(run_config=_run_config(minilm_dir, tmp_path, jit_compile=False))
+    run = _run_config(minilm_dir, tmp_path, jit_compile=False)
+    task = SpanLabelingTask(run_config=run, model_files=_model_files(run))
     losses = _train_case(task, lambda model: model.span_labeler)
     np.testing.assert_allclose(losses, TRANSFORMERS_SPAN_LOSSES, rtol=2e-5, atol=2e-6)
 

@@ -173,7 +173,7 @@ def _run(world, out, task_class=GeneralDistillationTask, **settings):
                   train_batch_size=4, learning_rate=1e-3, num_train_steps=2,
                   num_warmup_steps=0, save_checkpoints_steps=2, log_steps=1, do_train=True)
     values.update(settings)
-    return run_task(task_class(config, PretrainRunConfig(**values)))
+    return run_task(task_class, config, PretrainRunConfig(**values))
 
 
 @pytest.fixture(scope="module")

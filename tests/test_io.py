@@ -191,7 +191,6 @@ def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(
     import shutil
 
     from data_prep.create_pretraining_data import PretrainingDataConfig, create_pretraining_data
-    from official_bert.modeling.configs import BertConfig
     from official_bert.tasks import pretraining
     from test_pretraining_input import synthetic_corpus, synthetic_vocab
 
@@ -222,14 +221,12 @@ def test_a_set_copied_without_its_manifest_gets_one_warning_naming_the_manifest(
 
     def warnings_of_a_run():  # what run_pretraining logs while checking its flags
         caplog.clear()
-        task = pretraining.PretrainingTask(pretraining.PretrainingConfig(
-            input_file=f"{copied}/pretrain-*.tfrecord", max_predictions_per_seq=5),
-            RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32, do_train=True,
-                           num_train_steps=10, num_warmup_steps=1),
-            bert_config=BertConfig(vocab_size=760, hidden_size=16, num_hidden_layers=1,
-                                   num_attention_heads=2, intermediate_size=32))
+        config = pretraining.PretrainingConfig(input_file=f"{copied}/pretrain-*.tfrecord",
+                                               max_predictions_per_seq=5)
+        run = RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32, do_train=True,
+                        num_train_steps=10, num_warmup_steps=1)
         with caplog.at_level("WARNING"):
-            task.check_flags()
+            pretraining.PretrainingTask.check_flags(config, run)
         return [r.getMessage() for r in caplog.records if "manifest" in r.getMessage()]
 
     assert warnings_of_a_run() == [warning]

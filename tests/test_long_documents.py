@@ -198,10 +198,10 @@ def test_flag_errors(flags, message):
 
     values = dict(task_name="custom", text_a_column="text")
     values.update(flags)
-    task = classification.ClassificationTask(classification.ClassificationConfig(**values),
-                                             RunConfig(output_dir="x", max_seq_length=16))
     with pytest.raises(UserError, match=re.escape(message)):
-        task.check_flags()
+        classification.ClassificationTask.check_flags(
+            classification.ClassificationConfig(**values),
+            RunConfig(output_dir="x", max_seq_length=16))
 
 
 def test_a_trained_run_keeps_its_window_flags(tmp_path):
@@ -227,7 +227,7 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
             classification.ClassificationConfig(task_name="custom", text_a_column="text",
                                                 labels=["alpha", "beta"], **flags),
             RunConfig(output_dir=str(tmp_path), max_seq_length=16))
-        task.check_flags()
+        task.check_flags(task.config, task.run_config)
         with pytest.raises(UserError, match=re.escape(message)):
             task._settle_labels()
     task = classification.ClassificationTask(
@@ -236,7 +236,7 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
                                             doc_stride=14, window_pooling="max"),
         RunConfig(output_dir=str(tmp_path), max_seq_length=16))
     (tmp_path / "classifier_config.json").write_text(json.dumps(saved))
-    task.check_flags()
+    task.check_flags(task.config, task.run_config)
     task._settle_labels()  # the same flags: accepted
 
 
@@ -268,7 +268,7 @@ def train(data, out, long_document, pooling="max", export_dir=None, max_seq_leng
         output_dir=str(out), do_train=True, do_eval=True, do_predict=True,
         bert_config_file=str(data / "bert_config.json"), vocab_file=str(data / "vocab.txt"),
         max_seq_length=max_seq_length, export_dir=export_dir and str(export_dir), **settings)
-    return runner.run_task(classification.ClassificationTask(config, run))
+    return runner.run_task(classification.ClassificationTask, config, run)
 
 
 @pytest.mark.slow  # two trainings of 80 steps (about 40 s on one core)

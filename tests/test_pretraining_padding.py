@@ -298,11 +298,11 @@ def test_the_task_turns_next_sentence_off_for_packed_data_and_refuses_a_mix(data
     def task(input_file, eval_input_file=None, width=0, **run):
         run = RunConfig(output_dir=str(tmp_path / "run"), max_seq_length=32,
                              do_train=True, num_train_steps=10, num_warmup_steps=1, **run)
-        t = pretraining.PretrainingTask(pretraining.PretrainingConfig(
+        config = pretraining.PretrainingConfig(
             input_file=input_file, eval_input_file=eval_input_file, max_predictions_per_seq=5,
-            length_bucket_width=width), run, bert_config=BertConfig(**TINY))
-        t.check_flags()
-        return t
+            length_bucket_width=width)
+        pretraining.PretrainingTask.check_flags(config, run)
+        return pretraining.PretrainingTask(config, run, bert_config=BertConfig(**TINY))
 
     assert task(pairs).next_sentence and not task(path).next_sentence
     with pytest.raises(UserError, match=f"^{path} was made with --packing=full_sentences "

@@ -52,7 +52,7 @@ def run_settings(world, out, **settings):
 def classify(world, out, task="sst-2", **settings):
     """run_classifier.py's run flow on the world's SST-2 files."""
     config = ClassificationConfig(task_name=task, data_dir=str(world.path("glue")))
-    return run_task(ClassificationTask(config, RunConfig(**run_settings(world, out, **settings))))
+    return run_task(ClassificationTask, config, RunConfig(**run_settings(world, out, **settings)))
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +118,8 @@ def test_another_classification_task_is_refused(world, run_dir):
     config = ClassificationConfig(task_name="custom", text_a_column="sentence", labels=["0", "1"],
                                   data_dir=str(world.path("glue")))
     with pytest.raises(RunDirectoryError, match="--task_name was sst-2, now custom"):
-        run_task(ClassificationTask(config, RunConfig(**run_settings(world, run_dir,
-                                                                     do_train=True))))
+        run_task(ClassificationTask, config, RunConfig(**run_settings(world, run_dir,
+                                                    do_train=True)))
     assert kit.snapshot(run_dir) == before
 
 
@@ -155,8 +155,8 @@ def test_other_training_data_needs_the_flag(world, run_dir, tmp_path):
         f.write("a good film\t1\n")
     config = ClassificationConfig(task_name="sst-2", data_dir=str(glue))
     with pytest.raises(RunDirectoryError) as refused:
-        run_task(ClassificationTask(config, RunConfig(**run_settings(world, run_dir,
-                                                                     do_train=True))))
+        run_task(ClassificationTask, config, RunConfig(**run_settings(world, run_dir,
+                                                    do_train=True)))
     assert "the training data: " in str(refused.value)
     assert f"{glue / 'train.tsv'} was (none), now" in str(refused.value)
 
@@ -200,24 +200,26 @@ def test_evaluating_without_the_length_reads_at_the_trained_one(world, run_dir, 
     assert "--max_seq_length=24: this run was trained at 16 tokens" in caplog.text
 
 
+# Each maker gives `run_task`'s arguments: the task's class, its config, the run's.
 def _ner(world, out, **modes):
-    return NerTask(NerConfig(train_file=str(world.path("conll", "train.txt")),
-                             predict_file=str(world.path("conll", "dev.txt"))),
-                   RunConfig(**run_settings(world, out, **modes)))
+    return (NerTask, NerConfig(train_file=str(world.path("conll", "train.txt")),
+                               predict_file=str(world.path("conll", "dev.txt"))),
+            RunConfig(**run_settings(world, out, **modes)))
 
 
 def _swag(world, out, **modes):
-    return MultipleChoiceTask(MultipleChoiceConfig(train_file=str(world.path("swag", "train.csv")),
-                                                   predict_file=str(world.path("swag", "val.csv"))),
-                              SwagRunConfig(**run_settings(world, out, **modes)))
+    return (MultipleChoiceTask,
+            MultipleChoiceConfig(train_file=str(world.path("swag", "train.csv")),
+                                 predict_file=str(world.path("swag", "val.csv"))),
+            SwagRunConfig(**run_settings(world, out, **modes)))
 
 
 def _squad(world, out, **modes):
-    return SpanLabelingTask(
-        SquadConfig(train_file=str(world.path("squad", "train.json")),
-                    predict_file=str(world.path("squad", "dev.json")), max_query_length=8,
-                    doc_stride=8),
-        SquadRunConfig(**run_settings(world, out, **modes, max_seq_length=32)))
+    return (SpanLabelingTask,
+            SquadConfig(train_file=str(world.path("squad", "train.json")),
+                        predict_file=str(world.path("squad", "dev.json")), max_query_length=8,
+                        doc_stride=8),
+            SquadRunConfig(**run_settings(world, out, **modes, max_seq_length=32)))
 
 
 @pytest.mark.parametrize("make, family, modes", [
@@ -233,7 +235,7 @@ def test_another_tasks_run_directory_is_refused_before_any_write(world, run_dir,
     classifier's directory first) is one line, and nothing is written."""
     before = kit.snapshot(run_dir)
     with pytest.raises(RunDirectoryError) as refused:
-        run_task(make(world, run_dir, **modes))
+        run_task(*make(world, run_dir, **modes))
     assert str(refused.value).startswith(
         f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run, not a "
         f"{family} one")
@@ -508,7 +510,7 @@ def test_a_pre_record_directory_of_another_task_is_refused_before_any_write(
     (run_dir / "run.json").unlink()
     before = kit.snapshot(run_dir)
     with pytest.raises(RunDirectoryError) as refused:
-        run_task(make(world, run_dir, **modes))
+        run_task(*make(world, run_dir, **modes))
     assert str(refused.value).startswith(
         f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run (made before "
         "runs kept a run.json")
@@ -522,7 +524,7 @@ def test_a_pre_record_checkpoint_of_another_model_is_refused_before_any_write(wo
     (run_dir / "classifier_config.json").unlink()
     before = kit.snapshot(run_dir)
     with pytest.raises(RunDirectoryError) as refused:
-        run_task(_swag(world, run_dir, do_predict=True))
+        run_task(*_swag(world, run_dir, do_predict=True))
     message = str(refused.value)
     assert "is not this multiple choice task's model" in message and "\n" not in message
     assert kit.snapshot(run_dir) == before

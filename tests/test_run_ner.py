@@ -199,10 +199,9 @@ def test_bad_feature_based_flags_are_one_line(flags, message):
     from official_bert.errors import UserError
     from official_bert.tasks import ner
 
-    task = ner.FeatureBasedNerTask(NerConfig(feature_based=True, **flags),
-                                   RunConfig(init_checkpoint="ckpt", output_dir="out"))
     with pytest.raises(UserError, match=f"^{message}$"):
-        task.check_flags()
+        ner.FeatureBasedNerTask.check_flags(NerConfig(feature_based=True, **flags),
+                                            RunConfig(init_checkpoint="ckpt", output_dir="out"))
 
 
 def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):

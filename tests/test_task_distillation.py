@@ -85,7 +85,7 @@ _settings = run_settings
 
 def classify(world, out, **settings):
     config = ClassificationConfig(task_name="sst-2", data_dir=str(world.path("glue")))
-    return run_task(ClassificationTask(config, RunConfig(**_settings(world, out, **settings))))
+    return run_task(ClassificationTask, config, RunConfig(**_settings(world, out, **settings)))
 
 
 @pytest.fixture(scope="module")
@@ -190,12 +190,10 @@ def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
 
 
 def test_the_feature_based_tagger_says_it_does_not_distil(world, teacher_run, tmp_path):
-    task = FeatureBasedNerTask(NerConfig(train_file=str(world.path("conll", "train.txt")),
-                                         layers="-1,-2"),
-                               RunConfig(**_settings(world, tmp_path / "ner", do_train=True,
-                                                     teacher=str(teacher_run))))
+    config = NerConfig(train_file=str(world.path("conll", "train.txt")), layers="-1,-2")
+    run = RunConfig(**_settings(world, tmp_path / "ner", do_train=True, teacher=str(teacher_run)))
     with pytest.raises(UserError, match="feature-based ner task does not learn from a teacher"):
-        run_task(task)
+        run_task(FeatureBasedNerTask, config, run)
 
 
 @pytest.mark.slow  # two trainings (teacher, student)
@@ -203,8 +201,8 @@ def test_squad_learns_the_teachers_start_and_end_distributions(world, tmp_path):
     def squad(out, **settings):
         config = SquadConfig(train_file=str(world.path("squad", "train.json")),
                              max_query_length=8)
-        return run_task(SpanLabelingTask(config, SquadRunConfig(**_settings(
-            world, out, do_train=True, max_seq_length=32, **settings))))
+        return run_task(SpanLabelingTask, config, SquadRunConfig(**_settings(
+            world, out, do_train=True, max_seq_length=32, **settings)))
 
     squad(tmp_path / "teacher")
     squad(tmp_path / "student", teacher=str(tmp_path / "teacher"), distill_temperature=1.0)
@@ -242,8 +240,8 @@ def test_the_tagger_loss_mixes_each_labelled_token(monkeypatch):
 def test_ner_trains_from_a_teacher(world, tmp_path):
     def ner(out, **settings):
         config = NerConfig(train_file=str(world.path("conll", "train.txt")))
-        return run_task(NerTask(config, RunConfig(**_settings(world, out, do_train=True,
-                                                              **settings))))
+        return run_task(NerTask, config, RunConfig(**_settings(world, out, do_train=True,
+                                                              **settings)))
 
     ner(tmp_path / "teacher")
     ner(tmp_path / "student", teacher=str(tmp_path / "teacher"), dynamic_padding=True)
@@ -255,8 +253,8 @@ def test_ner_trains_from_a_teacher(world, tmp_path):
 def test_multiple_choice_learns_the_teachers_distribution_over_choices(world, tmp_path, caplog):
     def swag(out, **settings):
         config = MultipleChoiceConfig(train_file=str(world.path("swag", "train.csv")))
-        return run_task(MultipleChoiceTask(config, SwagRunConfig(**_settings(
-            world, out, do_train=True, **settings))))
+        return run_task(MultipleChoiceTask, config, SwagRunConfig(**_settings(
+            world, out, do_train=True, **settings)))
 
     swag(tmp_path / "teacher")
     with caplog.at_level(logging.INFO, logger="absl"):
@@ -347,9 +345,9 @@ def test_distill_text_without_a_teacher_or_on_a_task_that_cannot_is_one_line(wor
     assert "\n" not in str(refused.value)
     config = SquadConfig(train_file=str(world.path("squad", "train.json")), max_query_length=8)
     with pytest.raises(UserError, match="the squad task does not read unlabelled text"):
-        run_task(SpanLabelingTask(config, SquadRunConfig(**_settings(
+        run_task(SpanLabelingTask, config, SquadRunConfig(**_settings(
             world, tmp_path / "b", do_train=True, max_seq_length=32, teacher=str(tmp_path),
-            distill_text=extra))))
+            distill_text=extra)))
     with pytest.raises(UserError, match="--distill_text: .*missing.tsv"):
         classify(world, tmp_path / "c", do_train=True, teacher=str(tmp_path),
                  distill_text=str(tmp_path / "missing.tsv"))
@@ -359,8 +357,8 @@ def test_distill_text_without_a_teacher_or_on_a_task_that_cannot_is_one_line(wor
 def test_ner_distills_on_untagged_text(world, tmp_path, caplog):
     def ner(out, **settings):
         config = NerConfig(train_file=str(world.path("conll", "train.txt")))
-        return run_task(NerTask(config, RunConfig(**_settings(world, out, do_train=True,
-                                                              **settings))))
+        return run_task(NerTask, config, RunConfig(**_settings(world, out, do_train=True,
+                                                              **settings)))
 
     ner(tmp_path / "teacher")
     words = tmp_path / "words.txt"

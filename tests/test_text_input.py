@@ -103,10 +103,9 @@ def test_text_mode_flags_refused_before_reading(tmp_path, run_flags, config_flag
 
     config = pretraining.PretrainingConfig(input_file=str(tmp_path / "corpus.txt"),
                                            **dict(dict(input_format="text"), **config_flags))
-    task = pretraining.PretrainingTask(config, RunConfig(do_train=True, num_train_steps=10,
-                                                                **run_flags))
+    run = RunConfig(do_train=True, num_train_steps=10, **run_flags)
     with pytest.raises(UserError, match=message):
-        task.check_flags()
+        pretraining.PretrainingTask.check_flags(config, run)
 
 
 @pytest.fixture(scope="module")

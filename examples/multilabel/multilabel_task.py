@@ -60,8 +60,8 @@ def read_jsonl(path):
 class MultiLabelTask(base.Task):
     """Multi-label classification: the model and loss, the data, the metrics."""
 
-    def __init__(self, config: MultiLabelConfig, run_config: RunConfig):
-        super().__init__(run_config)
+    def __init__(self, config: MultiLabelConfig, run_config: RunConfig, *, model_files=None):
+        super().__init__(run_config, model_files=model_files)
         self.config, self.rows = config, {}
 
     # The model and its loss (what the Trainer calls).

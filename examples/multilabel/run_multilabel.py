@@ -26,7 +26,7 @@ def main(argv):
     from official_bert.tasks import runner
 
     config = cli_flags.from_flags(multilabel_task.MultiLabelConfig, FLAGS)
-    runner.run_task(multilabel_task.MultiLabelTask(config, cli_flags.run_config(FLAGS)))
+    runner.run_task(multilabel_task.MultiLabelTask, config, cli_flags.run_config(FLAGS))
 
 
 if __name__ == "__main__":

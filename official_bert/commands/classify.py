@@ -50,7 +50,7 @@ def main(argv):
 
     config = cli_flags.from_flags(ClassificationConfig, FLAGS)
     run_config = cli_flags.run_config(FLAGS, RunConfig)
-    runner.run_task(classification.ClassificationTask(config, run_config))
+    runner.run_task(classification.ClassificationTask, config, run_config)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def main(argv):
 
     config = cli_flags.from_flags(NerConfig, FLAGS)
     task_class = ner.FeatureBasedNerTask if config.feature_based else ner.NerTask
-    runner.run_task(task_class(config, cli_flags.run_config(FLAGS, RunConfig)))
+    runner.run_task(task_class, config, cli_flags.run_config(FLAGS, RunConfig))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def main(argv):
 
     config = cli_flags.from_flags(PretrainingConfig, FLAGS)
     run_config = cli_flags.run_config(FLAGS, PretrainRunConfig)
-    runner.run_task(pretraining.PretrainingTask(config, run_config))
+    runner.run_task(pretraining.PretrainingTask, config, run_config)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def main(argv):
     from official_bert.tasks import runner, squad
 
     config = cli_flags.from_flags(SquadConfig, FLAGS)
-    runner.run_task(squad.SpanLabelingTask(config, cli_flags.run_config(FLAGS, SquadRunConfig)))
+    runner.run_task(squad.SpanLabelingTask, config, cli_flags.run_config(FLAGS, SquadRunConfig))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ def main(argv):
 
     config = cli_flags.from_flags(MultipleChoiceConfig, FLAGS)
     run_config = cli_flags.run_config(FLAGS, SwagRunConfig)
-    runner.run_task(multiple_choice.MultipleChoiceTask(config, run_config))
+    runner.run_task(multiple_choice.MultipleChoiceTask, config, run_config)
 
 
 if __name__ == "__main__":

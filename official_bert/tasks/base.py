@@ -57,10 +57,14 @@ class Task:
 
       hook                 step  what it gives                         default
       -------------------  ----  ------------------------------------  ------------------
-      check_flags          1     task flag checks (`UserError`), no    each --do_<mode> has
+      check_flags *        1     task flag checks (`UserError`), no    each --do_<mode> has
                                  file read yet                         its --<mode>_file
-      fallback_vocab_file  2     a vocabulary when neither the flag    None
+      evaluation_flag *    1     the flag naming the dev set           --do_eval
+      fallback_vocab_file* 2     a vocabulary when neither the flag    None
                                  nor the checkpoint names one
+      __init__             2     the task, built whole from its        the configs and the
+                                 config, the run's and the resolved    model files
+                                 model files
       read_inputs          3     reads and checks every input file     nothing to read
       run_files            3-5   what the run flow needs of its files   inputs: the --<mode>_file
                                  and identity: one `RunFiles`          flags; training:
@@ -79,20 +83,24 @@ class Task:
       train_steps,                                                     google's arithmetic
       warmup_steps
       train_dataset        7     the training batches                  required
-      evaluate,            7     eval_results.txt's metrics, and the   None; --do_eval
-      evaluation_flag            flag naming the dev set
+      evaluate             7     eval_results.txt's metrics            None
       predict              7     the prediction files                  nothing
       export               7     the TF Serving SavedModel             refused
 
+    * class methods: they check the flags and choose the vocabulary before the
+    task exists (its model files are resolved after them).
+
     Class attributes: `family` (the task in the record and messages),
     `required_tokens` and `vocab_required` (what the vocabulary must hold),
-    `distils` (what a --teacher gives it), `reads_distill_text`. Attributes: `run_config` (the
-    `RunConfig`); set by the run before `read_inputs`: `model_files` (the
-    resolved `ModelFiles`), `bert_config` (the model's `BertConfig`) and, with
-    --teacher, `teacher` (a `tasks.teacher.Teacher`); `head_report` (the
-    `heads.HeadRestore` of --init_checkpoint, once `initialize` ran). A task
-    built with `bert_config=` alone can build its model and compute its loss
-    without a run (tests, benchmarks, the parity tools).
+    `distils` (what a --teacher gives it), `reads_distill_text`. Attributes,
+    from `__init__`: `config` (the task's own config, in subclasses),
+    `run_config` (the `RunConfig`), `model_files` (the resolved `ModelFiles`)
+    and `bert_config` (the model's `BertConfig`); set by the run: with
+    --teacher, `teacher` (a `tasks.teacher.Teacher`, step 3: it is checked
+    against the labels the inputs give); `head_report` (the `heads.HeadRestore`
+    of --init_checkpoint, once `initialize` ran). A task built with
+    `bert_config=` alone can build its model and compute its loss without a run
+    (tests, benchmarks, the parity tools).
     """
 
     # Special tokens the task needs in the vocabulary, and whether it needs one.
@@ -111,10 +119,14 @@ class Task:
     # (`teacher.join_unlabelled`); the run checks the flag and records the file.
     reads_distill_text: bool = False
 
-    def __init__(self, run_config: RunConfig | None = None, *, bert_config=None):
+    def __init__(self, run_config: RunConfig | None = None, *,
+                 model_files: ModelFiles | None = None, bert_config=None):
         self.run_config = run_config or RunConfig()
-        self.bert_config = bert_config  # the run's model config (set by the run)
-        self.model_files: ModelFiles | None = None
+        # The resolved checkpoint, config and vocabulary (step 2), and the model's
+        # config: the run builds the task with them; tests and tools may give the
+        # model config alone.
+        self.model_files = model_files
+        self.bert_config = bert_config or (model_files.config if model_files else None)
         # What the head's load_head_weights did with each head weight, for the
         # refusal to evaluate a random head (None: no head was looked for).
         self.head_report = None
@@ -135,15 +147,18 @@ class Task:
 
     # --- before anything is written ----------------------------------------
 
-    def check_flags(self) -> None:
-        """Task-specific flag checks (`UserError`); the files are not read yet.
-        By default: each of --do_train / --do_eval / --do_predict that is on
-        has its `--<mode>_file`."""
-        for mode, path in self._mode_files().items():
-            if getattr(self.run_config, f"do_{mode}") and not path:
+    @classmethod
+    def check_flags(cls, config, run_config: RunConfig) -> None:
+        """Task-specific checks of the flags (the task's config and the run's),
+        before the task is built (`UserError`); no file is read yet. By default:
+        each of --do_train / --do_eval / --do_predict that is on has its
+        `--<mode>_file`."""
+        for mode, path in _mode_files(config).items():
+            if getattr(run_config, f"do_{mode}") and not path:
                 raise UserError(f"--{mode}_file is required with --do_{mode}")
 
-    def fallback_vocab_file(self) -> str | None:
+    @classmethod
+    def fallback_vocab_file(cls, config) -> str | None:
         """A vocabulary to use when neither --vocab_file nor the checkpoint names one."""
         return None
 
@@ -156,7 +171,7 @@ class Task:
         come from them: the labels of a training file). By default: the
         `--<mode>_file` flags and --distill_text are the inputs, --train_file and
         --distill_text what training reads."""
-        modes, distill = self._mode_files(), self.distill_text_files()
+        modes, distill = _mode_files(getattr(self, "config", None)), self.distill_text_files()
         return RunFiles(
             inputs=tuple((f"{mode}_file", path) for mode, path in modes.items())
             + tuple(("distill_text", path) for path in distill),
@@ -170,13 +185,6 @@ class Task:
         """Work done once the run directory is ready, before the model is built
         (e.g. the feature-based NER task caches the frozen encoder's features)."""
 
-    def _mode_files(self) -> dict:
-        """Mode → the file its flag names, for each `<mode>_file` field of the
-        task's own config (`self.config`: google's --train_file / --eval_file /
-        --predict_file)."""
-        config = getattr(self, "config", None)
-        return {mode: getattr(config, f"{mode}_file") for mode in MODES
-                if hasattr(config, f"{mode}_file")}
 
     # --- the model ------------------------------------------------------------
 
@@ -245,7 +253,8 @@ class Task:
         """Metrics for eval_results.txt (`eval_*` keys), or None."""
         return None
 
-    def evaluation_flag(self) -> str:
+    @classmethod
+    def evaluation_flag(cls) -> str:
         """The flag that gives --eval_every_steps its data (the dev set)."""
         return "do_eval"
 
@@ -273,3 +282,10 @@ class Task:
             total=len(arrays["example_index"]), unit=unit)
         order = np.argsort(out["example_index"], kind="stable")
         return out["logits"][order].astype(np.float64)
+
+
+def _mode_files(config) -> dict:
+    """Mode → the file its flag names, for each `<mode>_file` field of a task's
+    own config (google's --train_file / --eval_file / --predict_file)."""
+    return {mode: getattr(config, f"{mode}_file") for mode in MODES
+            if hasattr(config, f"{mode}_file")}

@@ -62,8 +62,9 @@ class ClassificationTask(base.Task):
 
     def __init__(self, config: ClassificationConfig | None = None,
                  run_config: RunConfig | None = None, *, num_classes: int | None = None,
-                 bert_config=None):
-        super().__init__(run_config or RunConfig(), bert_config=bert_config)
+                 model_files=None, bert_config=None):
+        super().__init__(run_config or RunConfig(), model_files=model_files,
+                         bert_config=bert_config)
         self.config = config or ClassificationConfig()
         # The data_prep.glue.TaskSpec of --task_name (a custom task's labels settle
         # once its training file is read: `_settle_labels`).
@@ -149,34 +150,17 @@ class ClassificationTask(base.Task):
                             f"fixed: {', '.join(spec.labels or ['(regression score)'])}")
         return spec
 
-    def check_flags(self):
-        config = self.config
-        if self.spec is None:
+    @classmethod
+    def check_flags(cls, config, run_config):
+        if not config.task_name:
             raise UserError(f"--task_name is required; known tasks: "
                             f"{', '.join(glue.known_task_names())}")
+        spec = cls._task_spec(config)
         for name in ("max_eval_examples", "max_predict_examples"):
             value = getattr(config, name)
             if value is not None and value <= 0:
                 raise UserError(f"--{name} must be positive, got {value}")
-        self._check_window_flags()
-
-    def _check_window_flags(self):
-        config = self.config
-        if config.long_document not in LONG_DOCUMENTS:
-            raise UserError(f"--long_document={config.long_document!r}: use truncate (the "
-                            "first --max_seq_length tokens) or windows")
-        if config.window_pooling not in WINDOW_POOLINGS:
-            raise UserError(f"--window_pooling={config.window_pooling!r}: use "
-                            f"{' or '.join(WINDOW_POOLINGS)}")
-        if config.windows is None:
-            return
-        if config.doc_stride <= 0:  # one larger than a window is a window (run_squad's rule)
-            raise UserError(f"--doc_stride must be positive, got {config.doc_stride}")
-        if config.max_windows <= 0:
-            raise UserError(f"--max_windows must be positive, got {config.max_windows}")
-        if self.spec.is_pair:
-            raise UserError(f"--long_document=windows reads one long text; {self.spec.name} "
-                            "is a pair task (text_a and text_b): use --long_document=truncate")
+        _check_window_flags(config, spec)
 
     def _split_files(self, split: str) -> list:
         """[(suffix, path, required)] of `split` ("train", "dev", "test")."""
@@ -383,3 +367,22 @@ class ClassificationTask(base.Task):
             model, self.model_files.vocab_file, self.model_files.do_lower_case,
             self.run_config.max_seq_length, self.spec.labels, self.spec.is_pair, export_dir,
             version=version, windows=self.config.windows)
+
+
+def _check_window_flags(config, spec) -> None:
+    """The flags of --long_document=windows (one line each)."""
+    if config.long_document not in LONG_DOCUMENTS:
+        raise UserError(f"--long_document={config.long_document!r}: use truncate (the "
+                        "first --max_seq_length tokens) or windows")
+    if config.window_pooling not in WINDOW_POOLINGS:
+        raise UserError(f"--window_pooling={config.window_pooling!r}: use "
+                        f"{' or '.join(WINDOW_POOLINGS)}")
+    if config.windows is None:
+        return
+    if config.doc_stride <= 0:  # one larger than a window is a window (run_squad's rule)
+        raise UserError(f"--doc_stride must be positive, got {config.doc_stride}")
+    if config.max_windows <= 0:
+        raise UserError(f"--max_windows must be positive, got {config.max_windows}")
+    if spec.is_pair:
+        raise UserError(f"--long_document=windows reads one long text; {spec.name} "
+                        "is a pair task (text_a and text_b): use --long_document=truncate")

@@ -50,9 +50,10 @@ class GeneralDistillationTask(PretrainingTask):
     family = "distillation"
     distils = "representations"
 
-    def check_flags(self):
-        super().check_flags()
-        if self.run_config.do_train and not self.run_config.teacher:
+    @classmethod
+    def check_flags(cls, config, run_config):
+        super().check_flags(config, run_config)
+        if run_config.do_train and not run_config.teacher:
             raise UserError("--teacher is required with --do_train: the checkpoint the "
                             "student learns from (e.g. --teacher=$MINILM "
                             "--init_checkpoint=$MINILM --student_layers=0,2,4)")

@@ -39,8 +39,9 @@ class MultipleChoiceTask(base.Task):
     distils = "outputs"
 
     def __init__(self, config: MultipleChoiceConfig | None = None,
-                 run_config: RunConfig | None = None, *, bert_config=None):
-        super().__init__(run_config or SwagRunConfig(), bert_config=bert_config)
+                 run_config: RunConfig | None = None, *, model_files=None, bert_config=None):
+        super().__init__(run_config or SwagRunConfig(), model_files=model_files,
+                         bert_config=bert_config)
         self.config = config or MultipleChoiceConfig()
         self.examples = {}
 

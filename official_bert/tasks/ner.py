@@ -91,8 +91,9 @@ class NerTask(base.Task):
     reads_distill_text = True
 
     def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
-                 *, bert_config=None):
-        super().__init__(run_config or RunConfig(), bert_config=bert_config)
+                 *, model_files=None, bert_config=None):
+        super().__init__(run_config or RunConfig(), model_files=model_files,
+                         bert_config=bert_config)
         self.config = config or NerConfig()
         self.label_list = list(self.config.labels) if self.config.labels else None
         self.data = {}  # split → data_prep.conll.ConllFile
@@ -125,9 +126,9 @@ class NerTask(base.Task):
 
     # --- inputs ---------------------------------------------------------------------
 
-    def check_flags(self):
-        super().check_flags()  # each mode's --<mode>_file; run_files is base.Task's
-        config = self.config
+    @classmethod
+    def check_flags(cls, config, run_config):
+        super().check_flags(config, run_config)  # each mode's --<mode>_file
         if config.window_stride is not None and config.window_stride <= 0:
             raise UserError(f"--window_stride must be positive, got {config.window_stride}")
 
@@ -292,28 +293,29 @@ class FeatureBasedNerTask(NerTask):
     family = "feature-based ner"
     distils = None  # (its features are the frozen encoder's, made before training)
 
-    def check_flags(self):
-        super().check_flags()
-        if not self.run_config.init_checkpoint:
+    @classmethod
+    def check_flags(cls, config, run_config):
+        super().check_flags(config, run_config)
+        if not run_config.init_checkpoint:
             raise UserError("--feature_based needs a pre-trained --init_checkpoint")
-        if self.run_config.export_dir:
+        if run_config.export_dir:
             raise UserError("--export_dir is only supported for fine-tuning, not "
                             "--feature_based")
-        if self.config.combine not in LAYER_COMBINATIONS:
-            raise UserError(f"--combine={self.config.combine!r}: use "
+        if config.combine not in LAYER_COMBINATIONS:
+            raise UserError(f"--combine={config.combine!r}: use "
                             f"{', '.join(LAYER_COMBINATIONS)}")
-        if self.config.task_model not in NER_TASK_MODELS:
-            raise UserError(f"--task_model={self.config.task_model!r}: use "
+        if config.task_model not in NER_TASK_MODELS:
+            raise UserError(f"--task_model={config.task_model!r}: use "
                             f"{' or '.join(NER_TASK_MODELS)}")
         # (Keras's own errors for these name no flag; 0 layers is a linear tagger.)
         for name in ("lstm_units", "feature_batch_size"):
-            if getattr(self.config, name) <= 0:
-                raise UserError(f"--{name} must be positive, got {getattr(self.config, name)}")
-        if self.config.task_model_layers < 0:
+            if getattr(config, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(config, name)}")
+        if config.task_model_layers < 0:
             raise UserError(f"--task_model_layers cannot be negative, got "
-                            f"{self.config.task_model_layers}")
-        if not 0 <= self.config.task_dropout < 1:
-            raise UserError(f"--task_dropout must be in [0, 1), got {self.config.task_dropout}")
+                            f"{config.task_model_layers}")
+        if not 0 <= config.task_dropout < 1:
+            raise UserError(f"--task_dropout must be in [0, 1), got {config.task_dropout}")
 
     def run_files(self) -> base.RunFiles:
         files, config = super().run_files(), self.config

@@ -89,13 +89,18 @@ class PretrainingTask(base.Task):
     vocab_required = False
 
     def __init__(self, config: PretrainingConfig | None = None,
-                 run_config: RunConfig | None = None, *, bert_config=None):
-        super().__init__(run_config or PretrainRunConfig(), bert_config=bert_config)
-        self.config = config or PretrainingConfig()
-        self.summary = None
+                 run_config: RunConfig | None = None, *, model_files=None, bert_config=None):
+        super().__init__(run_config or PretrainRunConfig(), model_files=model_files,
+                         bert_config=bert_config)
+        self.config = config = config or PretrainingConfig()
+        self.train_files, self.eval_files = _input_files(config)
+        self.text_columns = task_text.text_columns(config.text_column, config.input_format)
+        # The generator's summary beside the first input that has one (or None).
+        self.summary = _summary_beside(self.train_files)
         # False for data without sentence pairs (--packing=full_sentences, a
         # fine-tuning file's text): the masked LM alone is trained and evaluated.
-        self.next_sentence = True
+        self.next_sentence = self.task_text is None and _has_sentence_pairs(
+            self.train_files, self.eval_files)
         # The unigram baseline's token (`prepare`); None: no baseline metric.
         self.unigram_token = None
         self.unigram_share = None
@@ -182,8 +187,8 @@ class PretrainingTask(base.Task):
 
     # --- inputs ---------------------------------------------------------------------
 
-    def check_flags(self):
-        config, run = self.config, self.run_config
+    @classmethod
+    def check_flags(cls, config, run):
         if run.do_predict:
             raise UserError("run_pretraining has no --do_predict")
         if not config.input_file and (run.do_train or not config.eval_input_file):
@@ -220,39 +225,23 @@ class PretrainingTask(base.Task):
                             "never fits")
         if not 0 <= config.short_seq_prob <= 1:
             raise UserError(f"--short_seq_prob must be in [0, 1], got {config.short_seq_prob}")
-        self._check_text_flags()
-        # Evaluation alone reads only --eval_input_file; the train files' place is its.
-        self.train_files = (file_sets.expand_paths(config.input_file, "input_file")
-                            if config.input_file else
-                            file_sets.expand_paths(config.eval_input_file, "eval_input_file"))
-        self.eval_files = (file_sets.expand_paths(config.eval_input_file, "eval_input_file")
-                           if config.eval_input_file and config.input_file else self.train_files)
-        if not self.text:  # a corpus is one or more text files, not a set of shards
-            warnings = [file_sets.unlisted_set_warning(self.train_files, "input_file")]
+        _check_text_flags(config, run)
+        train_files, eval_files = _input_files(config)
+        if config.input_format == "tfrecord":  # a corpus is one or more text files, not a set
+            warnings = [file_sets.unlisted_set_warning(train_files, "input_file")]
             if config.eval_input_file:
-                warnings.append(file_sets.unlisted_set_warning(self.eval_files, "eval_input_file"))
+                warnings.append(file_sets.unlisted_set_warning(eval_files, "eval_input_file"))
             for warning in filter(None, warnings):
                 logging.warning("%s", warning)
         if run.do_eval and not config.eval_input_file:
             logging.warning("--do_eval without --eval_input_file evaluates on the training "
                             "data, which overstates what the model learned: pass held-out "
                             "data as --eval_input_file")
-        self.summary = _summary_beside(self.train_files)
-        self.next_sentence = self.task_text is None and _has_sentence_pairs(
-            self.train_files, self.eval_files)
-
-    def _check_text_flags(self):
-        """The flags of text input (--input_format text, conll or table)."""
-        config = self.config
-        self.text_columns = task_text.text_columns(config.text_column, config.input_format)
-        if self.text and config.dynamic_masking:
-            raise UserError(f"--dynamic_masking is for TFRecords: with --input_format="
-                            f"{config.input_format} every pass is masked afresh already; leave "
-                            "it out")
-        if self.text and self.run_config.distribution_strategy == "tpu":
-            raise UserError(f"--input_format={config.input_format} makes the instances in "
-                            "Python, which a TPU's input pipeline cannot call: make TFRecords "
-                            "with create_pretraining_data and pass those")
+        if config.input_format not in task_text.TASK_FORMATS and not _has_sentence_pairs(
+                train_files, eval_files):
+            logging.warning("The input was made with --packing=full_sentences (no next-sentence "
+                            "pairs): training the masked LM only, no next-sentence loss or "
+                            "metrics")
 
     @property
     def text(self) -> bool:
@@ -280,10 +269,11 @@ class PretrainingTask(base.Task):
             # A fine-tuning file's sentences have no document structure to pair.
             packing="full_sentences" if self.task_text else "sentence_pairs")
 
-    def fallback_vocab_file(self):
+    @classmethod
+    def fallback_vocab_file(cls, config):
         """The vocabulary the generator's summary names (when --vocab_file and
         the checkpoint give none)."""
-        vocab = (self.summary or {}).get("vocab_file")
+        vocab = (_summary_beside(_input_files(config)[0]) or {}).get("vocab_file")
         return vocab if vocab and io.exists(str(vocab)) else None
 
     def run_files(self) -> base.RunFiles:
@@ -466,11 +456,33 @@ def _has_sentence_pairs(train_files, eval_files) -> bool:
         raise UserError(f"{packed} was made with --packing=full_sentences (no next-sentence "
                         f"pairs) but {pairs} with sentence pairs: train on one kind (give "
                         "--input_file and --eval_input_file of one kind)")
-    if "full_sentences" in packings.values():
-        logging.warning("The input was made with --packing=full_sentences (no next-sentence "
-                        "pairs): training the masked LM only, no next-sentence loss or metrics")
-        return False
-    return True
+    return "full_sentences" not in packings.values()
+
+
+def _check_text_flags(config, run) -> None:
+    """The flags of text input (--input_format text, conll or table)."""
+    task_text.text_columns(config.text_column, config.input_format)  # (its own checks)
+    text = config.input_format != "tfrecord"
+    if text and config.dynamic_masking:
+        raise UserError(f"--dynamic_masking is for TFRecords: with --input_format="
+                        f"{config.input_format} every pass is masked afresh already; leave "
+                        "it out")
+    if text and run.distribution_strategy == "tpu":
+        raise UserError(f"--input_format={config.input_format} makes the instances in "
+                        "Python, which a TPU's input pipeline cannot call: make TFRecords "
+                        "with create_pretraining_data and pass those")
+
+
+def _input_files(config) -> tuple:
+    """(training files, evaluation files), each --input_file / --eval_input_file
+    expanded (a pattern, a set, a list). Evaluation alone reads only
+    --eval_input_file; the training files' place is its."""
+    train = (file_sets.expand_paths(config.input_file, "input_file") if config.input_file else
+             file_sets.expand_paths(config.eval_input_file, "eval_input_file")
+             if config.eval_input_file else [])
+    evaluation = (file_sets.expand_paths(config.eval_input_file, "eval_input_file")
+                  if config.eval_input_file and config.input_file else train)
+    return train, evaluation
 
 
 def _summary_beside(files):

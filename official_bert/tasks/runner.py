@@ -1,12 +1,12 @@
 """THE run flow: what every task does the same way.
 
-    run_task(task)
+    run_task(task_class, config, run_config)
       1. check the flags (`RunConfig.validate`, `Task.check_flags`), and that
          --output_dir and --export_dir can be written and --export_version is free;
          unless --max_seq_length is given, a run that does not train reads at its
          run's trained length
       2. resolve checkpoint / config / vocabulary and check they fit each other
-         (`model_files`)
+         (`model_files`); build the task from its configs and these files
       3. read and validate every input file (`Task.read_inputs`); unless
          --max_seq_length is given, a run fine-tuned from a checkpoint pre-trained
          on its own training text trains at that checkpoint's length; with
@@ -60,23 +60,24 @@ from official_bert.training.budget import TimeBudget
 from official_bert.training.trainer import Trainer, training_config
 
 
-def run_task(task) -> dict:
-    """Carries out `task` (a `base.Task`; see the module docstring). Returns
-    the eval results (empty without --do_eval)."""
-    _check_flags(task)                                                            # 1
-    config = task.run_config  # (with the trained length, for a run that does not train)
-    _check_outputs(config)
+def run_task(task_class, config, run_config) -> dict:
+    """Carries out a task: `task_class` (a `base.Task` subclass) built from its
+    own config and `run_config` (see the module docstring). Returns the eval
+    results (empty without --do_eval)."""
+    # (with the trained length, for a run that does not train)
+    run_config = _check_flags(task_class, config, run_config)                     # 1
+    _check_outputs(run_config)
     # Before any TensorFlow op (reading the inputs below runs some): logical devices,
     # and the collective ops of MultiWorkerMirroredStrategy, cannot be set up once
     # TensorFlow's runtime has started.
-    strategy = make_strategy(config)
-    task.model_files = files = model_files.resolve_model_files(                   # 2
-        config, task.required_tokens, task.vocab_required, task.fallback_vocab_file(),
-        config.output_dir)
-    task.bert_config = files.config
+    strategy = make_strategy(run_config)
+    files = model_files.resolve_model_files(                                      # 2
+        run_config, task_class.required_tokens, task_class.vocab_required,
+        task_class.fallback_vocab_file(config), run_config.output_dir)
+    task = task_class(config, run_config, model_files=files)
     task.read_inputs()                                                            # 3
     if _use_adapted_length(task):
-        task.check_flags()  # (its checks again, at that length)
+        task.check_flags(task.config, task.run_config)  # (its checks again, at that length)
     task.teacher = _teacher(task)  # (a tagger's labels come from its training file)
     run_files = task.run_files()
     _refuse_outputs_over_inputs(task, run_files)                                  # 4
@@ -140,41 +141,43 @@ def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
 # === The steps ===
 
 
-def _check_flags(task) -> None:
-    """Step 1: the shared flags, what the run is asked to do, the task's flags."""
-    config = task.run_config
+def _check_flags(task_class, task_config, config):
+    """Step 1: the shared flags, what the run is asked to do, the task's flags.
+    Returns the run's config (with the trained length, for a run that does not
+    train)."""
     config.validate()
     model_files.check_model_source(config)
-    _use_trained_length(task)
+    config = _use_trained_length(config)
     modes = [m for m in ("train", "eval", "predict") if getattr(config, f"do_{m}")]
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
-    _check_distill_text(task)
-    task.check_flags()
-    if config.eval_every_steps and not getattr(config, task.evaluation_flag()):
-        raise UserError(f"--eval_every_steps needs --{task.evaluation_flag()} (the data to "
-                        "evaluate on)")
+    _check_distill_text(task_class, config)
+    task_class.check_flags(task_config, config)
+    if config.eval_every_steps and not getattr(config, task_class.evaluation_flag()):
+        raise UserError(f"--eval_every_steps needs --{task_class.evaluation_flag()} (the data "
+                        "to evaluate on)")
     if config.eval_every_steps and not config.do_train:
         raise UserError("--eval_every_steps evaluates while training: add --do_train")
+    return config
 
 
-def _use_trained_length(task) -> None:
+def _use_trained_length(config):
     """Step 1 for a run that does not train: it evaluates, predicts and exports at
     the --max_seq_length its run was trained with unless the flag is given, and
-    says which length it uses when the two differ."""
-    config = task.run_config
-    trained = None if config.do_train else task.run_directory.trained_length()
+    says which length it uses when the two differ. Returns the config to run."""
+    run_directory = RunDirectory(config.output_dir)
+    trained = None if config.do_train else run_directory.trained_length()
     if trained is None or trained == config.max_seq_length:
-        return
+        return config
     if "max_seq_length" in config.given:
         logging.warning("--max_seq_length=%d: this run was trained at %d tokens, and now reads "
                         "%d (leave the flag out to use the trained length)",
                         config.max_seq_length, trained, config.max_seq_length)
-        return
-    task.run_config = dataclasses.replace(config, max_seq_length=trained)
+        return config
     logging.info("--max_seq_length=%d: the length this run was trained with (%s; "
                  "--max_seq_length=N reads another)", trained,
-                 os.path.basename(task.run_directory.run_record))
+                 os.path.basename(run_directory.run_record))
+    return dataclasses.replace(config, max_seq_length=trained)
 
 
 def _use_adapted_length(task) -> bool:
@@ -210,13 +213,12 @@ def _use_adapted_length(task) -> bool:
 ADAPTING_TASKS = ("pretraining", "distillation")
 
 
-def _check_distill_text(task) -> None:
+def _check_distill_text(task_class, config) -> None:
     """--distill_text: with a teacher, on a task that reads it, an existing file."""
-    config = task.run_config
-    if config.distill_text and not (config.teacher and task.reads_distill_text):
+    if config.distill_text and not (config.teacher and task_class.reads_distill_text):
         raise UserError("--distill_text is text a teacher labels for the student: add "
-                        "--teacher" if task.reads_distill_text else
-                        f"--distill_text: the {_family(task)} task does not read unlabelled "
+                        "--teacher" if task_class.reads_distill_text else
+                        f"--distill_text: the {_family(task_class)} task does not read unlabelled "
                         "text (classification and tagging do); leave it out")
     if config.distill_text and not io.isfile(config.distill_text):
         raise UserError(f"--distill_text: {config.distill_text} is not a file: give a file of "
@@ -373,7 +375,9 @@ def _check_unrecorded_model(task) -> None:
 
 
 def _family(task) -> str:
-    return task.family or type(task).__name__
+    """The task family's name (of a task or its class)."""
+    task_class = task if isinstance(task, type) else type(task)
+    return task_class.family or task_class.__name__
 
 
 def _check_batch_size(config, replicas: int) -> None:

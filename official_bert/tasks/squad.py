@@ -55,8 +55,9 @@ class SpanLabelingTask(base.Task):
     distils = "outputs"
 
     def __init__(self, config: SquadConfig | None = None, run_config: RunConfig | None = None,
-                 *, bert_config=None):
-        super().__init__(run_config or SquadRunConfig(), bert_config=bert_config)
+                 *, model_files=None, bert_config=None):
+        super().__init__(run_config or SquadRunConfig(), model_files=model_files,
+                         bert_config=bert_config)
         self.config = config or SquadConfig()
         self.train_examples = self.predict_examples = None
         self.eval_results = None
@@ -106,12 +107,12 @@ class SpanLabelingTask(base.Task):
 
     # --- inputs ---------------------------------------------------------------------
 
-    def check_flags(self):
-        config, run = self.config, self.run_config
+    @classmethod
+    def check_flags(cls, config, run):
         if run.do_eval:
             raise UserError("run_squad has no --do_eval: --do_predict on a file with answers "
                             "writes eval_results.json")
-        super().check_flags()  # --train_file / --predict_file with their modes
+        super().check_flags(config, run)  # --train_file / --predict_file with their modes
         if run.max_seq_length <= config.max_query_length + 3:
             raise UserError(f"--max_seq_length ({run.max_seq_length}) must be greater than "
                             f"--max_query_length ({config.max_query_length}) + 3")
@@ -190,7 +191,8 @@ class SpanLabelingTask(base.Task):
 
     # --- prediction (and the official metric) -----------------------------------------
 
-    def evaluation_flag(self) -> str:
+    @classmethod
+    def evaluation_flag(cls) -> str:
         return "do_predict"  # SQuAD evaluates its predictions of --predict_file
 
     def evaluate(self, trainer) -> dict | None:

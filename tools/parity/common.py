@@ -114,9 +114,8 @@ def official_bert_squad_task(args, **run_fields):
                          max_train_examples=args.max_train_examples, seed=args.seed,
                          **run_fields)
     task = SpanLabelingTask(SquadConfig(train_file=args.train_file, doc_stride=args.doc_stride,
-                                        max_query_length=args.max_query_length), run)
-    task.model_files = model_files.resolve_model_files(run)
-    task.bert_config = task.model_files.config
+                                        max_query_length=args.max_query_length), run,
+                            model_files=model_files.resolve_model_files(run))
     task.read_inputs()
     return task
 

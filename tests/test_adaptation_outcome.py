@@ -41,7 +41,7 @@ def test_each_task_adapts_once_per_library_and_fine_tunes_each_row_and_seed(caps
     ner = steps["WNUT-17/ours/seed42"].make(pending)
     assert "run_ner.py" in ner[1] and "--learning_rate=5e-05" in ner
     assert not any(a.startswith("--max_train_examples") for a in ner)  # (all its sentences)
-    # The labelled test set: the fine-tuned run evaluated again on it, in its own directory.
+    # The labelled test set: the fine-tuned run evaluated again on it, in its directory.
     test = steps["MRPC/ours/seed43/test"].make(pending)
     assert {"--do_eval", "--output_dir=<MRPC/ours/seed43>"} <= set(test)
     assert any(a.startswith("--eval_file=") and a.endswith("msr_paraphrase_test.txt")
@@ -90,7 +90,7 @@ def test_the_table_gives_each_rows_spread_and_its_gain_over_the_base():
     assert "| WNUT-17 | 44.0 (40.0–45.0) | 48.0 (46.0–50.0) | 4.0 | — | 300 / — |" in text
     assert "| STS-B | 81.0 (80.0–82.0) | 80.0 (79.0–83.0) | -1.0 | — | 300 / — |" in text
     assert "positive on 1 of 2 tasks (mean +1.5); beyond the seeds' spread" in text
-    assert text.endswith("on 1.")  # WNUT-17's adapted seeds (46-50) all above 40-45
+    assert text.endswith("on 1 (WNUT-17).")  # its adapted seeds (46-50) all above 40-45
     assert "| STS-B | 76.0 (75.0–77.0) | 75.0 (74.0–78.0) | -1.0 | — |" in text  # its test set
     json.dumps(report)
 

@@ -317,6 +317,7 @@ def _gain_lines(report: dict) -> list:
         gains = [rows[row]["gain"] for rows in scored]
         beyond = [task for task, t in report["tasks"].items() if "gain" in t["rows"].get(row, {})
                   and t["rows"][row]["min"] > t["rows"]["base"]["max"]]
+        lines += [""] if lines else []  # (a paragraph each)
         lines.append(f"{name}: the median's gain is positive on {sum(g > 0 for g in gains)} of "
                      f"{len(gains)} tasks (mean {statistics.mean(gains):+.1f}); beyond the seeds' "
                      f"spread (every adapted seed above every unadapted one) on {len(beyond)}"

@@ -185,7 +185,6 @@ class Task:
         """Work done once the run directory is ready, before the model is built
         (e.g. the feature-based NER task caches the frozen encoder's features)."""
 
-
     # --- the model ------------------------------------------------------------
 
     def jit_compile(self) -> bool:

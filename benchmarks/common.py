@@ -95,6 +95,34 @@ def time_calls(fn, steps: int, warmup: int) -> list:
     return [_timed(fn) for _ in range(steps)]
 
 
+def time_interleaved(runs: dict, requests: dict, calls: dict, rounds: int) -> dict:
+    """{engine: {request: [seconds]}}: after one untimed call of each request
+    per engine (tracing, XLA compilation, oneDNN's primitives), `rounds`
+    rounds in which every engine, in an order rotated by one each round, makes
+    calls[request] timed calls of each request.
+
+    Args:
+        runs: {engine: run(request)}; run must wait for its result.
+        requests: {name: request}.
+        calls: {request name: timed calls per round}.
+        rounds: int.
+    """
+    names = list(runs)
+    for name in names:
+        for request in requests.values():
+            runs[name](request)
+    seconds = {name: {key: [] for key in requests} for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            for key, request in requests.items():
+                for _ in range(calls[key]):
+                    start = time.perf_counter()
+                    runs[name](request)
+                    seconds[name][key].append(time.perf_counter() - start)
+        print(f"round {r + 1}/{rounds} done", flush=True)
+    return seconds
+
+
 def pretraining_optimizer():
     """The optimizer every TensorFlow step here is timed with: the runners'
     AdamW (BERT's recipe, global-norm clipping) mid-warm-up."""

@@ -25,9 +25,15 @@ The teacher is all-MiniLM-L6-v2 (L=6, H=384) fine-tuned on each task. Rows:
 
 Quality is each task's own metric x 100 (GLUE's score:
 accuracy, (accuracy + F1) / 2 for MRPC, (Pearson + Spearman) / 2 for STS-B;
-entity F1 for WNUT-17); speed is the teacher encoder's forward time over the
-row's (`speed`: batches of 32 at --seq_length, each depth timed in turn, rounds
-in one process: the same engine and moment).
+entity F1 for WNUT-17), and each row's average over the tasks as a share of the
+teacher's. Speed: each row's first-seed run on the first task, exported as TF
+Serving's SavedModel (the run's command without --do_train, at length 128) and
+converted to int8 TFLite (`serving/edge.py`, dynamic-range weights); every
+export's B1 x S128 p50 latency and B32 x S128 throughput, 2 threads, timed in
+turn in one process (the same engine and moment for all), against the teacher's.
+
+The plan runs row by row over the tasks (the teacher first, general
+distillation late), so a run stopped part-way leaves whole rows.
 
 Every step is a subprocess of the project's own commands, as a user runs them,
 resumed from `--work_dir` when run again (`benchmarks/step_runner.py`).
@@ -43,7 +49,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
-from benchmarks.common import machine, minilm_dir, time_calls  # noqa: E402
+from benchmarks.common import machine, minilm_dir, time_interleaved  # noqa: E402
 from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
 from benchmarks.step_runner import (InProcess, Step, bert, measure, python, read_json,  # noqa: E402
                                     split_list, write_json)
@@ -60,6 +66,8 @@ SHAPES = {"teacher": (None, False, False), "student": ("0,2,4", False, False),
           "distilled": ("0,2,4", True, False), "general": (None, True, True),
           "narrow": ("0,5", False, False), "narrow_distilled": ("0,5", True, False),
           "distilled_text": ("0,2,4", True, False)}
+PLAN_ORDER = ("teacher", "student", "distilled", "narrow", "narrow_distilled", "general",
+              "distilled_text")
 FIVE_SEED_ROWS = ("teacher", "student", "distilled")
 # The rows that also learn the teacher's outputs on more text (--distill_text).
 TEXT_ROWS = ("distilled_text",)
@@ -75,13 +83,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--other_seeds", default="42,43,44", help="Of the other rows.")
     add("--train_rows", type=int, default=1000, help="Each task trains on its first N rows.")
     add("--eval_rows", type=int, default=500, help="Each task is scored on its first N dev rows.")
-    add("--extra_rows", type=int, default=2000,
+    add("--extra_rows", type=int, default=1000,
         help="The distilled_text row's unlabelled text: the training rows after --train_rows.")
     add("--seq_length", type=int, default=64)
     add("--epochs", type=float, default=3.0)
     add("--learning_rate", type=float, default=1e-4)
     add("--batch_size", type=int, default=32)
-    add("--general_minutes", type=float, default=30.0,
+    add("--general_minutes", type=float, default=15.0,
         help="Training time of general distillation on the corpus.")
     add("--general_learning_rate", type=float, default=1e-4)
     add("--work_dir", default="/tmp/distillation_outcome", help="Every step's output; reused.")
@@ -204,64 +212,97 @@ def extra_text_step(args, task: str) -> Step:
         "as text the teacher labels", run))
 
 
-def speed_step(args, base: str) -> Step:
-    """The encoders of the teacher and of each student's shape, timed in one process,
-    round by round in turn (the same engine, batches and moment), at --seq_length."""
-    def run(out):
-        write_json(out / "speed.json", encoder_speed(base, args.seq_length))
-    return Step("speed", "speed", 180, lambda r: InProcess(
-        f"time the encoders of {sorted(set(LAYERS.values()))} layers of {base}", run),
-        lambda out, log: read_json(out / "speed.json"))
+SPEED_LENGTH, SPEED_BATCH, SPEED_THREADS = 128, 32, 2
 
 
-# Row → the encoder's layers (the teacher's six, or the student's).
-LAYERS = {"teacher": 6, "student": 3, "distilled": 3, "general": 3, "narrow": 2,
-          "narrow_distilled": 2, "distilled_text": 3}
+def export_step(args, row: str) -> Step:
+    """The row's first seed's run on the first task, exported as TF Serving's
+    SavedModel (the run command without --do_train, at length 128)."""
+    task = args.tasks[0]
+    run = f"{task}/{row}/seed{seeds_of(args, row)[0]}"
+    script = "run_ner.py" if task == "WNUT-17" else "run_classifier.py"
+    flags = [] if task == "WNUT-17" else [f"--task_name={GLUE_TASKS[task]}"]
+    return Step(f"speed/{row}", "export", 40, lambda r: python(script) + [
+        *flags, f"--output_dir={r[run]['output_dir']}", "--export_dir={out}/export",
+        f"--max_seq_length={SPEED_LENGTH}"])
 
 
-def encoder_speed(base: str, seq_length: int, batch: int = 32, rounds: int = 7,
-                  calls: int = 5) -> dict:
-    """Median seconds of a forward pass of `batch` sequences, per number of layers:
-    all-MiniLM-L6-v2's config at each depth (the weights do not change the time),
-    each depth's `calls` in turn in every round."""
-    import dataclasses
+def speed_step(args) -> Step:
+    """Every row's SavedModel and its int8 TFLite, timed in one process."""
+    def make(r):
+        exports = {row: f"{r[f'speed/{row}']['output_dir']}/export" for row in speed_rows(args)}
+        return InProcess(
+            f"time the SavedModel and int8 TFLite of {', '.join(exports)} (B1 and "
+            f"B{SPEED_BATCH} x S{SPEED_LENGTH}, {SPEED_THREADS} threads)",
+            lambda out: write_json(out / "speed.json", serving_speed(exports, out)))
+    return Step("speed", "speed", 120 + 60 * len(speed_rows(args)), make,
+                lambda out, log: read_json(out / "speed.json"))
 
+
+def speed_rows(args) -> list:
+    """The rows timed: the teacher's (the speed-ups' reference) and the others."""
+    return ["teacher", *[row for row in args.rows if row != "teacher"]]
+
+
+def serving_speed(exports: dict, out: pathlib.Path, rounds: int = 5) -> dict:
+    """{row: {engine: {"b1_p50_ms", "batch_per_s"}}} for engines "saved_model"
+    (the export's serve_ids, as TF Serving calls it) and "tflite_int8" (its
+    dynamic-range int8 TFLite, run by XNNPACK): B1 x S128 latency and B32 x S128
+    throughput, SPEED_THREADS threads, every engine in turn in each round (the
+    same moment for all; `benchmarks/common.time_interleaved`)."""
     import numpy as np
     import tensorflow as tf
 
-    from official_bert import checkpoints
-    from official_bert.modeling.encoder import BertEncoder
+    from official_bert.serving import edge
+    from official_bert.serving.versions import latest_version_dir
 
-    config = checkpoints.read_checkpoint(base).config
-    ids = np.random.default_rng(0).integers(1000, config.vocab_size, (batch, seq_length))
-    inputs = {"input_word_ids": tf.constant(ids, tf.int32),
-              "input_mask": tf.ones((batch, seq_length), tf.int32),
-              "input_type_ids": tf.zeros((batch, seq_length), tf.int32)}
-    forwards = {}
-    for layers in sorted(set(LAYERS.values())):
-        encoder = BertEncoder.from_bert_config(
-            dataclasses.replace(config, num_hidden_layers=layers))
-        forwards[layers] = tf.function(lambda x, e=encoder: e(x)["sequence_output"])
-        forwards[layers](inputs).numpy()  # traced, warmed
-    seconds = {layers: [] for layers in forwards}
-    for _ in range(rounds):
-        for layers, forward in forwards.items():
-            seconds[layers] += time_calls(lambda f=forward: f(inputs).numpy(), calls, 1)
-    return {str(layers): statistics.median(times) for layers, times in seconds.items()}
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(SPEED_THREADS)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # TensorFlow already ran in this process (a test): its pools stay
+        print(f"TensorFlow's threads were set before: not {SPEED_THREADS}", flush=True)
+    runs = {}
+    for row, export in exports.items():
+        signature = tf.saved_model.load(latest_version_dir(export)).signatures["serve_ids"]
+        runs[(row, "saved_model")] = lambda x, f=signature: [
+            np.asarray(v) for v in f(**{k: tf.constant(a) for k, a in x.items()}).values()]
+        tflite = out / f"{row}_int8.tflite"
+        if not tflite.exists():
+            edge.to_tflite(export, str(tflite), quantize=True, seq_length=SPEED_LENGTH)
+        runs[(row, "tflite_int8")] = edge.tflite_runner(str(tflite), SPEED_THREADS)
+    requests = {"b1": _ids(1), "batch": _ids(SPEED_BATCH)}
+    seconds = time_interleaved(runs, requests, {"b1": 10, "batch": 1}, rounds)
+    speed = {row: {} for row in exports}
+    for (row, engine), times in seconds.items():
+        speed[row][engine] = {"b1_p50_ms": 1000 * statistics.median(times["b1"]),
+                              "batch_per_s": SPEED_BATCH / statistics.median(times["batch"])}
+    return speed
+
+
+def _ids(batch: int) -> dict:
+    import numpy as np
+
+    ids = np.random.default_rng(batch).integers(1000, 30000, (batch, SPEED_LENGTH), np.int32)
+    ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
 
 
 def plan(args) -> list:
     base = minilm_dir("the teacher")
-    steps = [speed_step(args, base)]
-    steps += general_steps(args, base) if "general" in args.rows else []
-    for task in args.tasks:
-        rows = ["teacher", *[row for row in args.rows if row != "teacher"]]
-        if any(row in TEXT_ROWS for row in args.rows):
-            steps.append(extra_text_step(args, task))
-        for row in rows:
-            seeds = seeds_of(args, row) if row in args.rows else args.seeds[:1]
-            steps += [task_step(args, task, row, seed, base) for seed in seeds]
-    return steps
+    steps = []
+    # Row by row over the tasks, in PLAN_ORDER (the teacher's first, the 30-minute
+    # general distillation late): a run stopped part-way leaves whole rows, each with
+    # its average.
+    for row in [row for row in PLAN_ORDER if row == "teacher" or row in args.rows]:
+        if row == "general":
+            steps += general_steps(args, base)
+        if row in TEXT_ROWS:
+            steps += [extra_text_step(args, task) for task in args.tasks]
+        seeds = seeds_of(args, row) if row in args.rows else args.seeds[:1]
+        steps += [task_step(args, task, row, seed, base) for task in args.tasks
+                  for seed in seeds]
+    return steps + [export_step(args, row) for row in speed_rows(args)] + [speed_step(args)]
 
 
 # --- the report -------------------------------------------------------------------------
@@ -278,37 +319,62 @@ def build_report(args, results: dict) -> dict:
                 rows[row] = seed_summary([run["score"] for run in runs])
         tasks[task] = rows
     speed = results.get("speed") or {}
-    teacher = speed.get(str(LAYERS["teacher"]))
-    speedup = {row: teacher / speed[str(LAYERS[row])] for row in args.rows
-               if teacher and speed.get(str(LAYERS[row]))}
+    speedup = {row: {engine: {
+        "b1": speed["teacher"][engine]["b1_p50_ms"] / times["b1_p50_ms"],
+        "batch": times["batch_per_s"] / speed["teacher"][engine]["batch_per_s"]}
+        for engine, times in engines.items()} for row, engines in speed.items()}
     average = {}
     for row in args.rows:
         medians = [tasks[t][row]["median"] for t in args.tasks if row in tasks[t]]
         average[row] = statistics.mean(medians) if len(medians) == len(args.tasks) else None
+    teacher = average.get("teacher")
+    kept = {row: value / teacher for row, value in average.items()
+            if teacher and value is not None}
     report = {"settings": vars(args), "machine": machine(), "tasks": tasks, "average": average,
-              "encoder_seconds": speed, "speedup": speedup}
+              "of_teacher": kept, "speed": speed, "speedup": speedup}
     if "general/distill" in results:
         report["general_distillation"] = results["general/distill"]
     return report
 
 
+ENGINES = (("saved_model", "SavedModel"), ("tflite_int8", "int8 TFLite"))
+
+
 def format_table(report: dict) -> str:
     s = report["settings"]
+    speed_columns = [f"{label} {what}" for _, label in ENGINES
+                     for what in ("B1 p50 ms", f"B{SPEED_BATCH} seq/s")]
     lines = [f"Distillation of all-MiniLM-L6-v2 fine-tuned per task: first {s['train_rows']} "
              f"training rows, {s['epochs']:g} epochs, length {s['seq_length']}, learning rate "
              f"{s['learning_rate']:g}; dev: first {s['eval_rows']} rows (WNUT-17: all). "
-             f"Median (min-max) over seeds; speed: the teacher encoder's time over the row's, "
-             f"batches of 32 timed in turn in one process.", "",
-             "| row | " + " | ".join(s["tasks"]) + " | average | speed |",
-             "|---|" + "---|" * (len(s["tasks"]) + 2)]
+             f"Median (min-max) over seeds. Speed: each row's export of {s['tasks'][0]} at "
+             f"length {SPEED_LENGTH}, {SPEED_THREADS} threads, all timed in turn in one "
+             "process (x: against the teacher's).", "",
+             "| row | " + " | ".join(s["tasks"]) + " | average | of teacher | "
+             + " | ".join(speed_columns) + " |",
+             "|---|" + "---|" * (len(s["tasks"]) + 3 + len(speed_columns))]
     for row in s["rows"]:
         cells = [spread(report["tasks"][task].get(row)) if report["tasks"][task].get(row)
                  else "—" for task in s["tasks"]]
-        speedup = report.get("speedup", {}).get(row)
-        speed = f"{speedup:.1f}x" if speedup else "—"
-        lines.append(f"| {row} | " + " | ".join(cells) +
-                     f" | {fmt(report['average'].get(row))} | {speed} |")
+        kept = report["of_teacher"].get(row)
+        cells += [fmt(report["average"].get(row)), f"{100 * kept:.1f}%" if kept else "—"]
+        cells += speed_cells(report, row)
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def speed_cells(report: dict, row: str) -> list:
+    """Per engine: B1 p50 latency and throughput, each with its speed-up."""
+    cells = []
+    for engine, _ in ENGINES:
+        times = report["speed"].get(row, {}).get(engine)
+        if not times:
+            cells += ["—", "—"]
+            continue
+        up = report["speedup"][row][engine]
+        cells += [f"{times['b1_p50_ms']:.1f} ({up['b1']:.1f}x)",
+                  f"{times['batch_per_s']:.0f} ({up['batch']:.1f}x)"]
+    return cells
 
 
 def main(argv=None) -> None:

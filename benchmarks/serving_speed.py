@@ -438,34 +438,6 @@ def _request(batch):
             "input_type_ids": np.zeros_like(ids)}
 
 
-def time_interleaved(runs: dict, requests: dict, calls: dict, rounds: int) -> dict:
-    """{engine: {request: [seconds]}}: after one untimed call of each request
-    per engine (tracing, XLA compilation, oneDNN's primitives), `rounds`
-    rounds in which every engine, in an order rotated by one each round, makes
-    calls[request] timed calls of each request.
-
-    Args:
-        runs: {engine: run(request)}; run must wait for its result.
-        requests: {name: request}.
-        calls: {request name: timed calls per round}.
-        rounds: int.
-    """
-    names = list(runs)
-    for name in names:
-        for request in requests.values():
-            runs[name](request)
-    seconds = {name: {key: [] for key in requests} for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            for key, request in requests.items():
-                for _ in range(calls[key]):
-                    start = time.perf_counter()
-                    runs[name](request)
-                    seconds[name][key].append(time.perf_counter() - start)
-        print(f"round {r + 1}/{rounds} done", flush=True)
-    return seconds
-
-
 COMPETITORS = ("ort_fp32", "ov_fp32", "ov_bf16", "ort_int8")
 
 
@@ -527,7 +499,7 @@ def synthetic_section(results):
     b1, bn = _request(1), _request(FLAGS.batch_size)
     # Exactness against tf_fp32 (same weights) for the TensorFlow-made engines.
     reference = runs["tf_fp32"](b1) if "tf_fp32" in runs else None
-    seconds = time_interleaved(runs, {"b1": b1, "batch": bn},
+    seconds = common.time_interleaved(runs, {"b1": b1, "batch": bn},
                                {"b1": FLAGS.b1_calls, "batch": FLAGS.batch_calls}, FLAGS.rounds)
     rows = summarize(seconds, FLAGS.batch_size, FLAGS.threads)
     for row in rows:

@@ -63,7 +63,7 @@ def test_serving_speed_interleaves_the_engines_and_divides_right():
 
     runs = {"ours": engine("ours", 1), "ort_fp32": engine("ort_fp32", 2),
             "ov_bf16": engine("ov_bf16", 3)}
-    seconds = serving_speed.time_interleaved(runs, {"b1": "one", "batch": "many"},
+    seconds = common.time_interleaved(runs, {"b1": "one", "batch": "many"},
                                              {"b1": 2, "batch": 1}, rounds=3)
     # One untimed call per engine and request, then 3 rounds of 2 + 1 timed calls.
     assert len(calls) == 3 * 2 + 3 * 3 * 3

@@ -23,7 +23,11 @@ def _pending(*names):
 def test_each_row_task_and_seed_is_one_step_and_students_learn_the_first_seeds_teacher():
     args = outcome.parse_args(["--tasks=MRPC,WNUT-17", "--seeds=42,43", "--other_seeds=42"])
     names = [step.name for step in outcome.plan(args)]
-    assert names[:3] == ["speed", "general/corpus", "general/distill"]
+    # Row by row (the teacher first, general distillation late), then the exports and speed.
+    assert names[:3] == ["MRPC/teacher/seed42", "MRPC/teacher/seed43", "WNUT-17/teacher/seed42"]
+    assert names.index("general/distill") == names.index("MRPC/general/seed42") - 1
+    assert names.index("general/corpus") > names.index("WNUT-17/narrow_distilled/seed42")
+    assert names[-len(outcome.ROWS) - 1:] == [f"speed/{row}" for row in outcome.ROWS] + ["speed"]
     for task in ("MRPC", "WNUT-17"):
         for row in outcome.ROWS:
             seeds = (42, 43) if row in outcome.FIVE_SEED_ROWS else (42,)
@@ -46,7 +50,11 @@ def test_each_row_task_and_seed_is_one_step_and_students_learn_the_first_seeds_t
     assert "--distill_text=<WNUT-17/extra_text>/extra.conll" in with_text
     distill = steps["general/distill"].make(_pending("general/corpus"))
     assert distill[2:4] == ["official_bert.commands.cli", "distill"]
-    assert {"--student_layers=0,2,4", "--max_train_minutes=30"} <= set(distill)
+    assert {"--student_layers=0,2,4", "--max_train_minutes=15"} <= set(distill)
+    export = steps["speed/narrow"].make(results | _pending("MRPC/narrow/seed42"))
+    assert export[1].endswith("run_classifier.py") and {
+        "--task_name=mrpc", "--output_dir=<MRPC/narrow/seed42>", "--export_dir={out}/export",
+        "--max_seq_length=128"} <= set(export) and "--do_train" not in export
 
 
 def test_the_extra_text_is_the_training_rows_after_the_labelled_ones(tmp_path):
@@ -74,8 +82,8 @@ def test_the_extra_text_is_the_training_rows_after_the_labelled_ones(tmp_path):
 def test_without_the_teacher_row_its_first_seed_still_runs_for_the_students():
     args = outcome.parse_args(["--tasks=SST-2", "--rows=distilled", "--seeds=42,43"])
     names = [step.name for step in outcome.plan(args)]
-    assert names == ["speed", "SST-2/teacher/seed42", "SST-2/distilled/seed42",
-                     "SST-2/distilled/seed43"]
+    assert names == ["SST-2/teacher/seed42", "SST-2/distilled/seed42", "SST-2/distilled/seed43",
+                     "speed/teacher", "speed/distilled", "speed"]
 
 
 def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
@@ -87,23 +95,50 @@ def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
         for row in ("teacher", "student"):
             for seed, value in zip(args.seeds, scores[row]):
                 results[f"{task}/{row}/seed{seed}"] = {"score": float(value)}
-    results["speed"] = {"6": 0.10, "3": 0.05, "2": 0.04}
+    results["speed"] = {
+        "teacher": {"saved_model": {"b1_p50_ms": 10.0, "batch_per_s": 100.0},
+                    "tflite_int8": {"b1_p50_ms": 6.0, "batch_per_s": 150.0}},
+        "student": {"saved_model": {"b1_p50_ms": 4.0, "batch_per_s": 190.0},
+                    "tflite_int8": {"b1_p50_ms": 3.0, "batch_per_s": 300.0}}}
     report = outcome.build_report(args, results)
     assert report["tasks"]["MRPC"]["student"]["median"] == 76.0
     assert report["average"] == {"teacher": 63.0, "student": 53.5}
+    assert report["of_teacher"]["student"] == pytest.approx(53.5 / 63.0)
+    assert report["speedup"]["student"]["saved_model"] == {"b1": 2.5, "batch": 1.9}
     text = outcome.format_table(report)
-    assert "| row | MRPC | WNUT-17 | average | speed |" in text
-    assert "| teacher | 82.0 (80.0–84.0) | 44.0 (40.0–45.0) | 63.0 | 1.0x |" in text
-    assert "| student | 76.0 (75.0–80.0) | 31.0 (30.0–35.0) | 53.5 | 2.0x |" in text
+    assert ("| row | MRPC | WNUT-17 | average | of teacher | SavedModel B1 p50 ms | SavedModel "
+            "B32 seq/s | int8 TFLite B1 p50 ms | int8 TFLite B32 seq/s |") in text
+    assert ("| teacher | 82.0 (80.0–84.0) | 44.0 (40.0–45.0) | 63.0 | 100.0% | 10.0 (1.0x) | "
+            "100 (1.0x) | 6.0 (1.0x) | 150 (1.0x) |") in text
+    assert ("| student | 76.0 (75.0–80.0) | 31.0 (30.0–35.0) | 53.5 | 84.9% | 4.0 (2.5x) | "
+            "190 (1.9x) | 3.0 (2.0x) | 300 (2.0x) |") in text
     json.dumps(report)
 
 
-@pytest.mark.slow  # builds and times three encoders of all-MiniLM-L6-v2's width
-def test_the_encoders_are_timed_by_depth_and_a_deeper_one_is_slower():
-    seconds = outcome.encoder_speed(outcome.minilm_dir("the test"), seq_length=16, batch=4,
-                                    rounds=2, calls=2)
-    assert set(seconds) == {"2", "3", "6"}
-    assert seconds["6"] > seconds["2"] > 0
+@pytest.mark.slow  # exports two tiny encoders, converts them to int8 TFLite, times both
+def test_every_export_and_its_int8_tflite_are_timed(tmp_path):
+    import keras
+
+    from official_bert.modeling.configs import BertConfig
+    from official_bert.modeling.encoder import BertEncoder
+    from official_bert.serving.encoder import export_encoder
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30000)]
+    exports = {}
+    for row, layers in (("teacher", 2), ("student", 1)):
+        keras.utils.set_random_seed(0)
+        encoder = BertEncoder.from_bert_config(BertConfig(
+            vocab_size=len(vocab), hidden_size=32, num_hidden_layers=layers,
+            num_attention_heads=2, intermediate_size=64))
+        exports[row] = str(tmp_path / row)
+        export_encoder(encoder, vocab, True, outcome.SPEED_LENGTH, exports[row], version=1)
+    speed = outcome.serving_speed(exports, tmp_path, rounds=1)
+    assert sorted((tmp_path).glob("*_int8.tflite")) == [tmp_path / "student_int8.tflite",
+                                                        tmp_path / "teacher_int8.tflite"]
+    for row in exports:
+        assert set(speed[row]) == {"saved_model", "tflite_int8"}
+        for times in speed[row].values():
+            assert times["b1_p50_ms"] > 0 and times["batch_per_s"] > 0
 
 
 def test_bad_flags_are_one_line_each(capsys):

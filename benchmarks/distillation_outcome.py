@@ -318,7 +318,8 @@ def build_report(args, results: dict) -> dict:
             if runs:
                 rows[row] = seed_summary([run["score"] for run in runs])
         tasks[task] = rows
-    speed = results.get("speed") or {}
+    timed = results.get("speed") or {}  # (and the step's output_dir)
+    speed = {row: timed[row] for row in speed_rows(args) if row in timed}
     speedup = {row: {engine: {
         "b1": speed["teacher"][engine]["b1_p50_ms"] / times["b1_p50_ms"],
         "batch": times["batch_per_s"] / speed["teacher"][engine]["batch_per_s"]}
@@ -352,7 +353,7 @@ def format_table(report: dict) -> str:
              "process (x: against the teacher's).", "",
              "| row | " + " | ".join(s["tasks"]) + " | average | of teacher | "
              + " | ".join(speed_columns) + " |",
-             "|---|" + "---|" * (len(s["tasks"]) + 3 + len(speed_columns))]
+             "|---|" + "---|" * (len(s["tasks"]) + 2 + len(speed_columns))]
     for row in s["rows"]:
         cells = [spread(report["tasks"][task].get(row)) if report["tasks"][task].get(row)
                  else "—" for task in s["tasks"]]

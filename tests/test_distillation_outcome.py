@@ -96,6 +96,7 @@ def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
             for seed, value in zip(args.seeds, scores[row]):
                 results[f"{task}/{row}/seed{seed}"] = {"score": float(value)}
     results["speed"] = {
+        "output_dir": "/work/speed-0123456789",  # every step's result names its directory
         "teacher": {"saved_model": {"b1_p50_ms": 10.0, "batch_per_s": 100.0},
                     "tflite_int8": {"b1_p50_ms": 6.0, "batch_per_s": 150.0}},
         "student": {"saved_model": {"b1_p50_ms": 4.0, "batch_per_s": 190.0},
@@ -107,7 +108,8 @@ def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
     assert report["speedup"]["student"]["saved_model"] == {"b1": 2.5, "batch": 1.9}
     text = outcome.format_table(report)
     assert ("| row | MRPC | WNUT-17 | average | of teacher | SavedModel B1 p50 ms | SavedModel "
-            "B32 seq/s | int8 TFLite B1 p50 ms | int8 TFLite B32 seq/s |") in text
+            "B32 seq/s | int8 TFLite B1 p50 ms | int8 TFLite B32 seq/s |\n"
+            "|---|---|---|---|---|---|---|---|---|\n") in text
     assert ("| teacher | 82.0 (80.0–84.0) | 44.0 (40.0–45.0) | 63.0 | 100.0% | 10.0 (1.0x) | "
             "100 (1.0x) | 6.0 (1.0x) | 150 (1.0x) |") in text
     assert ("| student | 76.0 (75.0–80.0) | 31.0 (30.0–35.0) | 53.5 | 84.9% | 4.0 (2.5x) | "

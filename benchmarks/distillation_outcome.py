@@ -291,7 +291,7 @@ def _ids(batch: int) -> dict:
 def plan(args) -> list:
     base = minilm_dir("the teacher")
     steps = []
-    # Row by row over the tasks, in PLAN_ORDER (the teacher's first, the 30-minute
+    # Row by row over the tasks, in PLAN_ORDER (the teacher's first, the timed
     # general distillation late): a run stopped part-way leaves whole rows, each with
     # its average.
     for row in [row for row in PLAN_ORDER if row == "teacher" or row in args.rows]:

@@ -95,6 +95,19 @@ def time_calls(fn, steps: int, warmup: int) -> list:
     return [_timed(fn) for _ in range(steps)]
 
 
+def random_ids(batch: int, seq_length: int) -> dict:
+    """A request of `batch` full-length rows of random word ids (seeded by
+    `batch`), [CLS] first and [SEP] last, one segment: what the serving
+    benchmarks send."""
+    import numpy as np
+
+    rng = np.random.default_rng(batch)
+    ids = rng.integers(1000, 30000, size=(batch, seq_length)).astype(np.int32)
+    ids[:, 0], ids[:, -1] = 101, 102
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
+
+
 def time_interleaved(runs: dict, requests: dict, calls: dict, rounds: int) -> dict:
     """{engine: {request: [seconds]}}: after one untimed call of each request
     per engine (tracing, XLA compilation, oneDNN's primitives), `rounds`

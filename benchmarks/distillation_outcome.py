@@ -49,7 +49,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
-from benchmarks.common import machine, minilm_dir, time_interleaved  # noqa: E402
+from benchmarks.common import machine, minilm_dir, random_ids, time_interleaved  # noqa: E402,E501
 from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
 from benchmarks.step_runner import (InProcess, Step, bert, measure, python, read_json,  # noqa: E402
                                     split_list, write_json)
@@ -270,22 +270,13 @@ def serving_speed(exports: dict, out: pathlib.Path, rounds: int = 5) -> dict:
         if not tflite.exists():
             edge.to_tflite(export, str(tflite), quantize=True, seq_length=SPEED_LENGTH)
         runs[(row, "tflite_int8")] = edge.tflite_runner(str(tflite), SPEED_THREADS)
-    requests = {"b1": _ids(1), "batch": _ids(SPEED_BATCH)}
+    requests = {"b1": random_ids(1, SPEED_LENGTH), "batch": random_ids(SPEED_BATCH, SPEED_LENGTH)}
     seconds = time_interleaved(runs, requests, {"b1": 10, "batch": 1}, rounds)
     speed = {row: {} for row in exports}
     for (row, engine), times in seconds.items():
         speed[row][engine] = {"b1_p50_ms": 1000 * statistics.median(times["b1"]),
                               "batch_per_s": SPEED_BATCH / statistics.median(times["batch"])}
     return speed
-
-
-def _ids(batch: int) -> dict:
-    import numpy as np
-
-    ids = np.random.default_rng(batch).integers(1000, 30000, (batch, SPEED_LENGTH), np.int32)
-    ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-            "input_type_ids": np.zeros_like(ids)}
 
 
 def plan(args) -> list:

@@ -429,13 +429,7 @@ def _missing(name):
 
 
 def _request(batch):
-    import numpy as np
-
-    rng = np.random.default_rng(batch)
-    ids = rng.integers(1000, 30000, size=(batch, FLAGS.seq_length)).astype(np.int32)
-    ids[:, 0], ids[:, -1] = 101, 102
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-            "input_type_ids": np.zeros_like(ids)}
+    return common.random_ids(batch, FLAGS.seq_length)
 
 
 COMPETITORS = ("ort_fp32", "ov_fp32", "ov_bf16", "ort_int8")

@@ -5,10 +5,12 @@ it, the real all-MiniLM-L6-v2, and one-line errors with nothing written."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -322,14 +324,28 @@ def test_command_line_errors_are_one_line_and_write_nothing(extended, tmp_path):
 
 def test_two_extensions_into_one_directory_at_once_end_with_one_output_and_one_line(
         extended, tmp_path):
-    """Issue 44: both exited 0 and one output was lost."""
-    corpus = corpus_file(tmp_path / "domain.txt")
+    """Issue 44: both exited 0 and one output was lost.
+
+    Each racer reads its corpus from its own named pipe, which it opens after
+    the output policy's claim: the test's open of a pipe's writing end returns
+    once its racer has claimed, so both have claimed before either can read a
+    word, let alone publish (without the pipes a slow machine may run them one
+    after the other, and a second run rightly replaces the first's output)."""
+    text = corpus_file(tmp_path / "domain.txt").read_text()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    racers = [processes.start(
-        [sys.executable, "-m", "official_bert.commands.cli", "extend-vocab",
-         f"--init_checkpoint={extended['ckpt'] / 'bert_model.ckpt'}", f"--input_file={corpus}",
-         f"--output_dir={tmp_path / 'out'}", "--num_new_tokens=2", "--min_count=3"],
-        cwd=REPO_ROOT, env=env) for _ in range(2)]
+    pipes = [tmp_path / f"corpus{i}.fifo" for i in range(2)]
+    racers = []
+    for pipe in pipes:
+        os.mkfifo(pipe)
+        racers.append(processes.start(
+            [sys.executable, "-m", "official_bert.commands.cli", "extend-vocab",
+             f"--init_checkpoint={extended['ckpt'] / 'bert_model.ckpt'}", f"--input_file={pipe}",
+             f"--output_dir={tmp_path / 'out'}", "--num_new_tokens=2", "--min_count=3"],
+            cwd=REPO_ROOT, env=env))
+    writers = [open_when_read(pipe, racer) for pipe, racer in zip(pipes, racers)]
+    for writer in writers:
+        with writer:
+            writer.write(text)
     ended = sorted((racer.wait(300), racer.communicate()[1]) for racer in racers)
     assert [code for code, _ in ended] == [0, 1], ended
     lost = ended[1][1].decode() if isinstance(ended[1][1], bytes) else ended[1][1]
@@ -337,6 +353,21 @@ def test_two_extensions_into_one_directory_at_once_end_with_one_output_and_one_l
         [line for line in lost.splitlines() if line.startswith("error:")]) == 1, lost
     assert (tmp_path / "out" / "model.safetensors").exists()
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def open_when_read(pipe, racer, timeout=120):
+    """The named pipe's writing end, once `racer` has opened it to read (a
+    plain open would wait for ever on a racer that ended first)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.fdopen(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK), "w")
+        except OSError as e:  # ENXIO: nobody reads it yet
+            if e.errno != errno.ENXIO:
+                raise
+        assert racer.poll() is None, racer.communicate()
+        assert time.monotonic() < deadline, f"{pipe} was never opened"
+        time.sleep(0.05)
 
 
 def test_command_line_writes_and_reports(extended, tmp_path):

@@ -76,6 +76,33 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     assert _run(tmp_path / "resumed", "one_device", 6, 1, dropout="0.1") == {}
 
 
+def test_one_replica_on_the_host_reads_the_dataset_itself(tmp_path):
+    # A strategy's input (a multi-device iterator) would copy each batch to the
+    # device it is already on, and deleting its iterator waits out tf.data's
+    # autotuning period: up to a minute after every training run, evaluation
+    # and prediction. On the host's one CPU replica the trainer iterates the
+    # dataset itself; a GPU, or several replicas, keep the strategy's input
+    # (the mirrored run above and tests/test_run_pretraining.py's give the
+    # same losses both ways).
+    import tensorflow as tf
+
+    from support import toy_training as toy
+    from official_bert.training import distribution
+    from official_bert.training import trainer as training
+
+    config = training.TrainingConfig(output_dir=str(tmp_path), num_train_steps=1)
+    trainer = training.Trainer(toy.ToyTask(), distribution.get_strategy("one_device"), config)
+    dataset = trainer._distribute(lambda context: toy.make_dataset(toy.GLOBAL_BATCH))
+    assert isinstance(dataset, tf.data.Dataset)
+    assert training._on_the_host_alone(tf.distribute.get_strategy())
+    assert not training._on_the_host_alone(tf.distribute.OneDeviceStrategy("/gpu:0"))
+
+    class TwoReplicas:
+        num_replicas_in_sync = 2
+
+    assert not training._on_the_host_alone(TwoReplicas())
+
+
 def test_sigterm_ends_a_long_host_call_at_the_next_step(tmp_path):
     # One tf.function call of 3,000 updates (steps_per_loop): Python cannot run a
     # signal handler until the call returns, so without the watcher thread the

@@ -191,6 +191,7 @@ class Trainer:
         self.strategy = strategy
         self.config = config
         self.is_chief = distribution.is_chief(strategy)
+        self._host_only = _on_the_host_alone(strategy)
         with strategy.scope():
             self.model = task.build_model()
             self.optimizer = optimizer_fn() if optimizer_fn else None
@@ -404,6 +405,13 @@ class Trainer:
                 ds = ds.skip(skip_batches)
             return ds.prefetch(tf.data.AUTOTUNE)
 
+        if self._host_only:
+            # One replica on the host's CPU: the dataset itself. The strategy's
+            # input (a multi-device iterator) would copy each batch to the device
+            # it is already on, and deleting its iterator waits out tf.data's
+            # autotuning period (up to a minute, TF 2.21): at the end of every
+            # training run, evaluation and prediction.
+            return per_pipeline(tf.distribute.InputContext())
         return self.strategy.distribute_datasets_from_function(per_pipeline)
 
     def train_iterator(self, dataset_fn):
@@ -712,6 +720,17 @@ class Trainer:
         logging.info("predicted %d %s in %.1f s, %.2f %s/s", examples, unit, elapsed,
                      examples / elapsed, unit)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
+
+
+def _on_the_host_alone(strategy) -> bool:
+    """Whether `strategy` has one replica, on the host's CPU (where the input is)."""
+    if strategy.num_replicas_in_sync != 1:
+        return False
+    try:
+        devices = strategy.extended.worker_devices
+    except RuntimeError:  # the default strategy: its input is the dataset itself
+        return True
+    return all(tf.DeviceSpec.from_string(d).device_type == "CPU" for d in devices)
 
 
 def _fmt(value):

@@ -270,7 +270,7 @@ def test_without_a_budget_training_is_as_before(data):
 # --- the training loop on the real clock -----------------------------------------------
 
 
-def _toy_trainer(out_dir, budget_seconds, steps):
+def _toy_trainer(out_dir, budget_seconds, steps, task=None):
     from support import toy_training as toy
     from official_bert.training import distribution
     from official_bert.training import trainer as training
@@ -282,12 +282,43 @@ def _toy_trainer(out_dir, budget_seconds, steps):
                                      log_steps=steps, steps_per_loop=steps,
                                      save_checkpoints_steps=steps)
     trainer = training.Trainer(
-        toy.ToyTask(), strategy, config, time_budget=budget,
+        task or toy.ToyTask(), strategy, config, time_budget=budget,
         optimizer_fn=lambda: optimization.create_optimizer(optimization.OptimizerConfig(
             learning_rate=1e-3, num_train_steps=steps, num_warmup_steps=1,
             time_budget=budget)))
     return trainer, lambda: trainer.train(lambda ctx: toy.make_dataset(toy.GLOBAL_BATCH),
                                           toy.GLOBAL_BATCH)
+
+
+def test_the_clock_counts_the_backward_pass(tmp_path):
+    # The loss is ready after the forward pass; a clock read then missed the
+    # backward pass (two thirds of a real step: a 15-minute budget trained for
+    # 24). Here each backward pass sleeps 0.3 s, the forward pass takes
+    # milliseconds: three steps count at least 0.9 s.
+    import time
+
+    from support import toy_training as toy
+
+    @tf.custom_gradient
+    def slow_backward(x):
+        def grad(dy):
+            # Stateless, as math is (not ordered with the clock), and fed the
+            # step's data (a constant input may be computed once).
+            slept = tf.numpy_function(lambda d, _: (time.sleep(0.3), d)[1], [dy, x], dy.dtype,
+                                      stateful=False)
+            return tf.ensure_shape(slept, dy.shape)
+        return tf.identity(x), grad
+
+    class SlowBackward(toy.ToyTask):
+        def loss_and_metrics(self, model, features, normalizers, training):
+            loss, metrics = super().loss_and_metrics(model, features, normalizers, training)
+            return slow_backward(loss), metrics
+
+    trainer, train = _toy_trainer(tmp_path, budget_seconds=600.0, steps=3, task=SlowBackward())
+    trainer.config.steps_per_loop = 1
+    train()
+    assert int(trainer.global_step.numpy()) == 3
+    assert trainer.budget.seconds_spent >= 0.9, trainer.budget.seconds_spent
 
 
 @pytest.mark.slow  # about 28 s here (CI time); the fake clock's tests run by default

@@ -325,6 +325,11 @@ class Trainer:
                 metrics = tf.nest.map_structure(tf.add, metrics, m)
                 grads = [a + tf.convert_to_tensor(b) for a, b in zip(grads, g)]
         self.optimizer.apply_gradients(zip(self._clip(grads), variables))
+        # The loss is ready after the forward pass; the budget's clock, read
+        # once the loss is (`TimeBudget.advance_in_graph`), must also count the
+        # backward pass, about two thirds of a step.
+        with tf.control_dependencies(grads):
+            loss = tf.identity(loss)
         return loss, metrics
 
     def _clip(self, grads):

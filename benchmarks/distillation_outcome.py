@@ -189,6 +189,19 @@ def extra_text_name(task: str) -> str:
     return "extra.conll" if task == "WNUT-17" else "extra.tsv"
 
 
+def conll_sentences(text: str) -> list[str]:
+    """A CoNLL file's sentences, each its lines joined; a sentence ends at a
+    line of whitespace (WNUT-17's are mostly a tab)."""
+    sentences, lines = [], []
+    for line in text.splitlines() + [""]:
+        if line.strip():
+            lines.append(line)
+        elif lines:
+            sentences.append("\n".join(lines))
+            lines = []
+    return sentences
+
+
 def extra_text_step(args, task: str) -> Step:
     """The task's training rows after its first --train_rows (at most
     --extra_rows), as a file of the training file's format: --distill_text
@@ -196,7 +209,7 @@ def extra_text_step(args, task: str) -> Step:
     def run(out):
         if task == "WNUT-17":
             text = pathlib.Path(args.wnut_dir, "wnut17train.conll").read_text(encoding="utf-8")
-            rows = [s.strip("\n") for s in text.split("\n\n") if s.strip()]
+            rows = conll_sentences(text)
             header = []
         else:
             lines = pathlib.Path(args.glue_dir, task, "train.tsv").read_text(

@@ -1,0 +1,184 @@
+r"""The "Make it small" recipe (docs/make_it_small.md) measured at full size:
+SST-2, MRPC and CoNLL-2003, each on its whole training set; a teacher, students
+of it, their int8 files, all scored and timed side by side by `bert compare`.
+
+    python benchmarks/small_model_outcome.py --work_dir=/tmp/small_model \
+        --json_output=benchmarks/results/small_model_outcome.json
+    python benchmarks/small_model_outcome.py --dry_run     # every command, nothing run
+
+The teacher is all-MiniLM-L6-v2 (L=6, H=384) fine-tuned on each task (seed 42).
+Rows, each a supported command of the page:
+
+  teacher            all six layers, fine-tuned; its SavedModel (float32) and
+                     its int8 model (`--quantize`)
+  student            the teacher run's layers 0,2,4 (`--student_layers`), fine-tuned
+                     alone (--seeds)
+  distilled          the same student with task distillation from the teacher
+                     (`--teacher`; 0.5 labels + 0.5 T^2 KL at T = 2) (--seeds)
+  narrow_distilled   layers 0 and 5 only (L=2), distilled the same way (--seeds)
+  pretrained_start   the distilled student started from the pre-trained
+                     checkpoint's layers instead of the fine-tuned teacher's
+                     (--start_seeds; where the student starts)
+
+Every row's first-seed run is exported with `--quantize` (float32 SavedModel and
+int8 `model.tflite` in one version folder); `bert compare` then scores every
+export and int8 file on the task's scoring file (SST-2: dev, 872 rows; MRPC: its
+labelled test set, 1,725 rows; CoNLL-2003: eng.testb, 3,453 sentences) and times
+them interleaved in one process (B1 p50/p95 at length 128, B32 throughput, 2
+threads). The quality of the other seeds is their dev score (eval_results.txt);
+the table gives medians (min-max) over seeds.
+
+The plan runs seeds last (a run stopped part-way leaves whole rows of the first
+seed: cut seeds before data), and every step is resumed from --work_dir
+(`benchmarks/step_runner.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
+from benchmarks.common import machine, minilm_dir  # noqa: E402
+from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
+from benchmarks.step_runner import Step, bert, measure, python, read_json, split_list  # noqa: E402
+from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
+
+SHARED = REPO.parent / "shared"
+TASKS = ("MRPC", "CoNLL-2003", "SST-2")
+ROWS = ("teacher", "student", "distilled", "narrow_distilled", "pretrained_start")
+# Row → (the layers it keeps, or None: all; whether it learns from the teacher; whether it
+# starts from the pre-trained checkpoint rather than the fine-tuned teacher run).
+SHAPES = {"teacher": (None, False, True), "student": ("0,2,4", False, False),
+          "distilled": ("0,2,4", True, False), "narrow_distilled": ("0,5", True, False),
+          "pretrained_start": ("0,2,4", True, True)}
+# Task → (its command's own flags, length, epochs, learning rate); one epoch of SST-2's
+# 67,349 rows is 2,104 steps of 32.
+TASK_SETTINGS = {
+    "SST-2": (["--task_name=sst-2", "--data_dir={glue}/SST-2"], 64, 1, 5e-5),
+    "MRPC": (["--task_name=mrpc", "--data_dir={glue}/MRPC"], 128, 3, 1e-4),
+    "CoNLL-2003": (["--train_file={conll}/eng.train", "--eval_file={conll}/eng.testa"],
+                   128, 3, 5e-5),
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = p.add_argument
+    add("--tasks", default=",".join(TASKS), help="Comma-separated: " + ",".join(TASKS))
+    add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
+    add("--seeds", default="42,43,44", help="Of the student rows.")
+    add("--start_seeds", default="42", help="Of the pretrained_start row.")
+    add("--batch_size", type=int, default=32)
+    add("--work_dir", default="/tmp/small_model_outcome", help="Every step's output; reused.")
+    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
+    add("--dry_run", action="store_true", help="Print every command; run nothing.")
+    add("--glue_dir", default=str(SHARED / "data" / "glue"))
+    add("--conll_dir", default=str(SHARED / "data" / "ner" / "conll2003"))
+    args = p.parse_args(argv)
+    args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
+    args.seeds, args.start_seeds = split_list(args.seeds), split_list(args.start_seeds)
+    for name, values, allowed in (("tasks", args.tasks, TASKS), ("rows", args.rows, ROWS)):
+        unknown = [v for v in values if v not in allowed]
+        if unknown or not values:
+            p.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+    if "teacher" not in args.rows:
+        args.rows.insert(0, "teacher")  # (every student learns from it)
+    for name in ("seeds", "start_seeds"):
+        if not getattr(args, name) or not all(s.isdigit() for s in getattr(args, name)):
+            p.error(f"--{name} must be comma-separated integers, got {getattr(args, name)}")
+    args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
+    return args
+
+
+# --- the plan ---------------------------------------------------------------------------
+
+
+def seeds_of(args, row: str) -> list:
+    return {"teacher": ["42"], "pretrained_start": args.start_seeds}.get(row, args.seeds)
+
+
+def script_of(task: str) -> str:
+    return "run_ner.py" if task == "CoNLL-2003" else "run_classifier.py"
+
+
+def task_flags(args, task: str) -> list:
+    flags, length, _, _ = TASK_SETTINGS[task]
+    return [f.format(glue=args.glue_dir, conll=args.conll_dir) for f in flags] + [
+        f"--max_seq_length={length}"]
+
+
+def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
+    layers, distils, pretrained = SHAPES[row]
+    _, length, epochs, learning_rate = TASK_SETTINGS[task]
+
+    def make(r):
+        teacher = None if row == "teacher" else r[f"{task}/teacher/seed42"]["output_dir"]
+        init = [f"--init_checkpoint={base if pretrained else teacher}"]
+        if layers:
+            init.append(f"--student_layers={layers}")
+        if distils:
+            init.append(f"--teacher={teacher}")
+        return python(script_of(task)) + task_flags(args, task) + init + [
+            "--do_train", "--do_eval", f"--train_batch_size={args.batch_size}",
+            f"--learning_rate={learning_rate:g}", f"--num_train_epochs={epochs}",
+            f"--seed={seed}", "--keep_checkpoint_max=1", "--output_dir={out}"]
+
+    def parse(out, log):
+        results = read_key_values(out / EVAL_RESULTS)
+        return {"score": task_score(task, results), "eval": results}
+
+    return Step(f"{task}/{row}/seed{seed}", f"train:{task}:{row == 'teacher'}",
+                {"SST-2": 2400, "MRPC": 600, "CoNLL-2003": 1500}[task] * (
+                    2 if row == "teacher" else 1), make, parse)
+
+
+def plan(args) -> list:
+    base = minilm_dir("the teacher")
+    steps = [train_step(args, task, "teacher", "42", base) for task in args.tasks]
+    # Seeds last: every row's first seed on every task before any second seed.
+    rows = [row for row in args.rows if row != "teacher"]
+    for index in range(max(len(seeds_of(args, row)) for row in rows) if rows else 0):
+        steps += [train_step(args, task, row, seeds_of(args, row)[index], base)
+                  for row in rows for task in args.tasks if index < len(seeds_of(args, row))]
+    return steps
+
+
+# --- the report -------------------------------------------------------------------------
+
+
+def build_report(args, results: dict) -> dict:
+    tasks = {}
+    for task in args.tasks:
+        rows = {}
+        for row in args.rows:
+            runs = [results[f"{task}/{row}/seed{s}"] for s in seeds_of(args, row)
+                    if f"{task}/{row}/seed{s}" in results]
+            if runs:
+                rows[row] = seed_summary([run["score"] for run in runs])
+        tasks[task] = rows
+    return {"settings": vars(args), "machine": machine(), "dev": tasks}
+
+
+def format_table(report: dict) -> str:
+    s = report["settings"]
+    lines = ["Dev scores, median (min-max) over seeds.", "",
+             "| row | " + " | ".join(s["tasks"]) + " |", "|---|" + "---|" * len(s["tasks"])]
+    for row in s["rows"]:
+        cells = [spread(report["dev"][task].get(row)) if report["dev"][task].get(row)
+                 else "—" for task in s["tasks"]]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    measure(parse_args(argv), plan, build_report, format_table)
+
+
+if __name__ == "__main__":
+    main()

@@ -217,6 +217,11 @@ class ExportSettings:
         "float32", "The --export_dir model's precision: bfloat16 stores its weights and runs "
         "its matmuls in bfloat16 (CPUs with AVX512-BF16 or AMX: 1.7x faster at batch 1 than a "
         "mixed_bfloat16 export, benchmarks/README.md).", choices=SERVING_DTYPES)
+    quantize: bool = setting(
+        False, "With --export_dir: the version folder also holds model.tflite, the ids "
+        "signature with int8 weights at the fixed length --max_seq_length, where TF Serving's "
+        "--prefer_tflite_model looks for it; checked against the float model on the "
+        "evaluation data (docs/make_it_small.md).")
 
 
 @dataclasses.dataclass
@@ -285,6 +290,9 @@ class RunConfig(ExportSettings, DistillationSettings, DistributionSettings, Trai
             raise UserError("--early_stopping_patience needs --keep_best_metric (the metric "
                             "whose improvement it waits for)")
         check_serving_dtype(self.serving_dtype, self.export_dir)
+        if self.quantize and not self.export_dir:
+            raise UserError("--quantize needs --export_dir (it adds the int8 model.tflite to the "
+                            "TF Serving export's version folder)")
         for name in ("max_train_examples", "num_train_steps", "export_version",
                      "early_stopping_patience"):
             value = getattr(self, name)
@@ -656,3 +664,43 @@ class OutputConfig:
     whose registry entry declares such an output (`commands.registry`) take it."""
     overwrite: bool = setting(
         False, "replace an output file or directory that this project did not write")
+
+
+@dataclasses.dataclass
+class CompareConfig:
+    """`bert compare`'s flags (`official_bert.serving.compare`): the models, the
+    labelled file, and how they are timed."""
+
+    models: list = setting(
+        [], "Comma-separated exports to compare, the first the reference: an --export_dir (its "
+        "highest version), a version folder, or a .tflite file in one (--quantize's "
+        "model.tflite).")
+    data_file: str | None = setting(
+        None, "A labelled file of the models' task, as their command reads it: a GLUE-layout "
+        "dev file (with --task_name), a CoNLL file, a SWAG csv.")
+    task_name: str | None = setting(
+        None, "The GLUE task of a classifier's --data_file (its columns): sst-2, mrpc, ...")
+    threads: int = setting(2, "Threads of TensorFlow's operations and of the TFLite interpreter.")
+    seq_length: int | None = setting(
+        None, "The length of the B1 and B32 requests (default: the TFLite files' fixed length "
+        "when one is compared, else 128).")
+    rounds: int = setting(5, "Timing rounds; every model runs in each, in a rotated order.")
+    b1_calls: int = setting(10, "Timed batch-1 calls per model per round (p50 and p95).")
+    file_rows: int = setting(
+        256, "Rows of --data_file timed at their own lengths, per model per round.")
+    json_output: str | None = setting(None, "Also write the table's figures as JSON here.")
+    plot_output: str | None = setting(
+        None, "Also draw quality against batch-1 latency as a PNG here (needs matplotlib: "
+        "pip install -e '.[compare]').")
+
+    def validate(self) -> None:
+        """`UserError` naming the first missing or bad flag."""
+        if not self.models:
+            raise UserError("--models is required: the exports to compare, comma-separated")
+        if not self.data_file:
+            raise UserError("--data_file is required: a labelled file of the models' task")
+        for name in ("threads", "rounds", "b1_calls", "file_rows"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.seq_length is not None and self.seq_length < 2:
+            raise UserError(f"--seq_length must be at least 2, got {self.seq_length}")

@@ -125,6 +125,10 @@ COMMANDS = (
             # (serving/hub.py), as --export_dir's versions: not one directory replaced whole.
             outputs={"output_dir": "export_dir", "export_dir": "export_dir"},
             phases=("read", "export")),
+    Command("compare", "compare",
+            "models side by side on your labelled file: task metric, latency, throughput, size",
+            outputs={"json_output": "file", "plot_output": "file"},
+            phases=("read", "predict", "write")),
     Command("export-ids-only", "export_ids_only",
             "a copy of an export with only serve_ids, for servers without the tensorflow-text "
             "ops", outputs={"export_dir": "export_dir"}, phases=("read", "export")),

@@ -432,9 +432,12 @@ class ExportModule(tf.Module):
 
     # --- writing ------------------------------------------------------------------------
 
-    def save(self, export_dir: str, version: int | None = None) -> str:
+    def save(self, export_dir: str, version: int | None = None, int8: bool = False) -> str:
         """Writes `export_dir/<version>/` atomically (see the module docstring);
-        returns the version directory."""
+        with `int8`, the version also holds `model.tflite`, the ids signature with
+        int8 weights (`serving.edge.write_int8_model`), published with the rest so
+        that a model server never sees the version without it. Returns the
+        version directory."""
         export_dir = str(export_dir)
         check_export_version_free(export_dir, version)
         track_captured_variables(self, [self.keras_model])
@@ -444,6 +447,10 @@ class ExportModule(tf.Module):
                 self.vocab_file = tf.saved_model.Asset(paths["vocab.txt"])
                 tf.saved_model.save(self, staging, signatures=self.signatures())
             write_warmup_requests(staging, self.warmup_requests())
+            if int8:
+                from official_bert.serving import edge  # (edge imports this module)
+
+                edge.write_int8_model(self, staging)
             return publish_new_version(staging, export_dir, version)
         finally:
             io.remove_tree(staging)

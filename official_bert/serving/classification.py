@@ -169,7 +169,8 @@ class WindowedClassifierServing(ClassifierServing):
 
 def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: int,
                       labels, pair: bool, export_dir: str, version: int | None = None,
-                      max_batch_size: int = MAX_BATCH_SIZE, windows: dict | None = None) -> str:
+                      max_batch_size: int = MAX_BATCH_SIZE, windows: dict | None = None,
+                      int8: bool = False) -> str:
     """Writes the classifier SavedModel in TF Serving's layout; returns its version dir.
 
     Args:
@@ -195,7 +196,7 @@ def export_classifier(model, vocab_file: str, do_lower_case: bool, seq_length: i
     else:
         module = ClassifierServing(model, vocab_file, do_lower_case, seq_length, labels, pair,
                                    max_batch_size=max_batch_size)
-    return module.save(export_dir, version)
+    return module.save(export_dir, version, int8=int8)
 
 
 class ClassifierPredictor:

@@ -45,6 +45,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
 
 from official_bert import io
@@ -57,6 +58,11 @@ from official_bert.serving.versions import latest_version_dir
 
 ONNX_OPSET = 17
 FORMATS = ("tflite", "onnx")
+# The file in a version folder that TF Serving's --prefer_tflite_model serves instead of
+# saved_model.pb (`--quantize`: the ids signature with int8 weights).
+SERVING_TFLITE = "model.tflite"
+# Rows of the evaluation data the int8 model is checked on at export.
+CHECK_ROWS = 2000
 
 
 def _numeric(outputs: dict) -> dict:
@@ -226,6 +232,136 @@ def convert(module_or_path, output_dir: str, formats=FORMATS, quantize: bool = F
             written["onnx_int8"] = to_onnx(module_or_path,
                                            io.join(output_dir, f"{prefix}_int8.onnx"), True)
     return written
+
+
+# --- the int8 model of an export (--quantize) -------------------------------------------
+
+
+def write_int8_model(module, version_dir: str) -> str:
+    """Writes `version_dir/model.tflite`: `module`'s ids signature, int8 weights
+    (dynamic range), builtin ops, fixed length `module.seq_length`; logs what
+    it takes and gives. Returns its path."""
+    path = to_tflite(module, io.join(version_dir, SERVING_TFLITE), quantize=True)
+    logging.info("%s", describe_tflite(path))
+    return path
+
+
+def describe_tflite(path: str) -> str:
+    """One paragraph: what a TFLite file of an export takes and gives, and how
+    TF Serving serves it."""
+    signature = tflite_runner(path).interpreter.get_signature_runner()
+    inputs = signature.get_input_details()
+    outputs = signature.get_output_details()
+    shape = inputs["input_word_ids"]["shape_signature"].tolist()
+    shown = "[batch, " + ", ".join(str(d) for d in shape[1:]) + "]"
+    gives = ", ".join(f"{k} {v['dtype'].__name__} [batch{', ...' if len(v['shape']) > 1 else ''}]"
+                      for k, v in sorted(outputs.items()))
+    int8 = any(d["dtype"] == np.int8 for d in signature_interpreter(path).get_tensor_details())
+    kind = ("int8 model" if int8 else
+            "TFLite model (float32: no weight matrix large enough to quantize)")
+    return (f"{kind} {path} ({io.size(path) / 2**20:.1f} MB): takes token ids, not text "
+            f"(the raw-text signature's tensorflow-text ops have no TFLite kernels): int32 "
+            f"input_word_ids, input_mask, input_type_ids of shape {shown}, every row padded to "
+            f"{shape[-1]} tokens with the version's assets/vocab.txt; gives {gives}. TF Serving "
+            "serves it as serving_default when started with --prefer_tflite_model; "
+            "docs/make_it_small.md shows a client.")
+
+
+def signature_interpreter(path: str):
+    """The TFLite interpreter of `path` (`tflite_runner`'s)."""
+    return tflite_runner(path).interpreter
+
+
+def check_int8(version_dir: str, arrays: dict | None, split: str = "dev") -> dict | None:
+    """Runs the float SavedModel (`serve_ids`) and `model.tflite` of `version_dir`
+    on the first `CHECK_ROWS` rows of `arrays` (a task's evaluation features) and
+    logs how often their decisions agree (`decisions`) and each one's score on
+    the rows' labels. Returns {"rows", "agreement", "float", "int8", "metric"};
+    None (and a line saying why) without evaluation data."""
+    if not arrays:
+        logging.info("int8 check skipped: no evaluation data was read (add --do_eval to check "
+                     "model.tflite against the float model on it)")
+        return None
+    rows = {k: np.asarray(v)[:CHECK_ROWS] for k, v in arrays.items()}
+    ids = {k: rows[k] for k in IDS_KEYS}
+    loaded = tf.saved_model.load(version_dir)
+    signature = loaded.signatures["serve_ids"]
+    outputs = {
+        "float": batched(lambda x: {k: np.asarray(v) for k, v in signature(
+            **{n: tf.constant(a) for n, a in x.items()}).items()}, ids),
+        "int8": batched(tflite_runner(io.join(version_dir, SERVING_TFLITE)), ids)}
+    same = agreement(outputs["float"], outputs["int8"], ids["input_mask"])
+    scores = {name: label_score(out, rows) for name, out in outputs.items()}
+    metric = scores["float"][0] if scores["float"] else None
+    result = {"rows": len(ids["input_word_ids"]), "agreement": same, "metric": metric,
+              "float": scores["float"][1] if metric else None,
+              "int8": scores["int8"][1] if metric else None}
+    logging.info("int8 check on the first %d %s rows: model.tflite decides as the float model "
+                 "on %.1f%% of them%s", result["rows"], split, 100 * same,
+                 f" ({metric}: float {100 * result['float']:.2f}, int8 "
+                 f"{100 * result['int8']:.2f})" if metric else "")
+    return result
+
+
+def batched(run, arrays: dict, batch: int = 32) -> dict:
+    """`run` (inputs dict → outputs dict) over `arrays` in batches; numeric
+    outputs concatenated."""
+    parts = []
+    for start in range(0, len(next(iter(arrays.values()))), batch):
+        out = run({k: v[start:start + batch] for k, v in arrays.items()})
+        parts.append({k: np.asarray(v) for k, v in out.items()
+                      if np.asarray(v).dtype.kind in "fiu"})
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def decisions(outputs: dict, mask) -> dict:
+    """What a model decides, by output: a tagger's tag per token (padding
+    zeroed), a choice, a class (the argmax of its probabilities), an answer's
+    start and end, a regression score rounded to 0.1."""
+    mask = np.asarray(mask)
+    found = {}
+    if "tag_ids" in outputs:
+        found["tag_ids"] = np.where(mask > 0, outputs["tag_ids"], 0)
+    for key in ("choice", "probabilities", "start_logits", "end_logits"):
+        if key in outputs and "tag_ids" not in found:
+            value = outputs[key]
+            found[key] = value if value.dtype.kind in "iu" else np.argmax(value, -1)
+            if key == "choice":
+                break
+    if "score" in outputs:
+        found["score"] = np.round(np.asarray(outputs["score"]) * 10)
+    return found
+
+
+def agreement(first: dict, second: dict, mask) -> float:
+    """The share of rows on which two models' `decisions` are all the same."""
+    a, b = decisions(first, mask), decisions(second, mask)
+    if not a:
+        raise ValueError(f"no decision among the outputs {sorted(first)}")
+    rows = len(next(iter(a.values())))
+    same = np.ones(rows, bool)
+    for key in a:
+        equal = a[key] == b[key]
+        same &= equal.reshape(rows, -1).all(axis=1)
+    return float(same.mean())
+
+
+def label_score(outputs: dict, arrays: dict):
+    """(name, value) of a model's outputs against the rows' own labels: accuracy
+    of a class or choice, Pearson's r of a regression score, the accuracy of a
+    tagger's tags on the labelled tokens; None when the rows have no labels."""
+    if "label" in arrays and "score" in outputs:
+        return "pearson", float(np.corrcoef(outputs["score"], arrays["label"])[0, 1])
+    if "label" in arrays:
+        chosen = decisions(outputs, arrays["input_mask"])
+        key = "choice" if "choice" in chosen else "probabilities"
+        if key in chosen:
+            return "accuracy", float(np.mean(chosen[key] == np.asarray(arrays["label"])))
+    if "label_ids" in arrays and "tag_ids" in outputs:
+        labelled = np.asarray(arrays["label_ids"]) >= 0
+        return "token_accuracy", float(np.mean(outputs["tag_ids"][labelled]
+                                               == np.asarray(arrays["label_ids"])[labelled]))
+    return None
 
 
 # --- running them (tests, benchmarks) ---------------------------------------------------

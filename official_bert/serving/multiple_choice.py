@@ -60,8 +60,8 @@ class MultipleChoiceServing(ExportModule):
 
 
 def export_multiple_choice(model, vocab_file, do_lower_case, seq_length, export_dir,
-                           version=None, max_batch_size=MAX_BATCH_SIZE) -> str:
+                           version=None, max_batch_size=MAX_BATCH_SIZE, int8=False) -> str:
     """Writes the multiple-choice SavedModel in TF Serving's layout; returns its version dir."""
     module = MultipleChoiceServing(model, vocab_file, do_lower_case, seq_length,
                                    max_batch_size=max_batch_size)
-    return module.save(export_dir, version)
+    return module.save(export_dir, version, int8=int8)

@@ -120,8 +120,9 @@ class TokenClassifierServing(ExportModule):
 
 
 def export_token_classifier(model, vocab_file, do_lower_case, seq_length, label_list,
-                            export_dir, version=None, max_batch_size=MAX_BATCH_SIZE) -> str:
+                            export_dir, version=None, max_batch_size=MAX_BATCH_SIZE,
+                            int8=False) -> str:
     """Writes the NER SavedModel in TF Serving's layout; returns its version dir."""
     module = TokenClassifierServing(model, vocab_file, do_lower_case, seq_length, label_list,
                                     max_batch_size=max_batch_size)
-    return module.save(export_dir, version)
+    return module.save(export_dir, version, int8=int8)

@@ -136,9 +136,9 @@ class PretrainingServing(ExportModule):
 
 
 def export_pretraining_model(model, vocab, do_lower_case, seq_length, export_dir,
-                             version=None, max_batch_size=MAX_BATCH_SIZE) -> str:
+                             version=None, max_batch_size=MAX_BATCH_SIZE, int8=False) -> str:
     """Writes the masked-LM / next-sentence SavedModel in TF Serving's layout;
     returns its version dir."""
     module = PretrainingServing(model, vocab, do_lower_case, seq_length,
                                 max_batch_size=max_batch_size)
-    return module.save(export_dir, version)
+    return module.save(export_dir, version, int8=int8)

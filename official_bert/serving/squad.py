@@ -476,7 +476,7 @@ def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length
                        doc_stride=128, max_query_length=64, n_best_size=20,
                        max_answer_length=30, version_2_with_negative=False,
                        null_score_diff_threshold=0.0, version=None,
-                       max_batch_size=MAX_BATCH_SIZE):
+                       max_batch_size=MAX_BATCH_SIZE, int8=False):
     """Writes the raw-text SQuAD SavedModel in TF Serving's layout
     (`export_dir/<version>/`, `serving.versions`); returns the version directory.
 
@@ -491,4 +491,4 @@ def export_squad_model(model, vocab, export_dir, lower_case=True, max_seq_length
         doc_stride=doc_stride, max_query_length=max_query_length, n_best_size=n_best_size,
         max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
         null_score_diff_threshold=null_score_diff_threshold, max_batch_size=max_batch_size)
-    return module.save(os.fspath(export_dir), version)
+    return module.save(os.fspath(export_dir), version, int8=int8)

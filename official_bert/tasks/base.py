@@ -86,6 +86,8 @@ class Task:
       evaluate             7     eval_results.txt's metrics            None
       predict              7     the prediction files                  nothing
       export               7     the TF Serving SavedModel             refused
+      evaluation_arrays    7     the dev set's features (--quantize's  None
+                                 check of the int8 model)
 
     * class methods: they check the flags and choose the vocabulary before the
     task exists (its model files are resolved after them).
@@ -262,8 +264,14 @@ class Task:
         `run_directory.file(name)` for each of `RunFiles.results`)."""
 
     def export(self, model, export_dir: str, version: int | None) -> str:
-        """Writes the serving SavedModel; returns its version directory."""
+        """Writes the serving SavedModel (with --quantize, its int8 model.tflite
+        too); returns its version directory."""
         raise UserError(f"--export_dir is not supported by {type(self).__name__}")
+
+    def evaluation_arrays(self) -> dict | None:
+        """The evaluation data's features (the id arrays and the labels), which
+        --quantize checks the int8 model on; None when none were read."""
+        return None
 
     # --- a helper for subclasses ---------------------------------------------------
 

@@ -362,11 +362,18 @@ class ClassificationTask(base.Task):
                 logging.info("Wrote GLUE's %s (bert glue-submission zips it)",
                              self.run_directory.file(name))
 
+    def evaluation_arrays(self):
+        if not self.eval_sets:
+            return None
+        suffix, _, examples = self.eval_sets[0]
+        return self._features(examples, "dev" + (f"_{suffix}" if suffix else ""))
+
     def export(self, model, export_dir, version):
         return serving.export_classifier(
             model, self.model_files.vocab_file, self.model_files.do_lower_case,
             self.run_config.max_seq_length, self.spec.labels, self.spec.is_pair, export_dir,
-            version=version, windows=self.config.windows)
+            version=version, windows=self.config.windows,
+            int8=self.run_config.quantize)
 
 
 def _check_window_flags(config, spec) -> None:

@@ -129,7 +129,11 @@ class MultipleChoiceTask(base.Task):
                                       for row in probabilities))
         logging.info("Wrote %d predictions to %s", len(probabilities), path)
 
+    def evaluation_arrays(self):
+        return self._arrays("eval") if "eval" in self.examples else None
+
     def export(self, model, export_dir, version):
         return serving.export_multiple_choice(
             model, self.model_files.vocab_file, self.model_files.do_lower_case,
-            self.run_config.max_seq_length, export_dir, version=version)
+            self.run_config.max_seq_length, export_dir, version=version,
+            int8=self.run_config.quantize)

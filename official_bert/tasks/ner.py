@@ -260,10 +260,14 @@ class NerTask(base.Task):
             logging.info("Predict results (--predict_file's gold tags, in %s): %s", path,
                          evaluation.describe(results))
 
+    def evaluation_arrays(self):
+        return conll.windows_to_arrays(self._windows("eval")) if "eval" in self.data else None
+
     def export(self, model, export_dir, version):
         return serving.export_token_classifier(
             model, self.model_files.vocab_file, self.model_files.do_lower_case,
-            self.run_config.max_seq_length, self.label_list, export_dir, version=version)
+            self.run_config.max_seq_length, self.label_list, export_dir, version=version,
+            int8=self.run_config.quantize)
 
 
 def _tagging_outputs(index_key):

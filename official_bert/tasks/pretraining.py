@@ -191,6 +191,12 @@ class PretrainingTask(base.Task):
     def check_flags(cls, config, run):
         if run.do_predict:
             raise UserError("run_pretraining has no --do_predict")
+        if run.quantize:
+            # (the masked LM's signature gathers the [MASK] positions with ragged ops,
+            # which TFLite's builtin ops lack)
+            raise UserError("--quantize: the pre-training export (fill in [MASK]s) has no int8 "
+                            "TFLite form; fine-tune a task and export that with --quantize, or "
+                            "bert export-encoder --edge_formats=tflite --quantize for the encoder")
         if not config.input_file and (run.do_train or not config.eval_input_file):
             raise UserError("--input_file is required (to only evaluate, --do_eval with "
                             "--eval_input_file is enough)")
@@ -437,7 +443,8 @@ class PretrainingTask(base.Task):
                             "pass --vocab_file")
         return serving.export_pretraining_model(
             model, self.model_files.vocab_file, self.model_files.do_lower_case,
-            self.run_config.max_seq_length, export_dir, version=version)
+            self.run_config.max_seq_length, export_dir, version=version,
+            int8=self.run_config.quantize)
 
 
 def _has_sentence_pairs(train_files, eval_files) -> bool:

@@ -51,6 +51,7 @@ from official_bert import checkpoints, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
 from official_bert.run_directory import TRAINING_SETTINGS, VOCAB, RunDirectory
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
+from official_bert.serving import edge
 from official_bert.serving.base import with_weights_in
 from official_bert.serving.versions import check_export_version_free
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
@@ -135,6 +136,8 @@ def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
         path = task.export(with_weights_in(trainer.model, config.serving_dtype),
                            config.export_dir, config.export_version)
         logging.info("Exported step %d to %s in %.0f s", model_step, path, time.time() - start)
+        if config.quantize:
+            edge.check_int8(path, task.evaluation_arrays())
     return results
 
 

@@ -301,6 +301,11 @@ class SpanLabelingTask(base.Task):
 
     # --- export -----------------------------------------------------------------------
 
+    def evaluation_arrays(self):
+        if not self.predict_examples:
+            return None
+        return self._windows(self.predict_examples, False)[1]
+
     def export(self, model, export_dir, version):
         config = self.config
         threshold = config.null_score_diff_threshold
@@ -312,5 +317,6 @@ class SpanLabelingTask(base.Task):
             max_query_length=config.max_query_length, n_best_size=config.n_best_size,
             max_answer_length=config.max_answer_length,
             version_2_with_negative=config.version_2_with_negative,
-            null_score_diff_threshold=threshold, version=version)
+            null_score_diff_threshold=threshold, version=version,
+            int8=self.run_config.quantize)
 

@@ -83,8 +83,9 @@ def pack(tokenizer, texts_a, texts_b=None, seq=SEQ):
     return {k: np.asarray(v, np.int32) for k, v in rows.items()}
 
 
-def export_all(root):
-    """Exports one tiny model per task; returns {case: dict(dir=..., text=..., ids=...,
+def export_all(root, int8=False):
+    """Exports one tiny model per task (with `int8`, each version also holds its
+    int8 model.tflite); returns {case: dict(dir=..., text=..., ids=...,
     expected=...)} with what the Keras model and the Python preprocessing give."""
     import tensorflow as tf
 
@@ -109,7 +110,7 @@ def export_all(root):
     probabilities = tf.nn.softmax(model(ids, training=False)).numpy()
     cases["classification"] = dict(
         dir=classification.export_classifier(model, str(vocab_file), True, SEQ, LABELS, True,
-                                             str(root / "classification")),
+                                             str(root / "classification"), int8=int8),
         text={"text_a": TEXT_A, "text_b": TEXT_B}, ids=ids, params=model.count_params(),
         expected={"probabilities": probabilities,
                   "label": [LABELS[i] for i in probabilities.argmax(axis=1)]})
@@ -121,7 +122,7 @@ def export_all(root):
     scale_head(model.classifier, 8, 3.0)
     cases["regression"] = dict(
         dir=classification.export_classifier(model, str(vocab_file), True, SEQ, None, False,
-                                             str(root / "regression")),
+                                             str(root / "regression"), int8=int8),
         text={"text_a": TEXT_A}, ids=single_ids, params=model.count_params(),
         expected={"score": model(single_ids, training=False).numpy()[:, 0]})
 
@@ -158,7 +159,7 @@ def export_all(root):
         cases[name] = dict(
             dir=squad_serving.export_squad_model(
                 model, VOCAB, str(root / name), version_2_with_negative=version_2,
-                null_score_diff_threshold=threshold, **SQUAD),
+                null_score_diff_threshold=threshold, int8=int8, **SQUAD),
             text={"question": QUESTIONS, "context": CONTEXTS}, ids=window_ids,
             params=model.count_params(),
             expected={"predictions": {i: predictions[str(i)] for i in answered},
@@ -176,7 +177,7 @@ def export_all(root):
     mc_logits = model(mc_ids, training=False).numpy()
     cases["multiple_choice"] = dict(
         dir=multiple_choice.export_multiple_choice(model, str(vocab_file), True, SEQ,
-                                                   str(root / "multiple_choice")),
+                                                   str(root / "multiple_choice"), int8=int8),
         text={"context": MC_CONTEXT, "start": MC_START, "endings": MC_ENDINGS}, ids=mc_ids,
         params=model.count_params(),
         expected={"logits": mc_logits, "probabilities": tf.nn.softmax(mc_logits).numpy()})
@@ -193,7 +194,8 @@ def export_all(root):
                                    [len(s.words) for s in sentences])
     cases["ner"] = dict(
         dir=ner.export_token_classifier(model, str(vocab_file), True, SEQ, TAGS,
-                                        str(root / "ner"), max_batch_size=NER_MAX_BATCH),
+                                        str(root / "ner"), max_batch_size=NER_MAX_BATCH,
+                                        int8=int8),
         text={"text": NER_TEXT}, ids=ner_ids, params=model.count_params(),
         expected={"tags": [[TAGS[t] for t in w] for w in words],
                   "token_tags": [[TAGS[t] for t in row] for row in tag_ids]})

@@ -67,16 +67,6 @@ def hidden_temporaries(directory: pathlib.Path) -> list:
     return [p.name for p in directory.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
 
 
-def send_as_a_terminal_does(process, signum):
-    """Ctrl-C, Ctrl-\\ and a closed terminal reach the whole foreground process
-    group (the workers too); a supervisor's SIGTERM the command's process alone."""
-    own_group = os.getpgid(process.pid) == process.pid  # (the fork server's children)
-    if signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP) and own_group:
-        os.killpg(process.pid, signum)
-    else:
-        process.send_signal(signum)
-
-
 @pytest.mark.parametrize("name, workers", [
     *[(name, workers) for name in ("SIGINT", "SIGTERM") for workers in (1, 2)],
     # A closed terminal: its SIGHUP reaches the whole group, as Ctrl-C does.
@@ -96,11 +86,11 @@ def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, wor
         time.sleep(0.05)
     assert process.poll() is None, "generation ended before the signal: give it more work"
     time.sleep(0.3)  # the workers are writing
-    send_as_a_terminal_does(process, getattr(signal, name))
+    processes.send_as_a_session_does(process, getattr(signal, name))
     if workers == 2:  # an impatient user: a second signal while the first cleans up
         time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):  # (unless it is done already)
-            send_as_a_terminal_does(process, getattr(signal, name))
+            processes.send_as_a_session_does(process, getattr(signal, name))
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == EXIT[name], stderr[-3000:]
     stop_line(stderr, name)

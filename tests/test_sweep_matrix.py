@@ -44,7 +44,7 @@ def test_a_command_without_a_control_case_still_gets_its_cases(tmp_path):
     new = matrix.Command("new-thing", {"output_file": "file", "output_dir": "run_dir"},
                          ("read", "train"))
     made = matrix.generate([new])
-    assert len(made) == matrix.expected_count(new) == 2 * 9 + 2 * 2 + 4
+    assert len(made) == matrix.expected_count(new) == 2 * 9 + 2 * len(matrix.SIGNALS) + 4
     world = tmp_path / "world"
     world.mkdir()
     row = matrix.run_generated(world, tmp_path, 0, made[0])

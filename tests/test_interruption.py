@@ -70,7 +70,7 @@ def hidden_temporaries(directory: pathlib.Path) -> list:
 @pytest.mark.parametrize("name, workers", [
     *[(name, workers) for name in ("SIGINT", "SIGTERM") for workers in (1, 2)],
     # A closed terminal: its SIGHUP reaches the whole group, as Ctrl-C does.
-    pytest.param("SIGHUP", 2, marks=pytest.mark.slow)])
+    ("SIGHUP", 2)])
 def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, workers):
     kit.write(w.path("big.txt"), kit.corpus_text(n_docs=400, seed=1))
     out = w.path("gen")
@@ -100,8 +100,9 @@ def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, wor
 # === Training: a checkpoint first, then the same command resumes ===
 
 # Runs a script with a hook that sends this process STOP_SIGNAL after training's
-# step STOP_AT (after its log line: --log_steps=1), or as evaluation starts
-# (STOP_AT=eval): where a user's Ctrl-C would land, reproducibly. With
+# step STOP_AT (after its log line: --log_steps=1), as evaluation starts
+# (STOP_AT=eval) or as classification converts its features (STOP_AT=features):
+# where a user's Ctrl-C would land, reproducibly. With
 # AGAIN_SIGNAL, that one follows while the stop's checkpoint is being saved.
 HOOKED = r"""
 import os, runpy, signal, sys, time
@@ -117,6 +118,14 @@ def hooked_save(self):
         time.sleep(0.5)  # its handler runs here, in the middle of the save
     return save(self)
 trainer.Trainer.save = hooked_save
+from data_prep import glue_features
+convert = glue_features.convert_examples
+def hooked_convert(*args, **kwargs):
+    if stop_at == "features":
+        os.kill(os.getpid(), signum)
+        time.sleep(1)  # the handler runs here
+    return convert(*args, **kwargs)
+glue_features.convert_examples = hooked_convert
 def hooked_train(self, dataset_fn, global_batch_size, hooks=None, **kwargs):
     def at_step(step, results):
         print("STEP", step, flush=True)
@@ -213,6 +222,13 @@ def test_a_second_signal_while_the_checkpoint_is_saved_is_noted_and_changes_noth
     assert w.path("out", "ckpt-2.index").exists()
     noted = [line for line in stopped.stderr.splitlines() if f"{again} while stopping" in line]
     assert len(noted) == 1 and f"for {name}" in noted[0], stopped.stderr[-3000:]
+
+
+def test_a_closed_terminal_while_features_are_converted_stops_with_one_line(w):
+    stopped = hooked("run_classifier.py", classify_args(w), stop_at="features", name="SIGHUP")
+    assert stopped.returncode == 75, stopped.stderr[-3000:]
+    assert "outside training: nothing was lost" in stop_line(stopped.stderr, "SIGHUP")
+    assert not [p for p in w.path("out").rglob("*") if ".tmp-" in p.name]
 
 
 def test_a_signal_ignored_at_start_stays_ignored():

@@ -71,7 +71,17 @@ def check_output_files(output_file: str | Sequence[str], inputs: Sequence[str]) 
         io.check_output_directory(path)
     # The one output policy: kinds, names, devices, writable, never over a foreign file.
     ensure_checked(",".join(outputs), "--output_file", FILE_PREFIX)
+    _remove_stale_temporaries(outputs)
     return outputs
+
+
+def _remove_stale_temporaries(outputs: Sequence[str]) -> None:
+    """A stopped generation's temporaries never outlive the next run: those of a
+    run that could not remove them (killed, or its terminal gone) are removed
+    before this one writes (a worker's shard is tens of MB; their names carry the
+    pid of the generation that made them, so a running one's are kept)."""
+    for directory in sorted({os.path.dirname(path) or "." for path in outputs}):
+        io.remove_stale_temporaries(directory)
 
 
 # --------------------------------------------------------------------------

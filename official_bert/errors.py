@@ -9,9 +9,9 @@ the file and its line / record) and says what would fix it.
       BadFileError          a file the user gave is missing, unreadable or malformed
       RunDirectoryError     --output_dir is in use, or holds another run's files
       DiskFullError         the disk filled up while writing (nothing half-written is left)
-    Stopped                 not an error: a signal stopped the job (exit 130 / 75)
-      Interrupted           SIGINT (Ctrl-C)
-      Preempted             SIGTERM (a preempted VM); training saves a checkpoint first
+    Stopped                 not an error: a signal stopped the job (the signal policy below)
+      Interrupted           a person's key: SIGINT (Ctrl-C), SIGQUIT (Ctrl-\\); exit 128 + N
+      Preempted             the job's surroundings: SIGTERM (a preempted VM), SIGHUP, ...; exit 75
 
 Each reader's own error type is a `BadFileError`: `modeling.configs.ConfigError`,
 `checkpoints.CheckpointError`, `text.tokenization.VocabError`, and in
@@ -25,6 +25,7 @@ Each reader's own error type is a `BadFileError`: `modeling.configs.ConfigError`
 from __future__ import annotations
 
 import errno
+import signal
 
 # errno values of an OSError that mean "no room to write": a full disk, a full
 # quota, or a file-size limit (`ulimit -f`, RLIMIT_FSIZE).
@@ -88,8 +89,8 @@ class DiskFullError(UserError):
 
 
 class Stopped(BaseException):
-    """Not an error: a signal (`SIGNAL`) stopped the job; the command exits
-    with `EXIT_CODE` so that a supervisor can tell it from a failure, and the
+    """Not an error: a signal (`signal_name`) stopped the job; the command exits
+    with `exit_code` so that a supervisor can tell it from a failure, and the
     same command resumes or finishes it. Raised at a step boundary by training,
     after a checkpoint (`step`, `checkpoint`), and at once elsewhere by the
     boundary's signal handler (`official_bert.interruption`), where every file
@@ -98,46 +99,82 @@ class Stopped(BaseException):
     A `BaseException`, as `KeyboardInterrupt` is: an `except Exception` that
     turns errors into messages must not catch a stop."""
 
-    SIGNAL = ""
-    EXIT_CODE = 1
+    SIGNALS: tuple = ()  # the names of the signals this kind of stop is, its default first
     PREFIX = "stopped"  # the first word of its line
 
-    def __init__(self, step: int | None = None, checkpoint: str | None = None):
+    def __init__(self, step: int | None = None, checkpoint: str | None = None,
+                 signal_name: str | None = None):
         self.step, self.checkpoint = step, checkpoint
+        self.signal_name = signal_name or self.SIGNALS[0]
         if checkpoint is None:
-            super().__init__(f"stopped by {self.SIGNAL} outside training: nothing was lost "
+            super().__init__(f"stopped by {self.signal_name} outside training: nothing was lost "
                              "(nothing half-written was kept); run the same command again to "
                              "finish (what a run trained is kept, and not trained again)")
             return
-        super().__init__(f"stopped by {self.SIGNAL} at step {step}: checkpoint {checkpoint} is "
-                         "saved; run the same command again to resume from it")
+        super().__init__(f"stopped by {self.signal_name} at step {step}: checkpoint "
+                         f"{checkpoint} is saved; run the same command again to resume from it")
 
     @property
     def exit_code(self) -> int:
-        return self.EXIT_CODE
+        raise NotImplementedError
+
+
+# The signal policy: which signals stop a job, and the exit status each gives. Every signal
+# that ends a process by default and that a user's session, a supervisor or a scheduler
+# delivers is here, in one of two kinds, told apart by who sent it, which is what a
+# supervisor needs to know (retry or not):
+# * a person at the keyboard (`Interrupted`): the shell's 128 + N, as if the signal had
+#   ended the process (130 for Ctrl-C, 131 for Ctrl-\): a person chose to stop, so a
+#   supervisor must not start the job again by itself;
+# * the job's surroundings (`Preempted`): EX_TEMPFAIL (75), google's preemption status,
+#   "try again later": a preempted VM (SIGTERM), a closed terminal or ssh session (SIGHUP:
+#   nobody chose to stop), a scheduler's warning before its time limit (SLURM's `--signal`
+#   sends SIGUSR1 or SIGUSR2; `timeout -s ALRM`: SIGALRM) or a CPU-time limit (SIGXCPU,
+#   `ulimit -t`, the last warning before SIGKILL). Rerun, the job resumes.
+# Left out, on purpose: SIGPIPE (Python ignores it: a closed stdout is an EPIPE error, which
+# the command boundary ends quietly, exit 141) and SIGXFSZ (Python ignores it: a file-size
+# limit is an EFBIG error, the one-line "disk is full"); SIGKILL and SIGSTOP (no handler
+# can run); SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS (the process itself
+# is broken: nothing it does next can be trusted to save); SIGPROF, SIGVTALRM, SIGIO and
+# the real-time signals (profilers' and programs' private timers and events, not a
+# session's); SIGPWR (sent to init, not to a job).
+INTERRUPT_SIGNALS = ("SIGINT", "SIGQUIT")
+PREEMPT_SIGNALS = ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
 
 
 class Preempted(Stopped):
-    """SIGTERM: how cloud VMs and TPU hosts are preempted (google's exit status)."""
+    """The job's surroundings stopped it (`PREEMPT_SIGNALS`): SIGTERM, how cloud VMs
+    and TPU hosts are preempted, a closed terminal, a scheduler's limit."""
 
-    SIGNAL = "SIGTERM"
-    EXIT_CODE = 75  # EX_TEMPFAIL: a temporary failure, try again
+    SIGNALS = PREEMPT_SIGNALS
     PREFIX = "preempted"
+
+    @property
+    def exit_code(self) -> int:
+        return 75  # EX_TEMPFAIL: a temporary failure, try again
 
 
 class Interrupted(Stopped):
-    """SIGINT: Ctrl-C (the shell's exit status for it, 128 + 2)."""
+    """A person stopped it (`INTERRUPT_SIGNALS`): SIGINT (Ctrl-C), SIGQUIT (Ctrl-\\)."""
 
-    SIGNAL = "SIGINT"
-    EXIT_CODE = 130
+    SIGNALS = INTERRUPT_SIGNALS
     PREFIX = "interrupted"
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + signal.Signals[self.signal_name]  # the shell's status for it
 
 
 def stopped_by(signal_name: str, step: int | None = None,
                checkpoint: str | None = None) -> Stopped:
-    """The `Stopped` for the signal named `signal_name` ("SIGINT", "SIGTERM")."""
-    kind = Interrupted if signal_name == "SIGINT" else Preempted
-    return kind(step, checkpoint)
+    """The `Stopped` for the signal named `signal_name` ("SIGINT", "SIGHUP", ...)."""
+    kind = Interrupted if signal_name in INTERRUPT_SIGNALS else Preempted
+    return kind(step, checkpoint, signal_name)
+
+
+def stop_exit_code(signal_name: str) -> int:
+    """The exit status of a job stopped by the signal named `signal_name`."""
+    return stopped_by(signal_name).exit_code
 
 
 def is_disk_full(error: BaseException) -> bool:

@@ -1,9 +1,11 @@
 """One signal policy for every command (`commands/app.py` `signal_policy`,
-`official_bert/interruption.py`): SIGINT (Ctrl-C) and SIGTERM alike stop a job
-wherever it is, with one line saying what was kept and how to go on, no
-traceback, exit 130 for SIGINT and 75 for SIGTERM; training saves a checkpoint
-first and the same command resumes; data generation leaves no temporary, with
-one worker or several.
+`official_bert/interruption.py`): every stop signal (SIGINT, Ctrl-C; SIGQUIT,
+Ctrl-\\; SIGTERM; SIGHUP, a closed terminal; ...) alike stops a job wherever it
+is, with one line saying what was kept and how to go on, no traceback, and the
+policy's exit status (130 for SIGINT, 131 for SIGQUIT, 75 for the others);
+training saves a checkpoint first and the same command resumes; a later signal
+during the stop is noted in one line and changes nothing; data generation leaves
+no temporary, with one worker or several, and removes a killed run's.
 
 Each case runs the real command on `tests/support/fault_kit.py`'s tiny world;
 the training ones send the signal from a hook at a known step (the moment a
@@ -18,6 +20,7 @@ import os
 import pathlib
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -25,11 +28,14 @@ import pytest
 
 from support import fault_kit as kit
 from support import processes
+from official_bert import errors, interruption
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-EXIT = {"SIGINT": 130, "SIGTERM": 75}
-PREFIX = {"SIGINT": "interrupted: ", "SIGTERM": "preempted: "}
+# The policy's exit status and line for each stop signal, from its one definition.
+NAMES = [signal.Signals(s).name for s in interruption.STOP_SIGNALS]
+EXIT = {name: errors.stop_exit_code(name) for name in NAMES}
+PREFIX = {name: errors.stopped_by(name).PREFIX + ": " for name in NAMES}
 
 
 @pytest.fixture(scope="module")
@@ -61,18 +67,10 @@ def hidden_temporaries(directory: pathlib.Path) -> list:
     return [p.name for p in directory.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
 
 
-def send_as_a_terminal_does(process, signum):
-    """Ctrl-C reaches the whole foreground process group (the workers too); a
-    supervisor's SIGTERM the command's process alone."""
-    own_group = os.getpgid(process.pid) == process.pid  # (the fork server's children)
-    if signum == signal.SIGINT and own_group:
-        os.killpg(process.pid, signum)
-    else:
-        process.send_signal(signum)
-
-
-@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name, workers", [
+    *[(name, workers) for name in ("SIGINT", "SIGTERM") for workers in (1, 2)],
+    # A closed terminal: its SIGHUP reaches the whole group, as Ctrl-C does.
+    ("SIGHUP", 2)])
 def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, workers):
     kit.write(w.path("big.txt"), kit.corpus_text(n_docs=400, seed=1))
     out = w.path("gen")
@@ -88,11 +86,11 @@ def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, wor
         time.sleep(0.05)
     assert process.poll() is None, "generation ended before the signal: give it more work"
     time.sleep(0.3)  # the workers are writing
-    send_as_a_terminal_does(process, getattr(signal, name))
+    processes.send_as_a_session_does(process, getattr(signal, name))
     if workers == 2:  # an impatient user: a second signal while the first cleans up
         time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):  # (unless it is done already)
-            send_as_a_terminal_does(process, getattr(signal, name))
+            processes.send_as_a_session_does(process, getattr(signal, name))
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == EXIT[name], stderr[-3000:]
     stop_line(stderr, name)
@@ -102,14 +100,32 @@ def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, wor
 # === Training: a checkpoint first, then the same command resumes ===
 
 # Runs a script with a hook that sends this process STOP_SIGNAL after training's
-# step STOP_AT (after its log line: --log_steps=1), or as evaluation starts
-# (STOP_AT=eval): where a user's Ctrl-C would land, reproducibly.
+# step STOP_AT (after its log line: --log_steps=1), as evaluation starts
+# (STOP_AT=eval) or as classification converts its features (STOP_AT=features):
+# where a user's Ctrl-C would land, reproducibly. With
+# AGAIN_SIGNAL, that one follows while the stop's checkpoint is being saved.
 HOOKED = r"""
 import os, runpy, signal, sys, time
+from official_bert import interruption
 from official_bert.tasks import evaluation
 from official_bert.training import trainer
 stop_at, signum = os.environ["STOP_AT"], getattr(signal, os.environ["STOP_SIGNAL"])
-train, evaluate = trainer.Trainer.train, evaluation.evaluation
+again = os.environ.get("AGAIN_SIGNAL")
+train, evaluate, save = trainer.Trainer.train, evaluation.evaluation, trainer.Trainer.save
+def hooked_save(self):
+    if again and interruption.requested():
+        os.kill(os.getpid(), getattr(signal, again))
+        time.sleep(0.5)  # its handler runs here, in the middle of the save
+    return save(self)
+trainer.Trainer.save = hooked_save
+from data_prep import glue_features
+convert = glue_features.convert_examples
+def hooked_convert(*args, **kwargs):
+    if stop_at == "features":
+        os.kill(os.getpid(), signum)
+        time.sleep(1)  # the handler runs here
+    return convert(*args, **kwargs)
+glue_features.convert_examples = hooked_convert
 def hooked_train(self, dataset_fn, global_batch_size, hooks=None, **kwargs):
     def at_step(step, results):
         print("STEP", step, flush=True)
@@ -128,9 +144,9 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def hooked(script: str, args: list, stop_at="", name="SIGINT") -> kit.Result:
+def hooked(script: str, args: list, stop_at="", name="SIGINT", again="") -> kit.Result:
     return kit.run([sys.executable, "-c", HOOKED, str(REPO / script), *args],
-                   env={"STOP_AT": str(stop_at), "STOP_SIGNAL": name})
+                   env={"STOP_AT": str(stop_at), "STOP_SIGNAL": name, "AGAIN_SIGNAL": again})
 
 
 def classify_args(w, *extra):
@@ -181,3 +197,75 @@ def test_a_signal_during_evaluation_stops_with_one_line(w, name):
     assert stopped.returncode == EXIT[name], stopped.stderr[-3000:]
     assert "outside training: nothing was lost" in stop_line(stopped.stderr, name)
     assert not w.path("out", "eval_results.txt").exists()
+
+
+# === Every stop signal: the same stop, the policy's status; later ones noted ===
+
+
+@pytest.mark.parametrize("name", ["SIGHUP", pytest.param("SIGQUIT", marks=pytest.mark.slow)])
+def test_a_closed_terminal_or_ctrl_backslash_during_fine_tuning_saves_a_checkpoint(w, name):
+    stopped = hooked("run_classifier.py", classify_args(w), stop_at=2, name=name)
+    assert stopped.returncode == EXIT[name] == {"SIGHUP": 75, "SIGQUIT": 131}[name], \
+        stopped.stderr[-3000:]
+    line = stop_line(stopped.stderr, name)
+    assert f"stopped by {name} at step 2: checkpoint " in line, line
+    assert w.path("out", "ckpt-2.index").exists()
+
+
+@pytest.mark.parametrize("name, again", [
+    ("SIGHUP", "SIGINT"), pytest.param("SIGINT", "SIGINT", marks=pytest.mark.slow)])
+def test_a_second_signal_while_the_checkpoint_is_saved_is_noted_and_changes_nothing(
+        w, name, again):
+    stopped = hooked("run_classifier.py", classify_args(w), stop_at=2, name=name, again=again)
+    assert stopped.returncode == EXIT[name], stopped.stderr[-3000:]
+    assert "at step 2: checkpoint" in stop_line(stopped.stderr, name)
+    assert w.path("out", "ckpt-2.index").exists()
+    noted = [line for line in stopped.stderr.splitlines() if f"{again} while stopping" in line]
+    assert len(noted) == 1 and f"for {name}" in noted[0], stopped.stderr[-3000:]
+
+
+def test_a_closed_terminal_while_features_are_converted_stops_with_one_line(w):
+    stopped = hooked("run_classifier.py", classify_args(w), stop_at="features", name="SIGHUP")
+    assert stopped.returncode == 75, stopped.stderr[-3000:]
+    assert "outside training: nothing was lost" in stop_line(stopped.stderr, "SIGHUP")
+    assert not [p for p in w.path("out").rglob("*") if ".tmp-" in p.name]
+
+
+def test_a_signal_ignored_at_start_stays_ignored():
+    """`nohup` ignores SIGHUP: the policy does not take it back (POSIX's rule)."""
+    from official_bert.commands import app
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with app.signal_policy():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGQUIT) is app._on_stop_signal
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_killed_generations_temporaries_are_removed_by_the_next_run(w):
+    out = w.path("gen")
+    out.mkdir()
+    dead = processes.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                         capture_output=True, text=True).stdout.strip()
+    stale = out / f".a.tfrecord.tmp-{dead}-0123abcd"  # what SIGKILL leaves (io.temporary_name)
+    stale.write_bytes(b"x" * 1000)
+    result = kit.run(kit.command(
+        "-m official_bert.commands.create_pretraining_data", f"--input_file={w.path('corpus.txt')}",
+        f"--output_file={out / 'a.tfrecord'}", f"--vocab_file={w.vocab}",
+        "--max_seq_length=32", "--max_predictions_per_seq=5", "--num_workers=1"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not stale.exists()
+    assert (out / "a.tfrecord").exists()
+
+
+def test_a_closed_standard_output_ends_flags_reference_quietly():
+    """`bert flags-reference | head -1`: the reader stops early; no traceback."""
+    result = subprocess.run(
+        f"{sys.executable} -m official_bert.commands.cli flags-reference | head -1; "
+        "echo status ${PIPESTATUS[0]} >&2", shell=True, executable="/bin/bash", cwd=REPO,
+        capture_output=True, text=True, timeout=120, env={**os.environ, **kit.ENV})
+    assert result.stdout == "# Flag reference\n"
+    assert "Traceback" not in result.stderr and "Error" not in result.stderr, result.stderr
+    assert "status 141" in result.stderr, result.stderr

@@ -44,7 +44,7 @@ def test_a_command_without_a_control_case_still_gets_its_cases(tmp_path):
     new = matrix.Command("new-thing", {"output_file": "file", "output_dir": "run_dir"},
                          ("read", "train"))
     made = matrix.generate([new])
-    assert len(made) == matrix.expected_count(new) == 2 * 9 + 2 * 2 + 4
+    assert len(made) == matrix.expected_count(new) == 2 * 9 + 2 * len(matrix.SIGNALS) + 4
     world = tmp_path / "world"
     world.mkdir()
     row = matrix.run_generated(world, tmp_path, 0, made[0])
@@ -84,3 +84,12 @@ def test_build_vocab_stopped_by_sigterm_while_reading(world, tmp_path):
     row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", "sigterm", "read"))
     assert row["outcome"] == matrix.CLEAN, row["why"]
     assert row["why"].startswith("preempted:") and "the rerun finished" in row["why"]
+
+
+@pytest.mark.parametrize("klass, phase", [("sighup", "read"), ("sigquit", "data")])
+def test_build_vocab_stopped_by_a_terminals_signal(world, tmp_path, klass, phase):
+    """The policy's other signals are cases too: a closed terminal's SIGHUP (exit 75) and
+    Ctrl-\\ (131), to the process group, each one line, and the same command then finishes."""
+    row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", klass, phase))
+    assert row["outcome"] == matrix.CLEAN, row["why"]
+    assert "the rerun finished" in row["why"]

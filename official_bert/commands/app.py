@@ -2,13 +2,18 @@
 
 Every command (`bert <command>`, the `run_*.py` scripts) is started by
 `commands.registry`, which calls `app.run(main)`. Around the job it installs,
-once, the signal policy (`signal_policy`): SIGINT (Ctrl-C) and SIGTERM alike
-stop the job wherever it is (`official_bert.interruption`): training saves a
-checkpoint first, temporaries are removed, and one line says what was kept and
-how to resume (`interrupted: ...` with exit status 130, `preempted: ...` with
-75, google's preemption status). A broken pipe on stdout (`bert ... | head`)
-ends the command quietly (141). Four kinds of stop are printed as one
-`error: ...` line with exit status 1:
+once, the signal policy (`signal_policy`): every signal that ends a process by
+default and that a session delivers (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1,
+SIGUSR2, SIGALRM, SIGXCPU: `official_bert.interruption` lists them) stops the
+job wherever it is: training saves a checkpoint first, temporaries are removed,
+and one line says what was kept and how to resume (`interrupted: ...` with the
+shell's 128 + N for a person's Ctrl-C or Ctrl-\\, 130 or 131; `preempted: ...`
+with 75, google's preemption status, for the others). A later signal during
+that stop is noted in one line and changes nothing. A closed stdout (`bert ... |
+head`, SIGPIPE's case) ends any command quietly with the shell's status for
+SIGPIPE, 141 (`closed_output_ends_quietly`; `bert flags-reference` and the
+usage too). Four kinds of stop are printed as one `error: ...` line with exit
+status 1:
 
 * mistakes in what the user gave: `official_bert.errors.UserError` and its
   subclasses (`BadFileError`, `RunDirectoryError`, ...), raised where the input
@@ -159,16 +164,23 @@ def _on_stop_signal(signum, frame):
     interruption.request(signum)
 
 
+def _handled_signals() -> tuple:
+    """The stop signals the policy takes: all of `interruption.STOP_SIGNALS` but
+    those ignored when the process started (`nohup` ignores SIGHUP; a shell's
+    background job, SIGINT and SIGQUIT), which stay ignored, as POSIX asks."""
+    return tuple(s for s in interruption.STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def signal_policy():
-    """SIGINT and SIGTERM alike stop the job (`official_bert.interruption`):
+    """Every stop signal alike stops the job (`official_bert.interruption`):
     the one place that installs their handlers, around every job. Python takes
     signals in the main thread only: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     interruption.reset()
-    previous = {s: signal.signal(s, _on_stop_signal) for s in interruption.STOP_SIGNALS}
+    previous = {s: signal.signal(s, _on_stop_signal) for s in _handled_signals()}
     exiting_stopped = False
     try:
         yield
@@ -187,7 +199,9 @@ def signal_policy():
 
 
 def _exit_stopped(stop: Stopped) -> None:
-    print(f"{stop.PREFIX}: {stop}", file=sys.stderr, flush=True)
+    # After SIGHUP the terminal may be gone: the line is lost, the exit status is not.
+    with contextlib.suppress(OSError, ValueError):
+        print(f"{stop.PREFIX}: {stop}", file=sys.stderr, flush=True)
     sys.exit(stop.exit_code)
 
 
@@ -197,6 +211,21 @@ def _exit_quietly_on_closed_output() -> None:
     with contextlib.suppress(OSError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(128 + signal.SIGPIPE)
+
+
+@contextlib.contextmanager
+def closed_output_ends_quietly():
+    """A closed stdout (`bert ... | head`: the reader stopped early) ends the
+    block quietly with exit 141, whatever wrote to it. Python ignores SIGPIPE,
+    so a write or the last flush raises EPIPE: the block flushes before it
+    ends, so that the error is raised here, not in the interpreter's exit."""
+    try:
+        yield
+        sys.stdout.flush()
+    except Exception as e:  # noqa: BLE001 - only a closed stdout; the rest is re-raised
+        if _is_closed_output(e):
+            _exit_quietly_on_closed_output()
+        raise
 
 
 def refuse_arguments(argv) -> None:
@@ -235,16 +264,15 @@ def run(main, argv=None):
     quiet_tensorflow(args)
     if any(a in HELP_FLAGS for a in args[1:]):
         module = sys.modules.get(getattr(main, "__module__", "__main__"))
-        try:
-            print(grouped_help(args[0], getattr(module, "__doc__", None)), flush=True)
-        except BrokenPipeError:  # `bert classify --help | head`: the reader stopped early
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with closed_output_ends_quietly():  # `bert classify --help | head`
+            print(grouped_help(args[0], getattr(module, "__doc__", None)))
         sys.exit(0)
 
     def guarded(args):
         try:
             configure_logging()
-            return main(args)
+            with closed_output_ends_quietly():
+                return main(args)
         except BaseException as e:  # noqa: BLE001 - a stop, one line for user errors, else a bug
             if isinstance(e, SystemExit):
                 raise
@@ -254,8 +282,6 @@ def run(main, argv=None):
                 _exit_stopped(stop)
             if not isinstance(e, Exception):
                 raise
-            if _is_closed_output(e):
-                _exit_quietly_on_closed_output()
             if os.environ.get("OFFICIAL_BERT_TRACEBACK"):
                 raise
             if is_one_line_error(e):
@@ -403,7 +429,11 @@ def _drop_native_noise() -> None:
         with os.fdopen(read_end, "rb") as source:
             for line in source:
                 if not _NATIVE_NOISE.search(line.decode("utf-8", "replace")):
-                    os.write(original, line)
+                    # Still drained when the reader is gone (`2>&1 | head`, a closed
+                    # terminal after SIGHUP): a pump that stopped would fill the pipe,
+                    # and the next write to stderr would wait forever.
+                    with contextlib.suppress(OSError):
+                        os.write(original, line)
 
     thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
     thread.start()

@@ -74,15 +74,23 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def _print(text) -> int:
+    """Prints `text()` as a command's output: a closed stdout (`| head -1`) ends
+    quietly, as every command's does (`app.closed_output_ends_quietly`)."""
+    from official_bert.commands import app
+
+    with app.closed_output_ends_quietly():
+        print(text())
+    return 0
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv if argv is None else argv)
     if len(argv) < 2 or argv[1] in ("-h", "--help", "help"):
-        print(usage())
-        return 0
+        return _print(usage)
     command = argv[1]
     if command == "flags-reference":
-        print(flags_reference())
-        return 0
+        return _print(flags_reference)
     if command not in registry.BY_NAME:
         print(f"error: unknown command {command!r}; known: {', '.join(registry.BY_NAME)}",
               file=sys.stderr)

@@ -40,7 +40,7 @@ from absl import flags
 
 from official_bert.commands import app, cli_flags, registry
 from official_bert import file_sets, interruption, io
-from official_bert.errors import BadFileError, Stopped, UserError
+from official_bert.errors import BadFileError, Stopped, UserError, stopped_by
 from official_bert.run_directory import layout
 from official_bert.run_directory.lock import RunLock
 from official_bert.settings import setting
@@ -172,7 +172,7 @@ def _stage_stop(process, stop: Stopped) -> Stopped:
         for line in process.stdout.read().splitlines():
             saved = STAGE_STOP.match(line.strip())
             if saved:
-                return type(stop)(int(saved.group(1)), saved.group(2))
+                return stopped_by(stop.signal_name, int(saved.group(1)), saved.group(2))
     return stop
 
 

@@ -1,5 +1,6 @@
-"""A stop signal during training (SIGINT, Ctrl-C, or SIGTERM, a preempted cloud VM
-or TPU host with ~30 s of notice): a checkpoint after the step in flight, then
+"""A stop signal during training (any of `interruption.STOP_SIGNALS`: SIGINT,
+Ctrl-C; SIGTERM, a preempted cloud VM or TPU host with ~30 s of notice; SIGHUP, a
+closed terminal; ...): a checkpoint after the step in flight, then
 `errors.Stopped` (`official_bert.interruption` holds the request; the command
 boundary installs the handlers)."""
 
@@ -22,10 +23,12 @@ class TerminationSignal:
 
     Python runs a signal handler only in the main thread, between bytecodes, and
     the main thread spends up to `steps_per_loop` updates inside one `tf.function`
-    call. So the request is also reached another way: the C-level handler writes
+    call. So the call is also stopped another way: the C-level handler writes
     the signal's number to `signal.set_wakeup_fd`'s pipe, a watcher thread reads
     it and sets `stop` (a `tf.Variable` the train loop reads before each update)
-    while the call runs. Without `stop` (several workers, which must agree on the
+    while the call runs. The watcher only stops the call: the request itself is
+    made once, by the boundary's handler as the call returns, so that a signal
+    is never counted twice (a second count would be noted as a second signal). Without `stop` (several workers, which must agree on the
     step) the call ends at its own boundary. The pipe is only fed for signals
     with a Python handler (the boundary's); outside the main thread (where
     Python cannot take signals) there is no watcher."""
@@ -52,9 +55,8 @@ class TerminationSignal:
         stops = {int(s) for s in interruption.STOP_SIGNALS}
         while True:
             data = os.read(read_fd, 64)  # one byte per signal
-            for signum in data:
-                if signum in stops:
-                    interruption.request(signum)
+            if stops.intersection(data):
+                self._stop.assign(True)
             if not data or 0 in data:  # __exit__'s byte: training is over
                 return
 

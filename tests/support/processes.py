@@ -422,3 +422,18 @@ def _real_process(args, env, cwd, input, timeout, file_size_limit, text):
     return subprocess.run(args, env=env, cwd=cwd, input=input, timeout=timeout, text=text,
                           capture_output=True,
                           preexec_fn=limit_file_size if file_size_limit else None)
+
+
+# The stop signals a terminal sends to its whole foreground process group (a command's
+# worker processes too): Ctrl-C, Ctrl-\ and the hang-up of a closed terminal. The others
+# (a supervisor's SIGTERM, a scheduler's SIGUSR1, ...) are sent to the one process.
+GROUP_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+
+
+def send_as_a_session_does(process, signum) -> None:
+    """Sends `signum` to a started command as a user's session would: to its process
+    group (`GROUP_SIGNALS`) when it leads one (a forked command does), else to it."""
+    if signum in GROUP_SIGNALS and os.getpgid(process.pid) == process.pid:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)

@@ -21,7 +21,14 @@ flag and a kind, and the phases a signal can interrupt) x every fault of a class
       sigint      SIGINT to the process group (Ctrl-C) while the phase is under way:
                   exit 130, one line, no traceback, no temporaries left; a rerun finishes
                   (resuming from the checkpoint the line names)
+      sigquit     SIGQUIT to the group (Ctrl-\\), likewise with exit 131
       sigterm     SIGTERM to the process (a preempted VM), likewise with exit 75
+      sighup      SIGHUP to the group (the terminal closed), likewise with exit 75
+      sigusr1, sigusr2, sigalrm, sigxcpu
+                  to the process (a scheduler's warning, a timer, the CPU-time limit),
+                  likewise with exit 75
+                  (one class per signal of the policy, `interruption.STOP_SIGNALS`, with
+                  its exit status, `errors.stop_exit_code`)
     run-record faults, for a command that trains into a run_dir, on a run it trained:
       record      run.json missing (correct handling), with fields of the wrong type or
                   "format": 99 (refused, run.json kept), read-only (an evaluation works)
@@ -59,6 +66,7 @@ import threading
 import time
 from typing import Callable
 
+from official_bert import errors, interruption
 from official_bert.run_directory.layout import RUN_RECORD
 from tests.support import fault_kit as kit
 from tests.support import processes
@@ -389,7 +397,10 @@ PHASES = {
     "export": dict(line=r"^\s*Export|Assets written to"),  # (TensorFlow's, inside a save)
     "write": dict(opens="w"),
 }
-SIGNALS = {"sigint": (signal.SIGINT, 130), "sigterm": (signal.SIGTERM, 75)}
+# Every stop signal of the policy (`interruption.STOP_SIGNALS`), each with the exit status
+# the policy gives it (`errors.stop_exit_code`): a class per signal, "sigint", "sighup", ...
+SIGNALS = {signal.Signals(s).name.lower(): (s, errors.stop_exit_code(signal.Signals(s).name))
+           for s in interruption.STOP_SIGNALS}
 
 # Run as `python -c DRIVER -m module | script path, args...`: the command, paused for
 # MATRIX_STALL seconds where the phase begins (MATRIX_LINE, MATRIX_UNIT, MATRIX_OPENS: a
@@ -715,8 +726,9 @@ RACE_SEPARATOR = "=== the second writer ==="
 
 
 def signalled(signum: int, phase: str):
-    """A launch: the command under DRIVER; `signum` once `phase` has begun (SIGINT to its
-    process group, as Ctrl-C in a terminal; SIGTERM to it alone, as a supervisor sends)."""
+    """A launch: the command under DRIVER; `signum` once `phase` has begun (a terminal's
+    SIGINT, SIGQUIT or SIGHUP to its process group; SIGTERM and the others to it alone, as
+    a supervisor or a scheduler sends them: `processes.send_as_a_session_does`)."""
     def launch(ctx, case) -> kit.Result:
         full = kit.command(*ctx.resolve(case.argv))
         noted = pathlib.Path(str(ctx.root) + ".phase")
@@ -744,10 +756,7 @@ def _kind_and_target(command: list) -> list:
 
 
 def _send(process, signum):
-    if signum == signal.SIGINT and os.getpgid(process.pid) == process.pid:
-        os.killpg(process.pid, signum)  # its own group: the worker processes get it too
-    else:
-        process.send_signal(signum)
+    processes.send_as_a_session_does(process, signum)  # a terminal's: the workers get it too
 
 
 def rerun_finishes(ctx, case) -> tuple:

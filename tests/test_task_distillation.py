@@ -164,6 +164,24 @@ def test_a_resume_with_another_teacher_is_refused_even_allowed(world, teacher_ru
         assert "\n" not in str(refused.value)
 
 
+def test_a_resume_with_other_student_layers_is_refused_as_another_model(world, teacher_run,
+                                                                          tmp_path):
+    """0 and 1 of a 2-layer teacher make students of one config: the record's identity
+    names the layers, so the change is another model, refused even allowed."""
+    student = tmp_path / "student"
+    classify(world, student, do_train=True, num_train_epochs=1, student_layers=["1"])
+    record = json.loads((student / "run.json").read_text())
+    assert record["identity"]["student_layers"] == [1]
+    with pytest.raises(RunDirectoryError, match=r"would change: --student_layers was \[1\], "
+                                                r"now \[0\]\. A run with other values is "
+                                                "another run") as refused:
+        classify(world, student, do_train=True, allow_changed_settings=True,
+                 student_layers=["0"])
+    assert "\n" not in str(refused.value)
+    # The run's own checkpoint (no --init_checkpoint) is the student already: it resumes.
+    classify(world, student, do_eval=True, init_checkpoint=None)
+
+
 def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
     # The pre-trained encoder alone: no trained head.
     with pytest.raises(UserError, match="a teacher is a run fine-tuned on this task"):

@@ -5,7 +5,7 @@
     project_version  the version of official_bert that last wrote it
     identity       what the run is: the task (and its task name, labels, ...),
                    the model's config, the vocabulary's sha256, the casing,
-                   --max_seq_length. A rerun that would change one is refused:
+                   --max_seq_length, a student's --student_layers. A rerun that would change one is refused:
                    the checkpoints belong to that run.
     settings       how it trains (`TRAINING_SETTINGS`, and the training data:
                    path → size). A training rerun with other values is refused
@@ -73,6 +73,7 @@ IDENTITY_FIELDS = {
     "vocab_sha256": (str, _NONE),
     "do_lower_case": (bool, _NONE),
     "max_seq_length": (int,),
+    "student_layers": ListOf((int,)),
 }
 
 EVAL_SCHEDULE_FIELDS = {"every": (int,), "from_step": (int,)}

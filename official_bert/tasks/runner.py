@@ -330,14 +330,20 @@ def _refuse_loss_scaling_change(run_directory, changes: list) -> None:
 def _identity(task, task_identity: dict, vocab_text: str | None) -> dict:
     """What the run is (the record's identity): the task and what it adds
     (`RunFiles.identity`), the model's config, the vocabulary, the casing
-    and --max_seq_length."""
+    and --max_seq_length; for a student made now from --init_checkpoint, the
+    teacher's layers it kept (--student_layers: 1,3,5 is another model than
+    0,2,4 of the same config; a resume from the run's own checkpoint does not
+    say, and is not compared)."""
     files = task.model_files
-    return {"task": _family(task), **task_identity,
-            "bert_config": json.loads(files.config.to_json_string()),
-            "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
-                             if vocab_text is not None else None),
-            "do_lower_case": files.do_lower_case,
-            "max_seq_length": task.run_config.max_seq_length}
+    identity = {"task": _family(task), **task_identity,
+                "bert_config": json.loads(files.config.to_json_string()),
+                "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
+                                 if vocab_text is not None else None),
+                "do_lower_case": files.do_lower_case,
+                "max_seq_length": task.run_config.max_seq_length}
+    if files.student_layers is not None:
+        identity["student_layers"] = list(files.student_layers)
+    return identity
 
 
 def _training_settings(task, training_files) -> dict:

@@ -203,6 +203,43 @@ def size(path: str) -> int:
     return gfile().stat(path).length
 
 
+# A file's content fingerprint (`content_fingerprint`): hashed whole up to
+# WHOLE_FINGERPRINT bytes, else by FINGERPRINT_BLOCKS blocks of FINGERPRINT_BLOCK.
+WHOLE_FINGERPRINT = 128 << 20
+FINGERPRINT_BLOCK = 1 << 20
+FINGERPRINT_BLOCKS = 32
+
+
+def content_fingerprint(path: str) -> str:
+    """What a run record knows a training file by: its content, not its size
+    alone (a train.tsv with its labels flipped keeps its size) nor its mtime
+    (a copy or a touch is the same data).
+
+    A file up to 128 MiB (every GLUE, SQuAD, CoNLL and SWAG training file) is
+    read whole: "sha256:<hex>" of its bytes. SST-2's 3.8 MB train.tsv takes
+    5 ms here (sha256 at about 0.8 GB/s from the page cache), a fifth of
+    reading it into lines (25 ms), and a fine-tuning session reads and
+    tokenizes all of it anyway (seconds). A larger file (a pre-training
+    shard) is read in 32 blocks of 1 MiB spread evenly from its first byte to
+    its last: "sha256-32x1MiB:<hex>" of its size and those blocks, 32 MiB read
+    whatever its size; an edit that falls between the blocks and keeps the size
+    goes unseen there.
+    """
+    length = size(path)
+    digest = hashlib.sha256()
+    with open_file(path, "rb") as f:
+        if length <= WHOLE_FINGERPRINT:
+            for block in iter(lambda: f.read(FINGERPRINT_BLOCK), b""):
+                digest.update(block)
+            return "sha256:" + digest.hexdigest()
+        digest.update(str(length).encode())
+        step = (length - FINGERPRINT_BLOCK) / (FINGERPRINT_BLOCKS - 1)
+        for index in range(FINGERPRINT_BLOCKS):
+            f.seek(round(index * step))
+            digest.update(f.read(FINGERPRINT_BLOCK))
+    return f"sha256-{FINGERPRINT_BLOCKS}x{FINGERPRINT_BLOCK >> 20}MiB:" + digest.hexdigest()
+
+
 def open_file(path: str, mode: str = "r", encoding: str = "utf-8", newline: str | None = None):
     """`open` for local paths; for the others a `tf.io.gfile.GFile` behind Python's
     own buffering and text decoding, so that `encoding` and `newline` mean what

@@ -44,6 +44,7 @@ ALLOW_CHANGED_SETTINGS = "--allow_changed_settings"
 _KEY_NAMES = {"task": "the task", "labels": "the labels",
               "bert_config": "the model (bert_config.json)",
               "vocab_sha256": "the vocabulary (vocab.txt)", "training_data": "the training data",
+              "training_data_content": "the training data's content",
               "windows": "the --long_document windows"}
 
 
@@ -72,6 +73,7 @@ class RunDirectory:
         # first checkpoint (`note_checkpoint`): a session that trains nothing
         # records nothing.
         self._session = None
+        self._said_data_known_by_size = False  # (the run flow checks twice: said once)
 
     def file(self, name: str) -> str:
         """The path of `name` in the directory (a task's own prediction file)."""
@@ -282,7 +284,10 @@ class RunDirectory:
         self._check_identity(record["identity"], identity, "")
         if settings is None or not record.get("settings"):
             return []
+        self._say_if_data_known_by_size(record["settings"], settings)
         changed = differences(record["settings"], settings)
+        if any(key == "training_data" for key, _, _ in changed):  # (its sizes say it already)
+            changed = [change for change in changed if change[0] != "training_data_content"]
         if changed and not allow_changes:
             raise RunDirectoryError(
                 f"--output_dir {self.path} was trained with other settings: "
@@ -290,6 +295,17 @@ class RunDirectory:
                 f"the new ones (the change is logged and kept in {RUN_RECORD}), or give the "
                 "run's own values; nothing was changed")
         return changed
+
+    def _say_if_data_known_by_size(self, old: dict, settings: dict) -> None:
+        """A record of an earlier version knows the training data by size alone:
+        then only sizes are compared (`differences` compares the keys both
+        give), and the log says so once; this session records the content."""
+        if "training_data" in old and "training_data_content" not in old and \
+                "training_data_content" in settings and not self._said_data_known_by_size:
+            self._said_data_known_by_size = True
+            logging.info("%s (an earlier version's) knows the training data by its size "
+                         "alone: compared by size this time; its content is recorded from this "
+                         "session on", self.run_record)
 
     def _check_identity(self, old: dict, identity: dict, source: str) -> None:
         """`RunDirectoryError` when `identity` is another task's, or changes one of
@@ -462,6 +478,10 @@ def _value(value) -> str:
 
 
 def _describe_change(key: str, old, new) -> str:
+    if key == "training_data_content":  # (a file's fingerprint: its kind and 12 hex digits)
+        parts = [f"{path} was {_short_digest(old.get(path))}, now {_short_digest(new.get(path))}"
+                 for path in sorted(set(old) & set(new)) if old[path] != new[path]]
+        return f"{key_name(key)}: " + "; ".join(parts)
     if isinstance(old, dict) and isinstance(new, dict):
         parts = [f"{k} was {_value(old.get(k, '(none)'))}, now {_value(new.get(k, '(none)'))}"
                  for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
@@ -470,6 +490,11 @@ def _describe_change(key: str, old, new) -> str:
     if key == "vocab_sha256":
         return f"{key_name(key)}: sha256 was {old[:12]}..., now {new[:12]}... (another vocab.txt)"
     return f"{key_name(key)} was {_value(old)}, now {_value(new)}"
+
+
+def _short_digest(fingerprint: str) -> str:
+    kind, _, digest = fingerprint.partition(":")
+    return f"{kind} {digest[:12]}..."
 
 
 def describe_changes(changes: list) -> str:

@@ -314,13 +314,13 @@ class RunDirectory:
         families = [families] if isinstance(families, str) else families
         if families and identity.get("task") not in families:
             raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run{source}, not a "
-                f"{_task_words(identity)} one: its checkpoints are another task's model; "
+                f"--output_dir {self.path} holds a {task_words(old)} run{source}, not a "
+                f"{task_words(identity)} one: its checkpoints are another task's model; "
                 "nothing was changed. Use another --output_dir")
         changed = differences({k: v for k, v in old.items() if k != "task"}, identity)
         if changed:
             raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run{source} that this "
+                f"--output_dir {self.path} holds a {task_words(old)} run{source} that this "
                 f"one would change: {describe_changes(changed)}. A run with other values is "
                 "another run, not this one resumed; nothing was changed. Use another "
                 "--output_dir, or the run's own values")
@@ -329,11 +329,15 @@ class RunDirectory:
         """The --max_seq_length this directory's run was trained with: its
         record's, else classifier_config.json's (a run made before records);
         None when the directory holds no trained run or nothing says."""
+        return self.trained_identity().get("max_seq_length")
+
+    def trained_identity(self) -> dict:
+        """What the directory's trained run is: its record's identity, else what
+        its files say (`identity_from_files`); {} when it holds no trained run."""
         if not self.has_checkpoint():
-            return None
+            return {}
         record = self.read_run_record()
-        identity = (record or {}).get("identity") or self.identity_from_files()
-        return identity.get("max_seq_length")
+        return (record or {}).get("identity") or self.identity_from_files()
 
     def identity_from_files(self) -> dict:
         """What the files that carry a run say it is, for a trained directory
@@ -502,7 +506,7 @@ def describe_changes(changes: list) -> str:
     return "; ".join(_describe_change(*change) for change in changes)
 
 
-def _task_words(identity: dict) -> str:
+def task_words(identity: dict) -> str:
     """A task as a message says it: "classification (--task_name=sst-2)"."""
     task = identity.get("task") or "unknown"
     if isinstance(task, list):  # the families a directory's files fit

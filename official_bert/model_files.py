@@ -203,7 +203,7 @@ def _checked_vocab(vocab_file: str, config, required_tokens) -> list:
     """The vocabulary's tokens, checked against the model and the task's
     special tokens."""
     if not io.exists(vocab_file):
-        raise BadFileError(vocab_file, "does not exist", fix="check --vocab_file")
+        raise BadFileError(vocab_file, io.missing(vocab_file), fix="check --vocab_file")
     vocab = tokenization.load_vocab_list(vocab_file)
     missing = [t for t in required_tokens if t not in vocab]
     if missing:

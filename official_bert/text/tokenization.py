@@ -183,7 +183,7 @@ def load_vocab_list(vocab_file) -> List[str]:
     """
     vocab_file = os.fspath(vocab_file)
     if not io.isfile(vocab_file):
-        raise VocabFileNotFoundError(vocab_file, "does not exist" if not io.exists(vocab_file)
+        raise VocabFileNotFoundError(vocab_file, io.missing(vocab_file) if not io.exists(vocab_file)
                                      else "is not a file", fix=_missing_vocab_fix())
     text = io.read_text(vocab_file)
     # Split on "\n" only: str.splitlines() would also split inside a token

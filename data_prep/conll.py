@@ -83,7 +83,7 @@ def read_conll(path: str, scheme: str = "auto") -> ConllFile:
         scheme: "auto" (detect), "iob1" or "bio": the file's tag scheme.
     """
     if not io.exists(path):
-        raise ConllFormatError(path, "does not exist", fix="check the file name")
+        raise ConllFormatError(path, io.missing(path), fix="check the file name")
     if io.isdir(path):
         raise ConllFormatError(path, "is a directory, not a CoNLL file")
     sentences, num_columns = [], None

@@ -287,7 +287,7 @@ def file_format(path: str, default: Optional[str] = None) -> str:
 def _rows(path: str, fmt: str):
     """(line number, list of fields or dict) for every non-blank row."""
     if not io.exists(path):
-        raise GlueFormatError(path, "does not exist", fix="check the file name (or --data_dir)")
+        raise GlueFormatError(path, io.missing(path), fix="check the file name (or --data_dir)")
     if io.isdir(path):
         raise GlueFormatError(path, "is a directory, not a data file")
     try:

@@ -90,7 +90,7 @@ def expand_inputs(patterns: Iterable[str]) -> tuple[list[str], list[str]]:
         elif io.exists(pattern):
             matches = [pattern]
         else:
-            raise UserError(f"--input {pattern} does not exist")
+            raise UserError(f"--input {pattern} {io.missing(pattern)}")
         if not matches:
             raise UserError(f"--input {pattern!r} matches no files")
         for path in matches:

@@ -28,7 +28,7 @@ def load_vocab_info(vocab_file: str) -> VocabInfo:
     from official_bert.text import tokenization
 
     if not io.isfile(vocab_file):
-        raise BadFileError(vocab_file, "does not exist", fix="check --vocab_file")
+        raise BadFileError(vocab_file, io.missing(vocab_file), fix="check --vocab_file")
     return VocabInfo(tokenization.load_vocab(vocab_file), name=vocab_file)
 
 

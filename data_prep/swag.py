@@ -44,7 +44,7 @@ class SwagExample:
 def read_swag(path: str, require_label: bool = True) -> List[SwagExample]:
     """Reads SWAG's CSV; `require_label=False` for a prediction file."""
     if not io.exists(path):
-        raise SwagFormatError(path, "does not exist", fix="check the file name")
+        raise SwagFormatError(path, io.missing(path), fix="check the file name")
     if io.isdir(path):
         raise SwagFormatError(path, "is a directory, not a SWAG CSV file")
     try:

@@ -339,14 +339,14 @@ def _files_of(pattern: str, flag: str) -> list[str]:
         matches = [f"{shards.group('prefix')}-{i:05d}-of-{count:05d}" for i in range(count)]
         missing = [m for m in matches if not io.exists(m)]
         if missing:
-            raise BadFileError(missing[0], f"does not exist ({len(missing)} of the {count} "
-                               f"shards of --{flag}={pattern} are missing)")
+            raise BadFileError(missing[0], f"{io.missing(missing[0])} ({len(missing)} of the "
+                               f"{count} shards of --{flag}={pattern} are missing)")
     else:
         matches = io.glob(pattern)
     matches = _data_files(matches)
     if not matches:
         if not io.has_magic(pattern) and not io.exists(pattern):
-            raise UserError(f"--{flag}: {pattern} does not exist")
+            raise UserError(f"--{flag}: {pattern} {io.missing(pattern)}")
         raise UserError(f"--{flag}: no file matches {pattern!r}")
     return matches
 

@@ -45,6 +45,9 @@ class ModelFiles:
         vocab_file: str. The WordPiece vocabulary.
         do_lower_case: bool.
         vocab: the vocabulary's tokens, in id order.
+        student_layers: the layers of --init_checkpoint this model kept
+            (--student_layers, as numbers); None when the model is not a
+            student made now (a checkpoint whole, or a run's own student).
     """
 
     config: object
@@ -52,6 +55,7 @@ class ModelFiles:
     vocab_file: str
     do_lower_case: bool
     vocab: list
+    student_layers: list | None = None
 
     def tokenizer(self):
         """A `FullTokenizer` over this vocabulary (built once)."""
@@ -121,8 +125,9 @@ def resolve_model_files(model: ModelFilesConfig, required_tokens=SPECIAL_TOKENS,
     config = (BertConfig.from_json_file(model.bert_config_file) if model.bert_config_file
               else None)
     ckpt = checkpoints.read_checkpoint(init_checkpoint, config) if init_checkpoint else None
-    if model.student_layers:
-        ckpt = _student(ckpt, model.student_layers, own_run=not model.init_checkpoint or (
+    kept = None
+    if model.student_layers is not None:  # (an empty list is --student_layers=, refused)
+        ckpt, kept = _student(ckpt, model.student_layers, own_run=not model.init_checkpoint or (
             bool(run_dir) and io.same_path(model.init_checkpoint, run_dir)))
     if ckpt is not None:
         config = ckpt.config
@@ -141,27 +146,29 @@ def resolve_model_files(model: ModelFilesConfig, required_tokens=SPECIAL_TOKENS,
         if vocab_required:
             raise UserError(f"no vocab.txt beside {init_checkpoint or model.bert_config_file}; "
                             "pass --vocab_file")
-        return ModelFiles(config, ckpt, None, bool(do_lower_case), [])
+        return ModelFiles(config, ckpt, None, bool(do_lower_case), [], kept)
     vocab = _checked_vocab(vocab_file, config, required_tokens)
     tokenization.validate_case_matches_vocab(vocab, do_lower_case)
-    return ModelFiles(config, ckpt, vocab_file, bool(do_lower_case), vocab)
+    return ModelFiles(config, ckpt, vocab_file, bool(do_lower_case), vocab, kept)
 
 
 def _student(ckpt, layers, own_run: bool):
     """--student_layers: the layers of --init_checkpoint to keep
-    (`checkpoints.layer_subset`). A run's own checkpoint (resumed, evaluated or
-    exported) is the student already, and is left as it is."""
+    (`checkpoints.layer_subset`). Returns (the checkpoint, the layers kept). A
+    run's own checkpoint (resumed, evaluated or exported) is the student
+    already, and is left as it is (kept: None; its record names its layers)."""
+    layer_subset.refuse_empty(layers)  # (before a resume's own checkpoint ignores the flag)
     if ckpt is None:
         raise UserError(f"{layer_subset.FLAG} keeps layers of a checkpoint: give the teacher "
                         "as --init_checkpoint")
     if own_run:
         logging.info("%s: the model comes from the run's own checkpoint, which has its %d "
                      "layers already", layer_subset.FLAG, ckpt.config.num_hidden_layers)
-        return ckpt
+        return ckpt, None
     kept = layer_subset.parse_layers(layers, ckpt.config.num_hidden_layers)
     logging.info("A student of %d layers from %s: its layers are the teacher's %s of %d",
                  len(kept), ckpt.path, ",".join(map(str, kept)), ckpt.config.num_hidden_layers)
-    return layer_subset.keep_layers(ckpt, kept)
+    return layer_subset.keep_layers(ckpt, kept), kept
 
 
 def google_names_in_a_hugging_face_directory(model: ModelFilesConfig) -> ModelFilesConfig:
@@ -196,7 +203,7 @@ def _checked_vocab(vocab_file: str, config, required_tokens) -> list:
     """The vocabulary's tokens, checked against the model and the task's
     special tokens."""
     if not io.exists(vocab_file):
-        raise BadFileError(vocab_file, "does not exist", fix="check --vocab_file")
+        raise BadFileError(vocab_file, io.missing(vocab_file), fix="check --vocab_file")
     vocab = tokenization.load_vocab_list(vocab_file)
     missing = [t for t in required_tokens if t not in vocab]
     if missing:

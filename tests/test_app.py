@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from official_bert.commands import registry
+from official_bert.commands import app, registry
 from support import processes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -235,3 +235,19 @@ def test_help_names_no_path_a_user_lacks_and_no_python_identifier(command):
     assert not identifiers, identifiers
     assert "entry(argv)" not in text
     assert f"usage: bert {command} [flags]" in text
+
+
+@pytest.mark.parametrize("error, expected", [
+    (RuntimeError("can't start new thread"),
+     "error: no thread can start (can't start new thread): the process reached a limit of the "
+     "machine (threads, ulimit -u, or address space, ulimit -v)"),
+    (MemoryError(), "error: out of memory: lower the batch size"),
+    (RuntimeError("std::bad_alloc"), "error: out of memory (std::bad_alloc): lower the batch"),
+])
+def test_running_out_of_threads_or_memory_is_a_resource_line_not_a_bug(error, expected):
+    """Issue 56: under a 2 GB address-space limit a thread that could not start was
+    reported as "a bug in official_bert"."""
+    assert app.is_one_line_error(error)
+    line = app.one_line_error(error)
+    assert line.startswith(expected) and "\n" not in line and "bug" not in line
+    assert not app.is_one_line_error(RuntimeError("a bug"))

@@ -4,7 +4,10 @@
   one: every path that reads a vocabulary (`tokenization.load_vocab_list`: the
   tokenizers, the model's files, the in-graph tokenizer, the data tools, a
   build-vocab output given back) refuses it, naming the file, both lines and the
-  token. Real vocabularies never trip it; blank lines (the empty token) keep their ids.
+  token. Real vocabularies never trip it.
+* A blank or whitespace-only line before a token is refused, naming the file and
+  the line (issue 56): every id after it would be one off the checkpoint's rows.
+  Blank lines at the end shift no id and are dropped.
 * A UTF-8 byte-order mark at the very start of a user's text file is an encoding
   mark (`io.strip_bom`, the rule of every text reader): each reader gives, for a
   file with one, exactly what it gives for the file without. A BOM anywhere else
@@ -84,14 +87,44 @@ def test_every_reader_of_a_vocabulary_refuses_a_repeated_token(tmp_path):
         tokenization.vocab_from_list(VOCAB + ["cat"])
 
 
-def test_unused_slots_and_blank_lines_are_not_duplicates(tmp_path):
-    tokens = VOCAB + ["", "[unused2]", "", "  ", "[unused3]"]
-    path = vocab_file(tmp_path / "vocab.txt", tokens)
-    loaded = tokenization.load_vocab_list(path)
-    assert loaded == VOCAB + ["", "[unused2]", "", "", "[unused3]"]  # ids = line numbers
+def test_unused_slots_are_not_duplicates(tmp_path):
+    path = vocab_file(tmp_path / "vocab.txt", VOCAB + ["[unused2]", "[unused3]"])
     vocab = tokenization.load_vocab(path)
-    assert vocab["[unused2]"] == len(VOCAB) + 1 and vocab["[unused3]"] == len(VOCAB) + 4
+    assert vocab["[unused2]"] == len(VOCAB) and vocab["[unused3]"] == len(VOCAB) + 1
     assert tokenization.FullTokenizer(path).tokenize("The cats!") == ["the", "cat", "##s", "!"]
+
+
+@pytest.mark.parametrize("blank", ["", "  ", "\t", "\u3000", " \r"])
+def test_a_blank_line_before_a_token_is_refused_with_its_line(tmp_path, blank):
+    path = vocab_file(tmp_path / "vocab.txt", VOCAB[:7] + [blank] + VOCAB[7:])
+    with pytest.raises(tokenization.VocabError) as info:
+        tokenization.load_vocab_list(path)
+    message = str(info.value)
+    assert message.startswith(f"{path} line 8 is blank (or only white space), before the "
+                              "token 'the'")
+    assert "\n" not in message and "delete the line" in message
+
+
+def test_every_reader_of_a_vocabulary_refuses_a_blank_line(tmp_path):
+    from data_prep.pretraining_corpus import load_vocab_info
+    from official_bert.text.text_layers import BertTokenizerLayer
+
+    path = vocab_file(tmp_path / "vocab.txt", VOCAB[:3] + [""] + VOCAB[3:])
+    for read in (tokenization.load_vocab, tokenization.FullTokenizer, BertTokenizerLayer,
+                 load_vocab_info):
+        with pytest.raises(tokenization.VocabError, match=r"line 4 is blank"):
+            read(path)
+
+
+def test_blank_lines_at_the_end_are_dropped(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(t + "\n" for t in VOCAB) + "\n  \n\n", encoding="utf-8")
+    assert tokenization.load_vocab_list(str(path)) == VOCAB
+    path.write_text("\n".join(VOCAB), encoding="utf-8")  # no newline after the last token
+    assert tokenization.load_vocab_list(str(path)) == VOCAB
+    path.write_text(" \n\n", encoding="utf-8")
+    with pytest.raises(tokenization.VocabError, match="holds no token"):
+        tokenization.load_vocab_list(str(path))
 
 
 def test_a_build_vocab_output_given_back_with_a_token_added_twice(tmp_path):
@@ -122,6 +155,7 @@ def test_real_vocabularies_have_no_duplicates():
     assert [vocab[t] for t in ("[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [
         0, 1, 100, 101, 102, 103]
     assert sum(t.startswith("[unused") for t in tokens) == 994
+    assert all(t.strip() == t != "" for t in tokens)  # no blank or padded line
 
 
 # === Byte-order marks ===

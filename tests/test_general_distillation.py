@@ -6,7 +6,8 @@ LM's share mixed with the teacher's soft targets (alpha · labels + (1 − alpha
 self-attention relations (other widths), each computed here by hand or by the
 tested loss functions from the same model outputs; a teacher without a
 masked-LM head teaches its representations alone; a run records its teacher
-and refuses another on resume; the student is an ordinary checkpoint.
+and refuses another on resume, and other --student_layers; the student is an
+ordinary checkpoint.
 """
 
 from __future__ import annotations
@@ -207,6 +208,11 @@ def test_a_run_distils_a_student_that_is_an_ordinary_checkpoint(world, teacher_r
                                                 "from one teacher"):
         _run(world, out, teacher=str(world.ckpt), init_checkpoint=str(teacher_run),
              student_layers=["1"], num_train_steps=4, allow_changed_settings=True)
+    # Other layers of the teacher: a student of the same config, but another model.
+    assert record["identity"]["student_layers"] == [1]
+    with pytest.raises(RunDirectoryError, match=r"--student_layers was \[1\], now \[0\]"):
+        _run(world, out, teacher=str(teacher_run), init_checkpoint=str(teacher_run),
+             student_layers=["0"], num_train_steps=4, allow_changed_settings=True)
 
 
 @pytest.mark.slow

@@ -722,3 +722,53 @@ def test_fine_tuning_on_ram_with_a_saved_model_export():
     exported, from_run = out["predictions"]["ram://export"], out["predictions"]["ram://out"]
     assert len(exported) == 5
     assert exported == pytest.approx(from_run, abs=1e-5)
+
+
+# === A path that is not there: the real cause (issue 56) ===
+
+
+@pytest.fixture
+def loop(tmp_path):
+    """`a` → `b` → `a`: os.path.exists is False for both, and stat fails with ELOOP."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    return tmp_path / "a"
+
+
+def test_a_loop_of_symbolic_links_is_named_as_one(loop, tmp_path):
+    from official_bert import checkpoints
+    from official_bert.commands import system_errors
+
+    assert io.missing(str(loop)) == "is a loop of symbolic links"
+    assert io.missing(str(loop / "train.tsv")) == (
+        f"does not exist: {loop} on its path is a loop of symbolic links")
+    assert io.kind_of(str(loop)) == "a loop of symbolic links"
+    # --output_dir, --init_checkpoint, a data file under --data_dir, a JSON file.
+    with pytest.raises(UserError, match=f"^--output_dir {loop}: {loop} is a loop of symbolic "
+                                        "links, not a directory"):
+        io.check_writable(str(loop), "--output_dir")
+    with pytest.raises(UserError, match=f"^{loop} is a loop of symbolic links; pass"):
+        checkpoints.read_checkpoint(str(loop))
+    from data_prep import glue
+    with pytest.raises(UserError, match=f"{loop} on its path is a loop of symbolic links"):
+        list(glue._rows(str(loop / "train.tsv"), "tsv"))
+    with pytest.raises(UserError, match=f"^{loop} is a loop of symbolic links"):
+        io.read_json(str(loop))
+    # An OSError of one, whoever raised it.
+    try:
+        open(loop)
+    except OSError as e:
+        problem = system_errors.classify(e)
+    assert problem.path == str(loop) and problem.what.startswith("a loop of symbolic links")
+
+
+def test_other_paths_that_are_not_there_say_why(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    assert io.missing(str(tmp_path / "nothing")) == "does not exist"
+    assert io.missing(str(tmp_path / "file" / "x")) == (
+        f"does not exist: {tmp_path / 'file'} on its path is a file, not a directory")
+    assert io.missing(str(tmp_path / "dangling")) == (
+        f"is a symbolic link to {tmp_path / 'gone'}, which does not exist")
+    assert io.kind_of(str(tmp_path / "dangling")) == "a symbolic link to nothing"
+    assert io.missing("ram://nowhere/x") == "does not exist"

@@ -90,6 +90,8 @@ def test_the_record_says_what_the_run_is(world, trained):
     assert settings["train_batch_size"] == 4 and settings["optimizer"] == "adamw"
     train_file = world.path("glue", "train.tsv")
     assert settings["training_data"] == {str(train_file): train_file.stat().st_size}
+    assert settings["training_data_content"] == {
+        str(train_file): "sha256:" + hashlib.sha256(train_file.read_bytes()).hexdigest()}
     # 8 examples, batch 4, 2 epochs: steps 2 and 4 saved, both the run's own.
     assert written["checkpoints"] == ["ckpt-2", "ckpt-4"]
     assert sorted(p.name for p in trained.glob("ckpt-*.index")) == ["ckpt-2.index",
@@ -159,6 +161,64 @@ def test_other_training_data_needs_the_flag(world, run_dir, tmp_path):
                                                     do_train=True)))
     assert "the training data: " in str(refused.value)
     assert f"{glue / 'train.tsv'} was (none), now" in str(refused.value)
+
+
+def test_training_data_is_known_by_content_not_size(world, tmp_path, caplog):
+    """Issue 56: a train.tsv with every label flipped keeps its byte size; the record's
+    fingerprint of it tells. A record of an earlier version (sizes alone) still resumes,
+    compared by size, and says so once."""
+    glue = pathlib_copy(world.path("glue"), tmp_path / "glue")
+    train = glue / "train.tsv"
+    config = ClassificationConfig(task_name="sst-2", data_dir=str(glue))
+    out = tmp_path / "run"
+
+    def train_on(**settings):
+        return run_task(ClassificationTask, config, RunConfig(**run_settings(
+            world, out, do_train=True, **settings)))
+
+    train_on(num_train_epochs=1)
+    assert record(out)["settings"]["training_data_content"] == {
+        str(train): "sha256:" + hashlib.sha256(train.read_bytes()).hexdigest()}
+    header, *rows = train.read_text().splitlines()
+    flipped = [row[:-1] + {"0": "1", "1": "0"}[row[-1]] for row in rows]
+    train.write_text("\n".join([header, *flipped]) + "\n")
+    with pytest.raises(RunDirectoryError) as refused:
+        train_on(num_train_epochs=1)
+    message = str(refused.value)
+    assert f"the training data's content: {train} was sha256 " in message, message
+    assert "--allow_changed_settings" in message and "\n" not in message
+    assert "the training data: " not in message  # (same size)
+
+    written = record(out)
+    del written["settings"]["training_data_content"]  # as an earlier version wrote it
+    (out / "run.json").write_text(json.dumps(written))
+    with caplog.at_level(logging.INFO, logger="absl"):
+        train_on(num_train_epochs=2, allow_changed_settings=True)
+    assert record(out)["checkpoints"][-1] == "ckpt-4"
+    assert caplog.text.count("knows the training data by its size alone: compared by size "
+                             "this time") == 1
+    assert "changed settings (--allow_changed_settings): --num_train_epochs was 1, now 2\n" \
+        in caplog.text
+    assert record(out)["settings"]["training_data_content"][str(train)].startswith("sha256:")
+
+
+def test_a_large_files_fingerprint_reads_blocks_of_it(tmp_path, monkeypatch):
+    """Above io.WHOLE_FINGERPRINT a file is known by its size and 32 blocks of 1 MiB,
+    the first and the last included (the threshold lowered here)."""
+    monkeypatch.setattr(io, "WHOLE_FINGERPRINT", 1 << 20)
+    path = tmp_path / "shard.tfrecord"
+    data = bytearray(os.urandom(40 << 20))
+    path.write_bytes(data)
+    fingerprint = io.content_fingerprint(str(path))
+    assert fingerprint.startswith("sha256-32x1MiB:")
+    for offset in (0, len(data) - 1, (len(data) - (1 << 20)) // 31 * 5 + 7):
+        changed = bytearray(data)
+        changed[offset] ^= 1
+        path.write_bytes(changed)
+        assert io.content_fingerprint(str(path)) != fingerprint, offset
+    monkeypatch.setattr(io, "WHOLE_FINGERPRINT", 128 << 20)
+    path.write_bytes(data)
+    assert io.content_fingerprint(str(path)) == "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def test_evaluating_a_run_with_fewer_flags_works_as_before(world, run_dir):

@@ -108,3 +108,21 @@ def test_student_layers_need_a_teacher(tmp_path):
         model_files.resolve_model_files(ModelFilesConfig(
             bert_config_file=str(config), student_layers=["0"], max_seq_length=16),
             vocab_required=False)
+
+
+def test_an_empty_student_layers_is_refused_not_every_layer(teacher, tmp_path):
+    """`--student_layers=` parses to no layer: a mistake, not the flag left out."""
+    message = r"^--student_layers is empty: name the teacher's layers to keep"
+    with pytest.raises(UserError, match=message):
+        model_files.resolve_model_files(ModelFilesConfig(init_checkpoint=teacher[1],
+                                                         student_layers=[], max_seq_length=16))
+    # Also where a resume's own checkpoint would ignore the flag.
+    with pytest.raises(UserError, match=message):
+        model_files.resolve_model_files(ModelFilesConfig(init_checkpoint=teacher[1],
+                                                         student_layers=[], max_seq_length=16),
+                                        run_dir=teacher[1])
+    # The layers kept are what the files say (the run record's identity names them).
+    assert student_of(teacher[1], [2, 0])[0].student_layers == [2, 0]
+    whole = model_files.resolve_model_files(ModelFilesConfig(init_checkpoint=teacher[1],
+                                                             max_seq_length=16))
+    assert whole.student_layers is None

@@ -6,7 +6,9 @@ Known answers: the loss of a batch is alpha · (cross-entropy on the labels) +
 same logits (squared differences for regression); a run records the teacher's
 checkpoint and a resume with another teacher is refused, even with
 --allow_changed_settings; a teacher that does not fit (another vocabulary, no
-trained head) and --teacher without training are one line each.
+trained head, by its run's record another task, other labels or regression)
+and --teacher without training are one line each; a teacher's labels in
+another order are mapped to the student's.
 """
 
 from __future__ import annotations
@@ -164,6 +166,24 @@ def test_a_resume_with_another_teacher_is_refused_even_allowed(world, teacher_ru
         assert "\n" not in str(refused.value)
 
 
+def test_a_resume_with_other_student_layers_is_refused_as_another_model(world, teacher_run,
+                                                                          tmp_path):
+    """0 and 1 of a 2-layer teacher make students of one config: the record's identity
+    names the layers, so the change is another model, refused even allowed."""
+    student = tmp_path / "student"
+    classify(world, student, do_train=True, num_train_epochs=1, student_layers=["1"])
+    record = json.loads((student / "run.json").read_text())
+    assert record["identity"]["student_layers"] == [1]
+    with pytest.raises(RunDirectoryError, match=r"would change: --student_layers was \[1\], "
+                                                r"now \[0\]\. A run with other values is "
+                                                "another run") as refused:
+        classify(world, student, do_train=True, allow_changed_settings=True,
+                 student_layers=["0"])
+    assert "\n" not in str(refused.value)
+    # The run's own checkpoint (no --init_checkpoint) is the student already: it resumes.
+    classify(world, student, do_eval=True, init_checkpoint=None)
+
+
 def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
     # The pre-trained encoder alone: no trained head.
     with pytest.raises(UserError, match="a teacher is a run fine-tuned on this task"):
@@ -187,6 +207,68 @@ def test_a_teacher_that_does_not_fit_is_one_line(world, teacher_run, tmp_path):
         shutil.copy(teacher_run / name, never / name)
     with pytest.raises(UserError, match=f"--teacher: {never} holds no checkpoint"):
         classify(world, tmp_path / "d", do_train=True, teacher=str(never))
+
+
+def _load_teacher(world, path, tmp_path, config=None):
+    """`Teacher.load` for a student of the world's SST-2 files (steps 2 and 3 of the run flow)."""
+    from official_bert import model_files
+
+    config = config or ClassificationConfig(task_name="sst-2", data_dir=str(world.path("glue")))
+    run = RunConfig(**_settings(world, tmp_path / "student", do_train=True, teacher=str(path)))
+    files = model_files.resolve_model_files(run, ClassificationTask.required_tokens,
+                                            run_dir=run.output_dir)
+    task = ClassificationTask(config, run, model_files=files)
+    task.read_inputs()
+    return teacher_module.Teacher.load(str(path), task)
+
+
+def test_a_teacher_is_checked_by_what_its_run_says(world, teacher_run, tmp_path, caplog):
+    """Issue 56: the head's shape alone passed a teacher with the labels in another order
+    (inverted soft labels) and a token tagger of as many tags. Its record tells."""
+    teacher = shutil.copytree(teacher_run, tmp_path / "teacher")
+
+    def says(**identity):
+        record = json.loads((teacher / "run.json").read_text())
+        record["identity"].update(identity)
+        (teacher / "run.json").write_text(json.dumps(record))
+
+    assert _load_teacher(world, teacher, tmp_path).label_order is None  # the same labels
+    says(labels=["1", "0"])
+    with caplog.at_level(logging.INFO, logger="absl"):
+        assert _load_teacher(world, teacher, tmp_path).label_order == [1, 0]
+    assert "Teacher: its labels are 1,0, the student's 0,1: its outputs are reordered" \
+        in caplog.text
+    refusals = [
+        (dict(labels=["0", "2"]), r"was trained with the labels 0,2, the student has 0,1: its "
+                                  r"outputs are scores of other labels"),
+        (dict(task="ner", task_name=None, labels=["O", "B-ANI"]),
+         r"is a ner run, not a classification one: its outputs mean another task's"),
+        (dict(task="classification", labels=None, regression=True),
+         r"is a regression and the student a classifier"),
+    ]
+    for identity, message in refusals:
+        says(**identity)
+        with pytest.raises(UserError, match=f"^--teacher {teacher} " + message) as refused:
+            _load_teacher(world, teacher, tmp_path)
+        assert "\n" not in str(refused.value)
+    # A run made before records: its classifier_config.json says the same.
+    (teacher / "run.json").unlink()
+    saved = json.loads((teacher / "classifier_config.json").read_text())
+    (teacher / "classifier_config.json").write_text(json.dumps({**saved, "labels": ["1", "0"]}))
+    assert _load_teacher(world, teacher / "ckpt-4", tmp_path).label_order == [1, 0]
+
+
+def test_the_teachers_outputs_are_reordered_to_the_students_labels():
+    def model(features, training):  # three "labels": the first three ids, as scores
+        return tf.cast(features["input_word_ids"][:, :3], tf.float32)
+
+    ids = np.array([[1, 2, 3, 9], [4, 5, 6, 9]], np.int32)
+    arrays = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+              "input_type_ids": np.zeros_like(ids)}
+    teacher = teacher_module.Teacher("t", model, label_order=[2, 0, 1])
+    assert teacher.logits(arrays, 2).tolist() == [[3, 1, 2], [6, 4, 5]]
+    assert teacher_module.Teacher("t", model).logits(arrays, 2).tolist() == [[1, 2, 3],
+                                                                            [4, 5, 6]]
 
 
 def test_the_feature_based_tagger_says_it_does_not_distil(world, teacher_run, tmp_path):

@@ -44,10 +44,16 @@ def parse_layers(values, num_layers: int) -> list[int]:
             raise UserError(f"{FLAG}: layer {layer} is named twice; name each teacher layer "
                             "once")
         layers.append(layer)
-    if not layers:
-        raise UserError(f"{FLAG} is empty: name the teacher's layers to keep, e.g. "
-                        f"{FLAG}=0,2,4")
+    refuse_empty(layers)
     return layers
+
+
+def refuse_empty(values) -> None:
+    """`--student_layers=` (no layer) is a mistake, not "every layer" (which is
+    the flag left out): `UserError` naming the flag."""
+    if not values:
+        raise UserError(f"{FLAG} is empty: name the teacher's layers to keep, e.g. "
+                        f"{FLAG}=0,2,4, or leave the flag out to keep every layer")
 
 
 def keep_layers(checkpoint: BertCheckpoint, layers: list[int]) -> BertCheckpoint:

@@ -40,7 +40,7 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
     path = os.fspath(path)
     if not io.exists(path) and not io.exists(path + ".index"):
         raise CheckpointError(
-            path, "does not exist", fix="pass a Hugging Face directory "
+            path, io.missing(path), fix="pass a Hugging Face directory "
             "(config.json + model.safetensors), a Google checkpoint "
             "(bert_model.ckpt) or an official_bert checkpoint directory")
     if io.isdir(path) and io.exists(io.join(path, "model.safetensors")):

@@ -26,7 +26,8 @@ status 1:
   name too long, not a directory, a directory, no such file
   (`commands.system_errors`): `error: <path>: <what> — <what to do>`;
 * running out of memory (TensorFlow's `ResourceExhaustedError`, Python's
-  `MemoryError`), with what to lower.
+  `MemoryError`, C++'s `std::bad_alloc`), with what to lower, or out of threads
+  (a thread that cannot start), with the limit to raise.
 
 Anything else is a bug: it keeps its traceback, followed by one line saying so
 and where to report it (`ISSUE_TRACKER`). Set OFFICIAL_BERT_TRACEBACK=1 to see
@@ -73,6 +74,10 @@ HELP_FLAGS = ("--help", "-h", "-help", "--helpshort", "-?")
 OUT_OF_MEMORY_HINT = (
     "lower the batch size or --max_seq_length (or try without --jit_compile); checkpoints "
     "already saved in --output_dir are kept and the same command resumes from the latest")
+OUT_OF_THREADS_HINT = (
+    "the process reached a limit of the machine (threads, ulimit -u, or address space, ulimit "
+    "-v): raise it, or run fewer jobs at once; checkpoints already saved in --output_dir are "
+    "kept and the same command resumes from the latest")
 
 
 def _system_problem(error: BaseException) -> system_errors.Problem | None:
@@ -88,9 +93,25 @@ def _disk_full_path(error: BaseException) -> str | None:
     return problem.path if problem and problem.errno in DISK_FULL_ERRNOS else None
 
 
+def _resource_limit(error: BaseException) -> str | None:
+    """The limit that stopped the job: "memory" (Python's `MemoryError`,
+    TensorFlow's `ResourceExhaustedError`, C++'s `std::bad_alloc` as a library
+    words it), "threads" (a thread that could not start: Python's "can't start
+    new thread", under a thread or address-space limit), or None. A resource
+    limit is the machine's, not a bug: one line, never the bug's traceback."""
+    if _system_problem(error) is not None:
+        return None
+    text = str(error)
+    if isinstance(error, MemoryError) or type(error).__name__ == "ResourceExhaustedError" or \
+            "bad_alloc" in text:
+        return "memory"
+    if isinstance(error, RuntimeError) and "can't start new thread" in text:
+        return "threads"
+    return None
+
+
 def _is_out_of_memory(error: BaseException) -> bool:
-    return (isinstance(error, MemoryError) or type(error).__name__ == "ResourceExhaustedError"
-            ) and _system_problem(error) is None
+    return _resource_limit(error) is not None
 
 
 def is_one_line_error(error: BaseException) -> bool:
@@ -133,8 +154,11 @@ def one_line_error(error: BaseException) -> str:
         return f"error: {DiskFullError(problem.path, detail[:200])}"
     if problem is not None:
         return problem.line()
+    if _resource_limit(error) == "threads":
+        return f"error: no thread can start ({lines[0]}): {OUT_OF_THREADS_HINT}"
     if _is_out_of_memory(error):
-        detail = next((line for line in lines if "memory" in line.lower()), "")
+        detail = next((line for line in lines if "memory" in line.lower() or "bad_alloc" in line),
+                      "")
         return f"error: out of memory{f' ({detail})' if detail else ''}: {OUT_OF_MEMORY_HINT}"
     return f"error: {lines[0] if lines else type(error).__name__}"
 

@@ -142,7 +142,7 @@ def _load(model: str):
     from official_bert.serving.versions import check_saved_model, latest_version_dir
 
     if not io.exists(model):
-        raise BadFileError(model, "does not exist", fix="check --model")
+        raise BadFileError(model, io.missing(model), fix="check --model")
     version = latest_version_dir(model)
     if version is not None:  # else not a SavedModel: ClassifierPredictor says what it expected
         check_saved_model(version)
@@ -174,7 +174,8 @@ def main(argv):
         source, name = sys.stdin.buffer, "standard input"
     else:
         if not io.exists(FLAGS.input_file):
-            raise BadFileError(FLAGS.input_file, "does not exist", fix="check --input_file")
+            raise BadFileError(FLAGS.input_file, io.missing(FLAGS.input_file),
+                               fix="check --input_file")
         if io.isdir(FLAGS.input_file):
             raise BadFileError(FLAGS.input_file, "is a directory", fix="check --input_file")
         source, name = io.open_file(FLAGS.input_file, "rb"), FLAGS.input_file

@@ -44,6 +44,7 @@ ALLOW_CHANGED_SETTINGS = "--allow_changed_settings"
 _KEY_NAMES = {"task": "the task", "labels": "the labels",
               "bert_config": "the model (bert_config.json)",
               "vocab_sha256": "the vocabulary (vocab.txt)", "training_data": "the training data",
+              "training_data_content": "the training data's content",
               "windows": "the --long_document windows"}
 
 
@@ -72,6 +73,7 @@ class RunDirectory:
         # first checkpoint (`note_checkpoint`): a session that trains nothing
         # records nothing.
         self._session = None
+        self._said_data_known_by_size = False  # (the run flow checks twice: said once)
 
     def file(self, name: str) -> str:
         """The path of `name` in the directory (a task's own prediction file)."""
@@ -282,7 +284,10 @@ class RunDirectory:
         self._check_identity(record["identity"], identity, "")
         if settings is None or not record.get("settings"):
             return []
+        self._say_if_data_known_by_size(record["settings"], settings)
         changed = differences(record["settings"], settings)
+        if any(key == "training_data" for key, _, _ in changed):  # (its sizes say it already)
+            changed = [change for change in changed if change[0] != "training_data_content"]
         if changed and not allow_changes:
             raise RunDirectoryError(
                 f"--output_dir {self.path} was trained with other settings: "
@@ -291,6 +296,17 @@ class RunDirectory:
                 "run's own values; nothing was changed")
         return changed
 
+    def _say_if_data_known_by_size(self, old: dict, settings: dict) -> None:
+        """A record of an earlier version knows the training data by size alone:
+        then only sizes are compared (`differences` compares the keys both
+        give), and the log says so once; this session records the content."""
+        if "training_data" in old and "training_data_content" not in old and \
+                "training_data_content" in settings and not self._said_data_known_by_size:
+            self._said_data_known_by_size = True
+            logging.info("%s (an earlier version's) knows the training data by its size "
+                         "alone: compared by size this time; its content is recorded from this "
+                         "session on", self.run_record)
+
     def _check_identity(self, old: dict, identity: dict, source: str) -> None:
         """`RunDirectoryError` when `identity` is another task's, or changes one of
         the values `old` (the trained run's identity) gives."""
@@ -298,13 +314,13 @@ class RunDirectory:
         families = [families] if isinstance(families, str) else families
         if families and identity.get("task") not in families:
             raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run{source}, not a "
-                f"{_task_words(identity)} one: its checkpoints are another task's model; "
+                f"--output_dir {self.path} holds a {task_words(old)} run{source}, not a "
+                f"{task_words(identity)} one: its checkpoints are another task's model; "
                 "nothing was changed. Use another --output_dir")
         changed = differences({k: v for k, v in old.items() if k != "task"}, identity)
         if changed:
             raise RunDirectoryError(
-                f"--output_dir {self.path} holds a {_task_words(old)} run{source} that this "
+                f"--output_dir {self.path} holds a {task_words(old)} run{source} that this "
                 f"one would change: {describe_changes(changed)}. A run with other values is "
                 "another run, not this one resumed; nothing was changed. Use another "
                 "--output_dir, or the run's own values")
@@ -313,11 +329,15 @@ class RunDirectory:
         """The --max_seq_length this directory's run was trained with: its
         record's, else classifier_config.json's (a run made before records);
         None when the directory holds no trained run or nothing says."""
+        return self.trained_identity().get("max_seq_length")
+
+    def trained_identity(self) -> dict:
+        """What the directory's trained run is: its record's identity, else what
+        its files say (`identity_from_files`); {} when it holds no trained run."""
         if not self.has_checkpoint():
-            return None
+            return {}
         record = self.read_run_record()
-        identity = (record or {}).get("identity") or self.identity_from_files()
-        return identity.get("max_seq_length")
+        return (record or {}).get("identity") or self.identity_from_files()
 
     def identity_from_files(self) -> dict:
         """What the files that carry a run say it is, for a trained directory
@@ -462,6 +482,10 @@ def _value(value) -> str:
 
 
 def _describe_change(key: str, old, new) -> str:
+    if key == "training_data_content":  # (a file's fingerprint: its kind and 12 hex digits)
+        parts = [f"{path} was {_short_digest(old.get(path))}, now {_short_digest(new.get(path))}"
+                 for path in sorted(set(old) & set(new)) if old[path] != new[path]]
+        return f"{key_name(key)}: " + "; ".join(parts)
     if isinstance(old, dict) and isinstance(new, dict):
         parts = [f"{k} was {_value(old.get(k, '(none)'))}, now {_value(new.get(k, '(none)'))}"
                  for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
@@ -472,12 +496,17 @@ def _describe_change(key: str, old, new) -> str:
     return f"{key_name(key)} was {_value(old)}, now {_value(new)}"
 
 
+def _short_digest(fingerprint: str) -> str:
+    kind, _, digest = fingerprint.partition(":")
+    return f"{kind} {digest[:12]}..."
+
+
 def describe_changes(changes: list) -> str:
     """One line of [(key, old, new)]: what changed, from what, to what."""
     return "; ".join(_describe_change(*change) for change in changes)
 
 
-def _task_words(identity: dict) -> str:
+def task_words(identity: dict) -> str:
     """A task as a message says it: "classification (--task_name=sst-2)"."""
     task = identity.get("task") or "unknown"
     if isinstance(task, list):  # the families a directory's files fit

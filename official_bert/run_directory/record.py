@@ -5,10 +5,11 @@
     project_version  the version of official_bert that last wrote it
     identity       what the run is: the task (and its task name, labels, ...),
                    the model's config, the vocabulary's sha256, the casing,
-                   --max_seq_length. A rerun that would change one is refused:
+                   --max_seq_length, a student's --student_layers. A rerun that would change one is refused:
                    the checkpoints belong to that run.
     settings       how it trains (`TRAINING_SETTINGS`, and the training data:
-                   path → size). A training rerun with other values is refused
+                   path → size, and path → content fingerprint,
+                   `io.content_fingerprint`). A training rerun with other values is refused
                    unless --allow_changed_settings; then what changed is logged
                    and appended to `history`.
     checkpoints    the ckpt-<N> this directory's runs wrote: the only ones
@@ -34,7 +35,8 @@ from official_bert.errors import RunDirectoryError
 FORMAT = 1
 
 # The training settings a run records (`RunConfig`'s fields, named by their flags);
-# the record's settings add "training_data" (path → size of each training file).
+# the record's settings add "training_data" (path → size of each training file) and
+# "training_data_content" (path → `io.content_fingerprint`; records before it lack it).
 # The budget and the compute dtype are settings too: a resume that changes either
 # trains another schedule (the budget scales the learning rate's decay) or restores
 # into another optimizer (float16 adds loss scaling).
@@ -73,6 +75,7 @@ IDENTITY_FIELDS = {
     "vocab_sha256": (str, _NONE),
     "do_lower_case": (bool, _NONE),
     "max_seq_length": (int,),
+    "student_layers": ListOf((int,)),
 }
 
 EVAL_SCHEDULE_FIELDS = {"every": (int,), "from_step": (int,)}
@@ -86,7 +89,8 @@ SETTINGS_FIELDS = {
     "num_warmup_steps": _OPTIONAL_COUNT, "train_batch_size": _OPTIONAL_COUNT,
     "optimizer": (str, _NONE), "gradient_accumulation_steps": _OPTIONAL_COUNT,
     "max_train_examples": _OPTIONAL_COUNT, "max_train_minutes": _OPTIONAL_NUMBER,
-    "dtype": (str, _NONE), "training_data": (dict,), "teacher": (str, _NONE),
+    "dtype": (str, _NONE), "training_data": (dict,), "training_data_content": (dict,),
+    "teacher": (str, _NONE),
     "distill_alpha": _OPTIONAL_NUMBER, "distill_temperature": _OPTIONAL_NUMBER,
 }
 

@@ -80,7 +80,7 @@ _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 def read_examples(input_file):
     """Reads `text` or `text_a ||| text_b` lines; names the line that is not UTF-8."""
     if not io.exists(input_file):
-        raise BadFileError(input_file, "does not exist", fix="check --input_file")
+        raise BadFileError(input_file, io.missing(input_file), fix="check --input_file")
     examples = []
     lines = io.read_text(input_file).split("\n")  # "\n" only, as google reads lines
     if lines and lines[-1] == "":

@@ -83,7 +83,7 @@ def run_task(task_class, config, run_config) -> dict:
     run_files = task.run_files()
     _refuse_outputs_over_inputs(task, run_files)                                  # 4
 
-    _check_run_directory(task, run_files)                                         # 5
+    first = _check_run_directory(task, run_files)                                 # 5
     _check_unrecorded_model(task)
     # The chief owns the run directory (its lock and files); the other workers of a
     # multi-worker run write their checkpoints to scratch directories (Trainer).
@@ -92,7 +92,8 @@ def run_task(task_class, config, run_config) -> dict:
     with run_directory.lock() if chief else contextlib.nullcontext():
         if chief:
             run_directory.remove_killed_leftovers()
-        session = _check_run_directory(task, run_files)  # again: no other run can change it
+        # Again: no other run can change it now (the data's fingerprints read once).
+        session = _check_run_directory(task, run_files, first.settings)
         if chief:
             run_directory.write_record(session.files)
         return _train_evaluate_predict_export(task, strategy, session)            # 6, 7
@@ -281,20 +282,21 @@ class Session:
     adopted: list
 
 
-def _check_run_directory(task, run_files) -> Session:
+def _check_run_directory(task, run_files, settings: dict | None = None) -> Session:
     """Step 5's checks, which write nothing: the record's files
     (`RunDirectory.check_record`), what the run is and, when training, its
-    settings (`RunDirectory.check_run`); a directory holding a checkpoint that
-    no run wrote is refused. Returns the `Session` the chief then writes (the
-    record's files at once; run.json once the `Trainer` has read the checkpoint
-    it resumes from)."""
+    settings (`RunDirectory.check_run`; `settings`: those an earlier check
+    found); a directory holding a checkpoint that no run wrote is refused.
+    Returns the `Session` the chief then writes (the record's files at once;
+    run.json once the `Trainer` has read the checkpoint it resumes from)."""
     config, files, run_directory = task.run_config, task.model_files, task.run_directory
     adopted = unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
     record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
                                         run_files.record)
     run_directory.check_record(record_files, {VOCAB: f"--vocab_file {files.vocab_file}"})
     identity = _identity(task, run_files.identity, record_files.get(VOCAB))
-    settings = _training_settings(task, run_files.training) if config.do_train else None
+    if settings is None and config.do_train:
+        settings = _training_settings(task, run_files.training)
     if not config.do_train:  # evaluating or exporting at another length is not another run
         identity.pop("max_seq_length")
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
@@ -333,28 +335,41 @@ def _refuse_loss_scaling_change(run_directory, changes: list) -> None:
 def _identity(task, task_identity: dict, vocab_text: str | None) -> dict:
     """What the run is (the record's identity): the task and what it adds
     (`RunFiles.identity`), the model's config, the vocabulary, the casing
-    and --max_seq_length."""
+    and --max_seq_length; for a student made now from --init_checkpoint, the
+    teacher's layers it kept (--student_layers: 1,3,5 is another model than
+    0,2,4 of the same config; a resume from the run's own checkpoint does not
+    say, and is not compared)."""
     files = task.model_files
-    return {"task": _family(task), **task_identity,
-            "bert_config": json.loads(files.config.to_json_string()),
-            "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
-                             if vocab_text is not None else None),
-            "do_lower_case": files.do_lower_case,
-            "max_seq_length": task.run_config.max_seq_length}
+    identity = {"task": _family(task), **task_identity,
+                "bert_config": json.loads(files.config.to_json_string()),
+                "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
+                                 if vocab_text is not None else None),
+                "do_lower_case": files.do_lower_case,
+                "max_seq_length": task.run_config.max_seq_length}
+    if files.student_layers is not None:
+        identity["student_layers"] = list(files.student_layers)
+    return identity
 
 
 def _training_settings(task, training_files) -> dict:
     """The training settings of the record (`run_directory.TRAINING_SETTINGS`)
-    and the training data: each file's absolute path and size."""
+    and the training data: each file's absolute path, size and content
+    (`io.content_fingerprint`: a same-size edit is a change too)."""
     config = task.run_config
     settings = {name: getattr(config, name, None) for name in TRAINING_SETTINGS}
     if task.teacher is not None:  # the checkpoint read, not the path given (a run trains on)
         settings["teacher"] = task.teacher.path
     else:
         settings.update(distill_alpha=None, distill_temperature=None)  # (they do nothing)
-    paths = [p for p in training_files if p and io.isfile(p)]
-    settings["training_data"] = {
-        os.path.abspath(p) if io.is_local(p) else p: io.size(p) for p in paths}
+    paths = {os.path.abspath(p) if io.is_local(p) else p: p
+             for p in training_files if p and io.isfile(p)}
+    settings["training_data"] = {name: io.size(p) for name, p in paths.items()}
+    started = time.monotonic()
+    settings["training_data_content"] = {name: io.content_fingerprint(p)
+                                         for name, p in paths.items()}
+    if time.monotonic() - started > 2:  # (many or large shards: say where the time went)
+        logging.info("Fingerprinted the training data (%d files) in %.0f s", len(paths),
+                     time.monotonic() - started)
     return settings
 
 

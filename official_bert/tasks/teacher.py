@@ -7,7 +7,12 @@ The teacher is any checkpoint this project reads that holds the task's
 trained head: a run directory (its latest checkpoint), one of its `ckpt-N`,
 or a google or Hugging Face checkpoint with the head. It may be of any size;
 it must share the student's vocabulary and casing (the same ids mean the same
-text) and, through its head's shape, the number of labels. Its outputs on the
+text) and, through its head's shape, the number of labels. A teacher that is
+a run of this project is checked by what its run says it is (its record, or
+the files of a run made before records): the student's task family, and the
+student's labels; labels in another order (--labels=1,0 for a student's 0,1)
+are mapped, its outputs' columns reordered to the student's, since the same
+head's shape would otherwise teach inverted soft labels. Its outputs on the
 training features are computed once per session, in the features' order, and
 travel with them through the input pipeline as `teacher_logits` (a task's
 loss then mixes the two: `training.distillation`).
@@ -23,9 +28,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints
+from official_bert import checkpoints, io
 from official_bert.checkpoints import tf_checkpoints
 from official_bert.errors import UserError
+from official_bert.run_directory import BEST, RunDirectory, task_words
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
 
@@ -34,6 +40,8 @@ FEATURE = "teacher_logits"
 # With --distill_text: 1 for a row of the training file, 0 for a row of the
 # unlabelled text (its labels are placeholders; it learns the teacher alone).
 LABELLED = "labelled"
+# The end of every line that refuses a teacher of another task.
+_WHAT_A_TEACHER_IS = "a teacher is a run fine-tuned on this task, with the student's labels"
 
 
 def join_unlabelled(labelled: dict, unlabelled: dict) -> dict:
@@ -55,10 +63,12 @@ class Teacher:
 
     Use `Teacher.load(path, task)`: it checks the teacher fits the task."""
 
-    def __init__(self, path: str, model, has_head: bool = True):
+    def __init__(self, path: str, model, has_head: bool = True, label_order=None):
         self.path = path
         self.model = model
         self.has_head = has_head  # (always, for task distillation: its head is required)
+        # The teacher's output column of each of the student's labels (None: the same order).
+        self.label_order = label_order
 
     @classmethod
     def load(cls, path: str, task) -> "Teacher":
@@ -79,6 +89,7 @@ class Teacher:
         if ckpt.do_lower_case is not None and ckpt.do_lower_case != files.do_lower_case:
             raise UserError(f"--teacher {path} is {'un' if not ckpt.do_lower_case else ''}cased "
                             f"and the student is not: give both the same casing")
+        label_order = _check_trained_as(path, task) if task.distils == "outputs" else None
         teacher_task = copy.copy(task)  # the task's model, at the teacher's size
         teacher_task.bert_config = ckpt.config
         model = teacher_task.build_model()
@@ -90,8 +101,7 @@ class Teacher:
         elif not report or report.initialized or report.skipped:
             why = report.what_the_checkpoint_holds() if report is not None else (
                 "holds no head of this task")
-            raise UserError(f"--teacher {path}: {why}; a teacher is a run fine-tuned on this "
-                            "task, with the student's labels")
+            raise UserError(f"--teacher {path}: {why}; {_WHAT_A_TEACHER_IS}")
         else:
             has_head = True
         # The checkpoint read (a run directory's latest), which a resume must read again.
@@ -100,7 +110,7 @@ class Teacher:
         logging.info("Teacher: %s (%d layers, hidden size %d), %s", read,
                      ckpt.config.num_hidden_layers, ckpt.config.hidden_size,
                      "its head restored" if has_head else "without a masked-LM head")
-        return cls(os.fspath(read), model, has_head)
+        return cls(os.fspath(read), model, has_head, label_order)
 
     def with_logits(self, arrays: dict, batch_size: int) -> dict:
         """`arrays` with the teacher's outputs on them as `FEATURE` (a task whose
@@ -124,9 +134,55 @@ class Teacher:
             outputs = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         else:
             outputs = np.concatenate(parts)
+        if self.label_order is not None:  # (the labels' axis is the last: rows or tokens)
+            outputs = outputs[..., self.label_order]
         rows = len(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs)
         logging.info("Teacher: its outputs on %s rows, computed once", f"{rows:,}")
         return outputs
+
+
+def _check_trained_as(path: str, task) -> list | None:
+    """What the teacher's run says it is (`RunDirectory.trained_identity`)
+    against the student: `UserError` for another task family, for regression
+    against classes, or for other labels. Returns the teacher's output column
+    of each of the student's labels when they are the same labels in another
+    order, else None. A checkpoint no run of this project wrote says nothing:
+    its head's shape is checked alone (`Teacher.load`)."""
+    trained = _teacher_run(path).trained_identity()
+    families = trained.get("task")
+    families = [families] if isinstance(families, str) else families or []
+    family = type(task).family
+    if families and family not in families:
+        raise UserError(f"--teacher {path} is a {task_words(trained)} run, not a {family} one: "
+                        f"its outputs mean another task's; {_WHAT_A_TEACHER_IS}")
+    student = task.run_files().identity
+    if None not in (trained.get("regression"), student.get("regression")) and \
+            trained["regression"] != student["regression"]:
+        raise UserError(f"--teacher {path} is a {_kind(trained)} and the student a "
+                        f"{_kind(student)}: give a teacher trained as the student is")
+    theirs, ours = trained.get("labels"), student.get("labels")
+    if theirs is None or ours is None or theirs == ours:
+        return None
+    if sorted(theirs) != sorted(ours):
+        raise UserError(f"--teacher {path} was trained with the labels {','.join(theirs)}, "
+                        f"the student has {','.join(ours)}: its outputs are scores of other "
+                        f"labels; {_WHAT_A_TEACHER_IS}")
+    logging.info("Teacher: its labels are %s, the student's %s: its outputs are reordered "
+                 "to the student's", ",".join(theirs), ",".join(ours))
+    return [theirs.index(label) for label in ours]
+
+
+def _teacher_run(path: str) -> RunDirectory:
+    """The run directory a --teacher path is of: the directory, or the one
+    holding its ckpt-N (or best/best-N)."""
+    folder = path if io.isdir(path) else os.path.dirname(path)
+    if os.path.basename(os.path.normpath(folder)) == BEST:
+        folder = os.path.dirname(os.path.normpath(folder))
+    return RunDirectory(folder)
+
+
+def _kind(identity: dict) -> str:
+    return "regression" if identity.get("regression") else "classifier"
 
 
 def _as_arrays(outputs):

@@ -168,33 +168,53 @@ def load_vocab_list(vocab_file) -> List[str]:
 
     Surrounding whitespace is stripped from each line (as in Google's code);
     the id of a token is its line number, counted from 0. A byte-order mark at
-    the start of the file is not part of the first token (`io.read_text`). A
-    blank line is the empty token, keeping its id (no word is ever looked up as
-    it). Every path that reads a vocabulary comes here: the model's files, the
+    the start of the file is not part of the first token (`io.read_text`).
+    Blank lines at the end are dropped (they shift no id); a blank or
+    whitespace-only line before a token is refused (`check_no_blank_lines`).
+    Every path that reads a vocabulary comes here: the model's files, the
     in-graph tokenizer's asset, the data tools. Paths with a scheme
     (`gs://...`, `ram://...`) are read through `tf.io.gfile` (`official_bert.io`).
 
     Raises:
         VocabFileNotFoundError: the file does not exist.
-        VocabError: the file holds no token, or a token twice (`check_unique`).
+        VocabError: the file holds no token, a blank line before a token, or a
+            token twice (`check_unique`).
         official_bert.errors.BadFileError: the file is not UTF-8 (its line named).
     """
     vocab_file = os.fspath(vocab_file)
     if not io.isfile(vocab_file):
-        raise VocabFileNotFoundError(vocab_file, "does not exist" if not io.exists(vocab_file)
+        raise VocabFileNotFoundError(vocab_file, io.missing(vocab_file) if not io.exists(vocab_file)
                                      else "is not a file", fix=_missing_vocab_fix())
     text = io.read_text(vocab_file)
     # Split on "\n" only: str.splitlines() would also split inside a token
     # holding an exotic line separator (U+2028, \x85, ...) and shift the ids.
     lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    if not lines:
+    tokens = [line.strip() for line in lines]
+    while tokens and not tokens[-1]:
+        tokens.pop()  # the newline that ends the last line, and blank lines after it
+    if not tokens:
         raise VocabError(vocab_file, "holds no token (it is empty)",
                          fix="use the vocab.txt the checkpoint was trained with")
-    tokens = [line.strip() for line in lines]
+    check_no_blank_lines(tokens, vocab_file)
     check_unique(tokens, vocab_file)
     return tokens
+
+
+def check_no_blank_lines(tokens: Sequence[str], vocab_file) -> None:
+    """`VocabError` for a blank or whitespace-only line among the tokens.
+
+    No real vocabulary has one (Google's and Hugging Face's list a token on
+    every line; WordPiece never emits whitespace), so one is an edit: a line
+    inserted by hand or by a tool, and every token after it has an id one
+    higher than the checkpoint's embedding row for it, silently.
+    """
+    for index, token in enumerate(tokens):
+        if not token:
+            raise VocabError(os.fspath(vocab_file), "is blank (or only white space), before "
+                             f"the token {tokens[index + 1]!r}: every token after it would "
+                             "get the next token's id", line=index + 1,
+                             fix="delete the line (a vocabulary has one token on every line; "
+                             "use the vocab.txt the checkpoint was trained with)")
 
 
 def load_vocab(vocab_file) -> "collections.OrderedDict[str, int]":
@@ -219,8 +239,9 @@ def check_unique(tokens: Sequence[str], vocab_file=None) -> None:
     ids, and a lookup silently takes one (Google's code: the later line).
 
     Names the token and both places: the lines of `vocab_file` when the tokens
-    were read from it, else the ids. Empty tokens (blank lines) may repeat: no
-    word is ever looked up as the empty token, so their ids stay as they are.
+    were read from it, else the ids. Empty tokens may repeat in a list given in
+    code (a file's blank lines are refused first, `check_no_blank_lines`): no
+    word is ever looked up as the empty token.
     Google's and Hugging Face's vocabularies list every token once (the
     `[unusedN]` slots are all distinct).
     """

@@ -60,6 +60,7 @@ TINY = {
                           "--log_steps=1 --max_eval_steps=2 --train_batch_size=8",
     "create_pretraining_data.py": "--dupe_factor=1",
     "quickstart.py": "--fast",
+    "compare.py": "--rounds=1 --b1_calls=2 --file_rows=16",
     "serving_speed.py": "--num_layers=2 --hidden_size=64 --num_heads=2 --rounds=1 --b1_calls=2 "
                         "--batch_size=4 --engines=tf_fp32,tf_bf16_amp,tflite_int8",
 }
@@ -67,6 +68,7 @@ BERT_COMMANDS = {
     "classify": "run_classifier.py", "squad": "run_squad.py", "ner": "run_ner.py",
     "swag": "run_swag.py", "pretrain": "run_pretraining.py", "distill": "run_pretraining.py",
     "create-pretraining-data": "create_pretraining_data.py", "quickstart": "quickstart.py",
+    "compare": "compare.py",
 }
 
 _BLOCK = re.compile(r"(?:<!--\s*docs-test:\s*(?P<tag>[^>]*?)\s*-->\s*\n)?```bash\n(?P<body>.*?)```",

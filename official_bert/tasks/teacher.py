@@ -31,6 +31,7 @@ from absl import logging
 from official_bert import checkpoints, io
 from official_bert.checkpoints import tf_checkpoints
 from official_bert.errors import UserError
+from official_bert.progress import Progress, duration
 from official_bert.run_directory import BEST, RunDirectory, task_words
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
@@ -126,10 +127,17 @@ class Teacher:
         def forward(features):
             return model(features, training=False)
 
-        dataset = input_pipeline.numpy_dataset(
-            {k: v for k, v in arrays.items() if k != FEATURE}, batch_size, False, 0)
-        parts = [_as_arrays(forward(features))
-                 for features in dataset(tf.distribute.InputContext())]
+        inputs = {k: v for k, v in arrays.items() if k != FEATURE}
+        dataset = input_pipeline.numpy_dataset(inputs, batch_size, False, 0)
+        # (minutes on a large training set: a line now and then, with the time left)
+        total = len(next(iter(inputs.values())))
+        progress, parts, done = Progress(total, unit="rows"), [], 0
+        logging.info("Teacher: labelling %s rows", f"{total:,}")
+        for features in dataset(tf.distribute.InputContext()):
+            parts.append(_as_arrays(forward(features)))
+            done += len(next(iter(features.values())))
+            if progress.update(done):
+                logging.info("Teacher: %s", progress.line())
         if isinstance(parts[0], dict):
             outputs = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         else:
@@ -137,7 +145,8 @@ class Teacher:
         if self.label_order is not None:  # (the labels' axis is the last: rows or tokens)
             outputs = outputs[..., self.label_order]
         rows = len(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs)
-        logging.info("Teacher: its outputs on %s rows, computed once", f"{rows:,}")
+        logging.info("Teacher: its outputs on %s rows, computed once in %s", f"{rows:,}",
+                     duration(progress.elapsed))
         return outputs
 
 

@@ -1,13 +1,13 @@
 """A run's training checkpoints: written, listed, rotated; never another's deleted.
 
-The `Trainer` saves through `RunCheckpoints` (`RunDirectory.checkpoints`). Checkpoint N is
-`output_dir/ckpt-N` (TensorFlow's `.index` and `.data-*` files), listed in
-TensorFlow's `checkpoint` state file (which `tf.train.latest_checkpoint` and a
-resume read), and noted in the run directory's record (`run.json`) before its
-files are written. Rotation (`keep_checkpoint_max`) deletes the oldest of the
-checkpoints the record names, and only those: a checkpoint that was in the
-directory before the run (a pre-trained model, another tool's) is never
-deleted, whatever the state file lists.
+The `Trainer` saves through `RunCheckpoints`. Checkpoint N is `output_dir/ckpt-N`
+(TensorFlow's `.index` and `.data-*` files), listed in TensorFlow's `checkpoint`
+state file (`latest`: read by a resume and by every reader of the run), and
+noted in the run directory's record (`run.json`) before its files are written.
+Rotation (`keep_checkpoint_max`) deletes the oldest of the checkpoints the
+record names, and only those: a checkpoint that was in the directory before the
+run (a pre-trained model, another tool's) is never deleted, whatever the state
+file lists.
 
 A run killed at any moment leaves a consistent directory: the files of a
 checkpoint are written before the state file names it (atomically), and a
@@ -32,9 +32,9 @@ import os
 import tensorflow as tf
 
 from official_bert import io
-from official_bert.checkpoints.tf_checkpoints import (checkpoint_files, open_reader,
-                                                      run_checkpoints)
+from official_bert.checkpoints.tf_checkpoints import checkpoint_files, open_reader
 from official_bert.run_directory import layout
+from official_bert.run_directory.latest import listed_checkpoints, write_state_file
 
 
 class RunCheckpoints:
@@ -54,7 +54,7 @@ class RunCheckpoints:
                  record: "RunDirectory | None"):  # noqa: F821 (the package's, not imported)
         self.checkpoint, self.directory, self.keep, self.record = (
             checkpoint, directory, keep, record)
-        self.latest_checkpoint = None  # the prefix this process last saved
+        self.last_saved = None  # the prefix this process last saved
 
     def save(self, step: int) -> str:
         """Writes checkpoint `step`; returns its prefix. (Every worker of a
@@ -68,10 +68,10 @@ class RunCheckpoints:
             self._remove_staged(step)
             raise
         if self.record is not None:
-            listed = [p for p in run_checkpoints(self.directory)
+            listed = [p for p in listed_checkpoints(self.directory)
                       if os.path.basename(p) != name and io.exists(p + ".index")]
             self._rotate([*listed, path])
-        self.latest_checkpoint = path
+        self.last_saved = path
         return path
 
     def _remove_staged(self, step: int) -> None:
@@ -102,19 +102,6 @@ class RunCheckpoints:
             self.record.forget_checkpoints(os.path.basename(p) for p in excess)
 
 
-def write_state_file(directory: str, names: list) -> None:
-    """TensorFlow's `checkpoint` state file (a `CheckpointState` text proto)
-    naming `names` (oldest first; the last is the latest), atomically. Names
-    relative to the directory, as `tf.train.CheckpointManager` writes them, so
-    that the run directory can be moved."""
-    def quoted(name):
-        return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    lines = [f"model_checkpoint_path: {quoted(names[-1])}"]
-    lines += [f"all_model_checkpoint_paths: {quoted(name)}" for name in names]
-    io.atomic_write(io.join(directory, layout.CHECKPOINT_INDEX), "\n".join(lines) + "\n")
-
-
 def keep_only_best(run_directory, step: int | None) -> None:
     """Deletes every `best/best-*` but the best model's of `step` (older best
     models, and a killed write's files, its `best-<step>_temp` directory
@@ -131,8 +118,7 @@ def keep_only_best(run_directory, step: int | None) -> None:
             else:
                 io.remove(path)
     if step is not None:
-        tf.compat.v1.train.update_checkpoint_state(run_directory.best,
-                                                   run_directory.best_checkpoint(step))
+        write_state_file(run_directory.best, [layout.best_checkpoint_name(step)])
     else:
         io.remove(run_directory.best_state_file)
 
@@ -154,7 +140,7 @@ def unrecorded_run_checkpoints(run_directory) -> list:
         except (tf.errors.OpError, ValueError, IndexError):
             return None  # damaged: not readable enough to tell
 
-    listed = [p for p in run_checkpoints(run_directory.path) if io.exists(p + ".index")]
+    listed = [p for p in listed_checkpoints(run_directory.path) if io.exists(p + ".index")]
     kinds = {p: written_by_a_run(p) for p in listed}
     if listed and kinds[listed[-1]] is False:
         raise run_directory.foreign_checkpoint_error()

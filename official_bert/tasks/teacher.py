@@ -29,7 +29,6 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert import checkpoints, io
-from official_bert.checkpoints import tf_checkpoints
 from official_bert.errors import UserError
 from official_bert.run_directory import BEST, RunDirectory, task_words
 from official_bert.text import tokenization
@@ -105,8 +104,7 @@ class Teacher:
         else:
             has_head = True
         # The checkpoint read (a run directory's latest), which a resume must read again.
-        read = (ckpt.path if ckpt.kind == "huggingface"
-                else tf_checkpoints.checkpoint_prefix(ckpt.path) or ckpt.path)
+        read = ckpt.prefix or ckpt.path
         logging.info("Teacher: %s (%d layers, hidden size %d), %s", read,
                      ckpt.config.num_hidden_layers, ckpt.config.hidden_size,
                      "its head restored" if has_head else "without a masked-LM head")

@@ -234,7 +234,7 @@ class Trainer:
         self.resumed_from = None
         # The newest checkpoint whose files are there (after a damaged one was
         # deleted, the one before it).
-        latest = checkpoints.latest_checkpoint(config.output_dir)
+        latest = self.run_directory.latest_checkpoint()
         if latest:
             try:
                 self.checkpoint.restore(latest).expect_partial()
@@ -441,7 +441,7 @@ class Trainer:
         bad = find() if find is not None else None
         if bad is None:
             return error
-        latest = self.manager.latest_checkpoint if self.is_chief else None
+        latest = self.manager.last_saved if self.is_chief else None
         fix = ("fix or replace the file (or leave it out) and run the same command again"
                if latest is None else
                f"the run's checkpoints up to {os.path.basename(latest)} are kept in "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 
 from absl import logging
 
@@ -48,6 +49,17 @@ _KEY_NAMES = {"task": "the task", "labels": "the labels",
               "vocab_sha256": "the vocabulary (vocab.txt)", "training_data": "the training data",
               "training_data_content": "the training data's content",
               "windows": "the --long_document windows"}
+
+
+def run_of(path: str) -> "RunDirectory":
+    """The run directory that a path given to read a run names, for reading
+    alone (an --init_checkpoint, a --teacher, a run of a GLUE submission): the
+    directory itself, or the one holding its ckpt-N or best/best-N. Only the
+    run flow makes the RunDirectory it writes (`tasks.runner`)."""
+    folder = path if io.isdir(path) else os.path.dirname(path)
+    if os.path.basename(os.path.normpath(folder)) == BEST:
+        folder = os.path.dirname(os.path.normpath(folder))
+    return RunDirectory(folder)
 
 
 def has_checkpoint(directory: str | None) -> bool:
@@ -98,10 +110,6 @@ class RunDirectory:
     @property
     def label_list(self) -> str:
         return self.file(LABEL_LIST)
-
-    @property
-    def train_summaries(self) -> str:
-        return self.file(TRAIN_SUMMARIES)
 
     @property
     def eval_summaries(self) -> str:

@@ -49,7 +49,7 @@ from absl import logging
 
 from official_bert import io, model_files
 from official_bert.errors import RunDirectoryError, UserError
-from official_bert.run_directory import TRAINING_SETTINGS, VOCAB, RunDirectory
+from official_bert.run_directory import TRAINING_SETTINGS, VOCAB, RunDirectory, run_of
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving import edge
 from official_bert.serving.base import with_weights_in
@@ -206,7 +206,7 @@ def _use_adapted_length(task) -> bool:
     try:
         if not io.isdir(config.init_checkpoint):
             return False
-        record = RunDirectory(config.init_checkpoint).read_run_record() or {}
+        record = run_of(config.init_checkpoint).read_run_record() or {}
     except (UserError, OSError):
         return False  # (step 2 reads the checkpoint, and says what is wrong with it)
     identity, settings = record.get("identity") or {}, record.get("settings") or {}
@@ -517,6 +517,7 @@ def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, tr
     checkpoint = task.model_files.checkpoint if task.model_files else None
     init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
     return Trainer(task, strategy, trainer_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
-                   loss_scale=config.dtype == "float16", time_budget=budget)
+                   loss_scale=config.dtype == "float16", time_budget=budget,
+                   run_directory=task.run_directory)
 
 

@@ -46,8 +46,9 @@ class RunCheckpoints:
         directory: where the checkpoints go.
         keep: how many of the run's own checkpoints to keep.
         record: the run directory whose record lists the checkpoints its runs
-            wrote (None: a scratch directory, emptied by its owner after each
-            save; nothing is noted or rotated).
+            wrote (None: a worker's scratch directory, emptied by its owner
+            after each save, or a trainer outside a run: nothing is noted or
+            rotated; the state file names each one, to resume from).
     """
 
     def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, keep: int,
@@ -67,10 +68,9 @@ class RunCheckpoints:
         except BaseException:
             self._remove_staged(step)
             raise
-        if self.record is not None:
-            listed = [p for p in listed_checkpoints(self.directory)
-                      if os.path.basename(p) != name and io.exists(p + ".index")]
-            self._rotate([*listed, path])
+        listed = [p for p in listed_checkpoints(self.directory)
+                  if os.path.basename(p) != name and io.exists(p + ".index")]
+        self._rotate([*listed, path])
         self.last_saved = path
         return path
 
@@ -91,7 +91,7 @@ class RunCheckpoints:
     def _rotate(self, listed: list) -> None:
         """Names `listed` (oldest first, the new one last) in the state file,
         less the run's own checkpoints past `keep`, which are then deleted."""
-        written = set(self.record.written_checkpoints())
+        written = set(self.record.written_checkpoints()) if self.record is not None else ()
         own = [p for p in listed if os.path.basename(p) in written]
         excess = own[:-self.keep] if len(own) > self.keep else []
         write_state_file(self.directory, [self._name(p) for p in listed if p not in excess])

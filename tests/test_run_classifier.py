@@ -381,7 +381,7 @@ def test_a_run_started_from_another_run_records_its_step(trained, tmp_path):
     out = tmp_path / "from_run"
     result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={trained['data']}",
                  f"--init_checkpoint={trained['out']}", "--do_train", "--max_seq_length=16",
-                 "--train_batch_size=4", "--num_train_steps=1", f"--output_dir={out}")
+                 "--train_batch_size=4", "--max_train_examples=4", f"--output_dir={out}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Reading ckpt-2 (step 2), the latest checkpoint of {trained['out']}" in result.stderr
     record = json.loads((out / "run.json").read_text())

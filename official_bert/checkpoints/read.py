@@ -84,10 +84,13 @@ def load_encoder(path, config: BertConfig | None = None, dtype=None):
         (encoder, checkpoint): the ready encoder and the `BertCheckpoint`
         (its config, vocab file, casing and any head weights).
 
+    `path` may be a `BertCheckpoint` read already (a job's `ModelFiles.checkpoint`):
+    a run directory that trains is then read once, at one step.
+
     Example:
     >>> encoder, ckpt = load_encoder("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
     """
-    checkpoint = read_checkpoint(path, config)
+    checkpoint = path if isinstance(path, BertCheckpoint) else read_checkpoint(path, config)
     encoder = BertEncoder.from_bert_config(checkpoint.config, dtype=dtype)
     encoder(dummy_inputs())
     assign_encoder_weights(encoder, checkpoint.weights)

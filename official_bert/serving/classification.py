@@ -282,15 +282,15 @@ class ClassifierPredictor:
     def _load_run(self, path):
         run = RunDirectory(path)
         config = json.loads(io.read_text(run.classifier_config))
-        latest = tf.train.latest_checkpoint(path)
-        if latest is None:
+        if run.latest_checkpoint() is None:
             raise ValueError(f"{path} holds no checkpoint yet: train it first (--do_train)")
         bert_config = BertConfig.from_json_file(run.bert_config)
         labels = config.get("labels")
         encoder = BertEncoder.from_bert_config(bert_config)
         model = BertClassifier(encoder, 1 if labels is None else len(labels))
         model(dummy_inputs())
-        status = tf.train.Checkpoint(model=model).read(latest)
+        # (The run may be training: its latest complete checkpoint, step logged.)
+        latest, status = run.read_latest(tf.train.Checkpoint(model=model).read)
         status.expect_partial()
         try:
             status.assert_existing_objects_matched()

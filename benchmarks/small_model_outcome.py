@@ -78,6 +78,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--work_dir", default="/tmp/small_model_outcome", help="Every step's output; reused.")
     add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
     add("--dry_run", action="store_true", help="Print every command; run nothing.")
+    add("--report_only", action="store_true",
+        help="The report of the steps finished so far in --work_dir; run nothing.")
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--conll_dir", default=str(SHARED / "data" / "ner" / "conll2003"))
     args = p.parse_args(argv)

@@ -99,6 +99,26 @@ class Runner:
                   "(the steps' first estimates)", flush=True)
         return self.results
 
+    def finished(self) -> dict:
+        """The results of the steps already done, in plan order, running nothing
+        (a step whose command needs an unfinished one's result is left out)."""
+        for step in self.steps:
+            try:
+                work = step.make(self.results)
+            except KeyError:
+                continue
+            done = self.step_dir(step, work).with_name(
+                self.step_dir(step, work).name + ".done.json")
+            if done.exists():
+                self.results[step.name] = json.loads(done.read_text(encoding="utf-8"))["result"]
+        return self.results
+
+    def step_dir(self, step: Step, work) -> pathlib.Path:
+        """`work_dir/<name>-<hash of its command>`."""
+        key = work if isinstance(work, list) else [step.name, work.description]
+        digest = hashlib.sha1(json.dumps(key).encode("utf-8")).hexdigest()[:10]
+        return self.work / f"{step.name}-{digest}"
+
     def estimate(self, step) -> float:
         seen = self.durations.get(step.kind)
         return statistics.mean(seen) if seen else step.estimate
@@ -111,8 +131,7 @@ class Runner:
     def run(self, step: Step, index: int):
         work = step.make(self.results)
         key = work if isinstance(work, list) else [step.name, work.description]
-        digest = hashlib.sha1(json.dumps(key).encode("utf-8")).hexdigest()[:10]
-        out = self.work / f"{step.name}-{digest}"
+        out = self.step_dir(step, work)
         done = out.with_name(out.name + ".done.json")
         if self.dry_run:
             shown = (shlex.join(a.replace("{out}", str(out)) for a in work)
@@ -180,7 +199,11 @@ def measure(args, plan, build_report, format_report) -> None:
         if not os.access(directory, os.W_OK):
             raise SystemExit(f"error: {directory} is not writable: choose another "
                              "--work_dir or --json_output")
-    results = Runner(args.work_dir, args.dry_run, plan(args)).run_all()
+    runner = Runner(args.work_dir, args.dry_run, plan(args))
+    if getattr(args, "report_only", False):  # the steps done so far, nothing run
+        results = runner.finished()
+    else:
+        results = runner.run_all()
     if args.dry_run:
         return
     report = build_report(args, results)

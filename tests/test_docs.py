@@ -201,9 +201,10 @@ def test_guide_reviews_example_shows_what_it_predicts(tmp_path):
     assert labels == ["positive", "negative", "positive", "negative"], result.stdout
 
 
-def test_readme_python_snippets_run(tmp_path):
-    """README.md's ```python blocks run as written, in a directory where
-    "path/to/checkpoint" is the real all-MiniLM-L6-v2 and "vocab.txt" its vocabulary."""
+def test_guide_python_snippets_run(tmp_path):
+    """docs/guide.md's "In Python: checkpoints and the tokenizer" ```python blocks run as
+    written, in a directory where "path/to/checkpoint" is the real all-MiniLM-L6-v2 and
+    "vocab.txt" its vocabulary."""
     import shutil
 
     minilm = minilm_model_dir()
@@ -212,8 +213,11 @@ def test_readme_python_snippets_run(tmp_path):
     (tmp_path / "path" / "to").mkdir(parents=True)
     (tmp_path / "path" / "to" / "checkpoint").symlink_to(minilm)
     shutil.copy(pathlib.Path(minilm) / "vocab.txt", tmp_path / "vocab.txt")
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    guide = (REPO_ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    section = re.search(r"^### In Python: checkpoints and the tokenizer\n(.*?)(?=^##+ )",
+                        guide, re.S | re.M)
+    assert section, "docs/guide.md has no '### In Python: checkpoints and the tokenizer'"
+    blocks = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
     assert blocks
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     for block in blocks:

@@ -5,7 +5,7 @@ from its README.md (and multilingual.md for XNLI) at commit eedf571:
 create_pretraining_data, run_pretraining, run_classifier for MRPC (train, then
 predict with the fine-tuned run) and XNLI, run_squad for SQuAD v1.1 (GPU and
 TPU) and v2.0 (TPU, then again with a null-score threshold), and
-extract_features. README.md's "Coming from google-research/bert" shows each
+extract_features. docs/google_bert.md ("Coming from google-research/bert") shows each
 of them as is (tested), and each runs here, in order, on stand-in files:
 
 * `$BERT_BASE_DIR` / `$BERT_LARGE_DIR`: a tiny Google-format TF1 checkpoint
@@ -195,8 +195,9 @@ python extract_features.py \
 """),
 ]
 # google's SQuAD evaluation commands (v2.0's is prose there, wrapped over two lines). Shown
-# in README.md but not run: they need SQuAD's official evaluate scripts, which `bert download`
-# fetches (md5-checked) but the test data does not hold (the download mirror serves a stand-in).
+# in docs/google_bert.md but not run: they need SQuAD's official evaluate scripts, which
+# `bert download` fetches (md5-checked) but the test data does not hold (the download
+# mirror serves a stand-in).
 GOOGLE_EVALUATE_COMMANDS = [
     "python $SQUAD_DIR/evaluate-v1.1.py $SQUAD_DIR/dev-v1.1.json ./squad/predictions.json\n",
     "python $SQUAD_DIR/evaluate-v2.0.py $SQUAD_DIR/dev-v2.0.json ./squad/predictions.json "
@@ -214,20 +215,21 @@ SLOW = {"run_pretraining", "classifier_mrpc", "classifier_mrpc_predict", "classi
         "squad_v1.1_large_tpu", "squad_v2.0_tpu", "squad_v2.0_threshold"}
 
 
-def _readme_section() -> str:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^## Coming from google-research/bert\n(.*?)(?=^## )", text, re.S | re.M)
-    assert match, "README.md has no '## Coming from google-research/bert' section"
-    return match.group(1)
+def _google_page() -> str:
+    text = (REPO_ROOT / "docs" / "google_bert.md").read_text(encoding="utf-8")
+    assert text.startswith("# Coming from google-research/bert\n"), (
+        "docs/google_bert.md is not the 'Coming from google-research/bert' page")
+    return text
 
 
-def test_readme_shows_googles_commands_verbatim():
-    section = _readme_section()
+def test_docs_show_googles_commands_verbatim():
+    section = _google_page()
     blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
     for name, command in GOOGLE_COMMANDS:
-        assert command in blocks, f"README.md does not show google's {name} command verbatim"
+        assert command in blocks, (
+            f"docs/google_bert.md does not show google's {name} command verbatim")
     for command in GOOGLE_EVALUATE_COMMANDS:
-        assert command in blocks, f"README.md does not show google's {command.split()[1]}"
+        assert command in blocks, f"docs/google_bert.md does not show google's {command.split()[1]}"
 
 
 @pytest.fixture(scope="module")

@@ -134,7 +134,7 @@ def test_rerun_with_another_vocabulary_changes_nothing(data, trained_run, tmp_pa
     # The run directory as its own --init_checkpoint is not an output over an input.
     own = run(*classify(data, out, "--do_eval", f"--init_checkpoint={out}"))
     assert own.returncode == 0, own.stderr[-3000:]
-    # What it restored: the whole model from the run's checkpoint (README, google's section).
+    # What it restored: the whole model from the run's checkpoint (docs/google_bert.md).
     assert "Using " in own.stderr and "its weights, untrained further" in own.stderr
     assert "The whole model, task head included, comes from " in own.stderr
     assert "Task head: " not in own.stderr
@@ -418,7 +418,7 @@ def test_dtype_of_the_feature_based_commands(data, tmp_path, command):
 
 
 def test_a_resume_says_the_model_comes_from_the_run_not_init_checkpoint(tmp_path, caplog):
-    """README's google section: predicting with --init_checkpoint=$TRAINED_CLASSIFIER
+    """docs/google_bert.md: predicting with --init_checkpoint=$TRAINED_CLASSIFIER
     inside --output_dir resumes the run's latest checkpoint, head included; an
     older checkpoint of the run named there is not the one used, and a warning says so."""
     import logging

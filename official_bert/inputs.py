@@ -130,7 +130,7 @@ def check_input(path: str, flag: str, way: str) -> str:
         raise UserError(f"{flag} {path} is a directory; name a file in it")
     if kind != FOLDER and way == DIRECTORY:
         raise UserError(f"{flag} {path} is {_words(path, kind)}, not a directory")
-    if kind == REGULAR and io.size(path) == 0:
+    if kind == REGULAR and io.size("/dev/stdin" if path == "-" else path) == 0:
         raise empty_error(flag, path)
     return kind
 
@@ -177,6 +177,8 @@ def _prepare_value(value, flag: str, way: str, spools: contextlib.ExitStack):
 
 
 def _value(flag_values: Any, name: str):
+    if isinstance(flag_values, dict):
+        return flag_values.get(name)
     try:
         if name not in flag_values:
             return None

@@ -49,7 +49,7 @@ from absl import logging
 
 from official_bert import checkpoints, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
-from official_bert.run_directory import TRAINING_SETTINGS, VOCAB, RunDirectory
+from official_bert.run_directory import TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving import edge
 from official_bert.serving.base import with_weights_in
@@ -386,8 +386,8 @@ def _check_unrecorded_model(task) -> None:
     mismatch = model_mismatch(latest, task.build_model())
     if mismatch:
         raise RunDirectoryError(
-            f"--output_dir {run_directory.path} holds a run (made before runs kept a record) "
-            f"whose checkpoint {os.path.basename(latest)} is not this {_family(task)} task's "
+            f"--output_dir {run_directory.path} {UNRECORDED}, and its checkpoint "
+            f"{os.path.basename(latest)} is not this {_family(task)} task's "
             f"model ({mismatch}): it is another task's or another model's run; nothing was "
             "changed. Use another --output_dir")
 

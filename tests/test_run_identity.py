@@ -581,8 +581,9 @@ def test_a_pre_record_directory_of_another_task_is_refused_before_any_write(
     with pytest.raises(RunDirectoryError) as refused:
         run_task(*make(world, run_dir, **modes))
     assert str(refused.value).startswith(
-        f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run (made before "
-        "runs kept a run.json")
+        f"--output_dir {run_dir} holds a classification (--task_name=sst-2) run (it holds "
+        "checkpoints a run wrote but no run.json (it was deleted, or the run is older than run "
+        "records)")
     assert f"not a {family} one" in str(refused.value)
     assert kit.snapshot(run_dir) == before
 

@@ -70,6 +70,15 @@ DEFAULT_WAIT_SECONDS = 600.0
 # Where streams are spooled: under the system's temporary directory (TMPDIR).
 SPOOL_DIRECTORY = "official_bert-spool"
 
+# The spools of this process: their path → the path the user gave (`given_path`).
+_SPOOLS: dict[str, str] = {}
+
+
+def given_path(path: str) -> str:
+    """The path the user gave for `path`: the stream's, for a spool of one; else
+    `path`. What a run record keeps (a spool's name changes every run)."""
+    return _SPOOLS.get(path, path)
+
 
 def wait_seconds() -> float:
     """How long a stream may stay silent (OFFICIAL_BERT_INPUT_WAIT seconds, else 10 min)."""
@@ -215,12 +224,14 @@ def spool(path: str, flag: str, kind: str = PIPE) -> Iterator[str]:
         if total == 0:
             raise empty_error(flag, path, kind)
         show_path_as(copy, f"{path} (read from {_words(path, kind)})")
+        _SPOOLS[copy] = path
         logging.info("%s %s (%s): read %d bytes into %s (removed at the end)", flag, path,
                      _words(path, kind), total, copy)
         yield copy
     finally:
         io.remove(copy)
         show_path_as(copy, None)
+        _SPOOLS.pop(copy, None)
 
 
 def _open_stream(path: str, flag: str) -> int:

@@ -104,8 +104,10 @@ def test_a_fifo_is_spooled_removed_after_and_named_as_given(tmp_path):
         assert open(copy, "rb").read() == b"one\ntwo\n"
         assert str(errors.BadFileError(copy, "is bad", line=2)).startswith(
             f"{fifo} (read from a pipe) line 2 is bad")
+        assert inputs.given_path(copy) == fifo  # what a run record keeps: not a random name
     assert not os.path.exists(copy)
     assert str(errors.BadFileError(copy, "is bad")) == f"{copy} is bad"
+    assert inputs.given_path(copy) == copy
 
 
 def test_a_spool_is_removed_when_the_block_fails(tmp_path):

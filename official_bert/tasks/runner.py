@@ -47,7 +47,7 @@ import time
 import keras
 from absl import logging
 
-from official_bert import checkpoints, io, model_files
+from official_bert import checkpoints, inputs, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
 from official_bert.run_directory import TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
@@ -361,8 +361,8 @@ def _training_settings(task, training_files) -> dict:
         settings["teacher"] = task.teacher.path
     else:
         settings.update(distill_alpha=None, distill_temperature=None)  # (they do nothing)
-    paths = {os.path.abspath(p) if io.is_local(p) else p: p
-             for p in training_files if p and io.isfile(p)}
+    # (A stream spooled by the input policy is known by the name it was given.)
+    paths = {_record_name(p): p for p in training_files if p and io.isfile(p)}
     settings["training_data"] = {name: io.size(p) for name, p in paths.items()}
     started = time.monotonic()
     settings["training_data_content"] = {name: io.content_fingerprint(p)
@@ -371,6 +371,13 @@ def _training_settings(task, training_files) -> dict:
         logging.info("Fingerprinted the training data (%d files) in %.0f s", len(paths),
                      time.monotonic() - started)
     return settings
+
+
+def _record_name(path: str) -> str:
+    """How the record names a training file: the path the user gave (a
+    spool's stream: `inputs.given_path`), absolute when local."""
+    given = inputs.given_path(path)
+    return os.path.abspath(given) if io.is_local(given) and given != "-" else given
 
 
 def _check_unrecorded_model(task) -> None:

@@ -49,7 +49,7 @@ from typing import Any, Iterator, Mapping
 
 from absl import logging
 
-from official_bert import io
+from official_bert import file_sets, io
 from official_bert.errors import UserError, show_path_as
 
 # How a command reads an input (`Command.inputs`' values).
@@ -166,15 +166,15 @@ def prepared(command: Any, flag_values: Any) -> Iterator[None]:
 
 def _prepare_value(value, flag: str, way: str, spools: contextlib.ExitStack):
     """`value` (a path, a comma-separated list, or a list) with each stream it
-    names spooled when `way` reads by name; globs are left to `file_sets`."""
+    names spooled when `way` reads by name; globs and `prefix@N` shards are left
+    to `file_sets` (`expand_paths`), which names what they do not match."""
     parts = list(value) if isinstance(value, (list, tuple)) else [value]
     done = []
     for part in parts:
-        names = str(part).split(",") if way != STREAM else [str(part)]
+        names = file_sets.names_of(str(part)) if way != STREAM else [(str(part), False)]
         kept = []
-        for name in names:
-            name = name.strip()
-            if name and not io.has_magic(name):
+        for name, pattern in names:
+            if not pattern:
                 kind = check_input(name, flag, way)
                 if kind in (PIPE, DEVICE) and way != STREAM:
                     name = spools.enter_context(spool(name, flag, kind))
@@ -218,6 +218,8 @@ def spool(path: str, flag: str, kind: str = PIPE) -> Iterator[str]:
     io.remove_stale_temporaries(directory)  # those of a command killed with SIGKILL
     label = "stdin" if path in STDIN_NAMES else os.path.basename(path.rstrip("/")) or "input"
     copy = io.temporary_name(os.path.join(directory, f"{flag.lstrip('-')}-{label}"))
+    if kind == DEVICE and path in STDIN_NAMES and os.isatty(sys.stdin.fileno()):
+        logging.info("%s: reading the terminal until the end of input (Ctrl-D)", flag)
     try:
         with io.open_new(copy, "wb") as out:
             total = _copy_stream(path, flag, kind, out)

@@ -228,3 +228,10 @@ def test_create_pretraining_data_on_a_fifo_without_writer_stops_in_one_line(tmp_
     assert result.returncode == 1 and not out.exists()
     assert result.stderr.strip().splitlines()[-1].startswith(
         "error: --input_file ") and "gave nothing for 2 s" in result.stderr
+
+
+def test_names_with_commas_and_shards_are_read_as_file_sets_reads_them(tmp_path):
+    (tmp_path / "a,b.txt").write_text("x\n")
+    values = {"input_file": f"{tmp_path}/a,b.txt,{tmp_path}/p.tfrecord@3"}
+    with inputs.prepared({"input_file": "file"}, values):  # neither is refused here
+        assert values["input_file"] == f"{tmp_path}/a,b.txt,{tmp_path}/p.tfrecord@3"

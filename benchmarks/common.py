@@ -109,31 +109,13 @@ def random_ids(batch: int, seq_length: int) -> dict:
 
 
 def time_interleaved(runs: dict, requests: dict, calls: dict, rounds: int) -> dict:
-    """{engine: {request: [seconds]}}: after one untimed call of each request
-    per engine (tracing, XLA compilation, oneDNN's primitives), `rounds`
-    rounds in which every engine, in an order rotated by one each round, makes
-    calls[request] timed calls of each request.
+    """{engine: {request: [seconds]}}: `bert compare`'s interleaved timing
+    (`official_bert.serving.compare.time_interleaved`: one untimed call of each
+    request per engine, then `rounds` rounds in a rotated order), a line a round."""
+    from official_bert.serving.compare import time_interleaved as interleaved
 
-    Args:
-        runs: {engine: run(request)}; run must wait for its result.
-        requests: {name: request}.
-        calls: {request name: timed calls per round}.
-        rounds: int.
-    """
-    names = list(runs)
-    for name in names:
-        for request in requests.values():
-            runs[name](request)
-    seconds = {name: {key: [] for key in requests} for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            for key, request in requests.items():
-                for _ in range(calls[key]):
-                    start = time.perf_counter()
-                    runs[name](request)
-                    seconds[name][key].append(time.perf_counter() - start)
-        print(f"round {r + 1}/{rounds} done", flush=True)
-    return seconds
+    return interleaved(runs, requests, calls, rounds,
+                       progress=lambda r, n: print(f"round {r}/{n} done", flush=True))
 
 
 def pretraining_optimizer():

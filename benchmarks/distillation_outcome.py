@@ -28,9 +28,9 @@ accuracy, (accuracy + F1) / 2 for MRPC, (Pearson + Spearman) / 2 for STS-B;
 entity F1 for WNUT-17), and each row's average over the tasks as a share of the
 teacher's. Speed: each row's first-seed run on the first task, exported as TF
 Serving's SavedModel (the run's command without --do_train, at length 128) and
-converted to int8 TFLite (`serving/edge.py`, dynamic-range weights); every
-export's B1 x S128 p50 latency and B32 x S128 throughput, 2 threads, timed in
-turn in one process (the same engine and moment for all), against the teacher's.
+with its int8 model.tflite (`--quantize`); every one's B1 x S128 p50 latency and
+B32 x S128 throughput by `bert compare` (2 threads, timed in turn in one process:
+the same engine and moment for all), against the teacher's.
 
 The plan runs row by row over the tasks (the teacher first, general
 distillation late), so a run stopped part-way leaves whole rows.
@@ -49,10 +49,10 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
-from benchmarks.common import machine, minilm_dir, random_ids, time_interleaved  # noqa: E402,E501
+from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
 from benchmarks.step_runner import (InProcess, Step, bert, measure, python, read_json,  # noqa: E402
-                                    split_list, write_json)
+                                    split_list)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -230,66 +230,48 @@ SPEED_LENGTH, SPEED_BATCH, SPEED_THREADS = 128, 32, 2
 
 def export_step(args, row: str) -> Step:
     """The row's first seed's run on the first task, exported as TF Serving's
-    SavedModel (the run command without --do_train, at length 128)."""
+    SavedModel with its int8 model.tflite (the run command without --do_train,
+    `--quantize`, at length 128)."""
     task = args.tasks[0]
     run = f"{task}/{row}/seed{seeds_of(args, row)[0]}"
     script = "run_ner.py" if task == "WNUT-17" else "run_classifier.py"
     flags = [] if task == "WNUT-17" else [f"--task_name={GLUE_TASKS[task]}"]
-    return Step(f"speed/{row}", "export", 40, lambda r: python(script) + [
+    return Step(f"speed/{row}", "export", 60, lambda r: python(script) + [
         *flags, f"--output_dir={r[run]['output_dir']}", "--export_dir={out}/export",
-        f"--max_seq_length={SPEED_LENGTH}"])
+        "--export_version=1", "--quantize", f"--max_seq_length={SPEED_LENGTH}"])
 
 
 def speed_step(args) -> Step:
-    """Every row's SavedModel and its int8 TFLite, timed in one process."""
+    """Every row's SavedModel and its int8 model.tflite, scored and timed in one
+    process by `bert compare` on the first task's dev file."""
+    task = args.tasks[0]
+
     def make(r):
-        exports = {row: f"{r[f'speed/{row}']['output_dir']}/export" for row in speed_rows(args)}
-        return InProcess(
-            f"time the SavedModel and int8 TFLite of {', '.join(exports)} (B1 and "
-            f"B{SPEED_BATCH} x S{SPEED_LENGTH}, {SPEED_THREADS} threads)",
-            lambda out: write_json(out / "speed.json", serving_speed(exports, out)))
-    return Step("speed", "speed", 120 + 60 * len(speed_rows(args)), make,
-                lambda out, log: read_json(out / "speed.json"))
+        models = []
+        for row in speed_rows(args):
+            export = f"{r[f'speed/{row}']['output_dir']}/export"
+            models += [export, f"{export}/1/model.tflite"]
+        data = (f"--data_file={args.wnut_dir}/emerging.dev.conll" if task == "WNUT-17" else
+                f"--data_file={args.glue_dir}/{task}/dev.tsv")
+        names = [] if task == "WNUT-17" else [f"--task_name={GLUE_TASKS[task]}"]
+        return bert("compare") + [f"--models={','.join(models)}", data, *names,
+                                  f"--threads={SPEED_THREADS}", "--json_output={out}/speed.json"]
+
+    def parse(out, log):
+        report = read_json(out / "speed.json")
+        engines = [(row, engine) for row in speed_rows(args) for engine, _ in ENGINES]
+        return {row: {} for row in speed_rows(args)} | {
+            row: {engine: {"b1_p50_ms": found["b1_p50_ms"],
+                           "batch_per_s": found["b32_rows_per_s"]}
+                  for (r, engine), found in zip(engines, report["models"]) if r == row}
+            for row in speed_rows(args)}
+
+    return Step("speed", "speed", 120 + 60 * len(speed_rows(args)), make, parse)
 
 
 def speed_rows(args) -> list:
     """The rows timed: the teacher's (the speed-ups' reference) and the others."""
     return ["teacher", *[row for row in args.rows if row != "teacher"]]
-
-
-def serving_speed(exports: dict, out: pathlib.Path, rounds: int = 5) -> dict:
-    """{row: {engine: {"b1_p50_ms", "batch_per_s"}}} for engines "saved_model"
-    (the export's serve_ids, as TF Serving calls it) and "tflite_int8" (its
-    dynamic-range int8 TFLite, run by XNNPACK): B1 x S128 latency and B32 x S128
-    throughput, SPEED_THREADS threads, every engine in turn in each round (the
-    same moment for all; `benchmarks/common.time_interleaved`)."""
-    import numpy as np
-    import tensorflow as tf
-
-    from official_bert.serving import edge
-    from official_bert.serving.versions import latest_version_dir
-
-    try:
-        tf.config.threading.set_intra_op_parallelism_threads(SPEED_THREADS)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-    except RuntimeError:  # TensorFlow already ran in this process (a test): its pools stay
-        print(f"TensorFlow's threads were set before: not {SPEED_THREADS}", flush=True)
-    runs = {}
-    for row, export in exports.items():
-        signature = tf.saved_model.load(latest_version_dir(export)).signatures["serve_ids"]
-        runs[(row, "saved_model")] = lambda x, f=signature: [
-            np.asarray(v) for v in f(**{k: tf.constant(a) for k, a in x.items()}).values()]
-        tflite = out / f"{row}_int8.tflite"
-        if not tflite.exists():
-            edge.to_tflite(export, str(tflite), quantize=True, seq_length=SPEED_LENGTH)
-        runs[(row, "tflite_int8")] = edge.tflite_runner(str(tflite), SPEED_THREADS)
-    requests = {"b1": random_ids(1, SPEED_LENGTH), "batch": random_ids(SPEED_BATCH, SPEED_LENGTH)}
-    seconds = time_interleaved(runs, requests, {"b1": 10, "batch": 1}, rounds)
-    speed = {row: {} for row in exports}
-    for (row, engine), times in seconds.items():
-        speed[row][engine] = {"b1_p50_ms": 1000 * statistics.median(times["b1"]),
-                              "batch_per_s": SPEED_BATCH / statistics.median(times["batch"])}
-    return speed
 
 
 def plan(args) -> list:

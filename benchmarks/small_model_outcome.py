@@ -38,17 +38,17 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import statistics
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
-from benchmarks.step_runner import Step, bert, measure, python, read_json, split_list  # noqa: E402
+from benchmarks.outcome_metrics import read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
+from benchmarks.step_runner import Step, bert, measure, python, read_json, split_list  # noqa: E402,E501
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
+EXPORT_LENGTH, THREADS = 128, 2
 TASKS = ("MRPC", "CoNLL-2003", "SST-2")
 ROWS = ("teacher", "student", "distilled", "narrow_distilled", "pretrained_start")
 # Row → (the layers it keeps, or None: all; whether it learns from the teacher; whether it
@@ -138,14 +138,59 @@ def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
                     2 if row == "teacher" else 1), make, parse)
 
 
+def export_step(args, task: str, row: str) -> Step:
+    """The row's first-seed run exported for TF Serving with its int8 model
+    (`--quantize`), at length 128 (the timed length), evaluated on the way (the
+    int8 check reads the dev set)."""
+    run = f"{task}/{row}/seed{seeds_of(args, row)[0]}"
+    flags = [f for f in task_flags(args, task) if not f.startswith("--max_seq_length")]
+    return Step(f"{task}/{row}/export", "export", 300, lambda r: python(script_of(task)) + [
+        *flags, f"--output_dir={r[run]['output_dir']}", "--do_eval",
+        "--export_dir={out}/export", "--export_version=1", "--quantize",
+        f"--max_seq_length={EXPORT_LENGTH}"])
+
+
+def compare_step(args, task: str) -> Step:
+    """`bert compare` of every row's export and int8 file on the task's scoring file."""
+    rows = [row for row in args.rows]
+
+    def make(r):
+        models = []
+        for row in rows:
+            export = f"{r[f'{task}/{row}/export']['output_dir']}/export"
+            models += [export, f"{export}/1/model.tflite"]
+        name = {"SST-2": ["--task_name=sst-2"], "MRPC": ["--task_name=mrpc"]}.get(task, [])
+        return bert("compare") + [f"--models={','.join(models)}",
+                                  f"--data_file={scoring_file(args, task)}", *name,
+                                  f"--threads={THREADS}", "--json_output={out}/compare.json",
+                                  "--plot_output={out}/compare.png"]
+
+    return Step(f"{task}/compare", "compare", 900, make,
+                lambda out, log: read_json(out / "compare.json"))
+
+
+def scoring_file(args, task: str) -> str:
+    """SST-2: its dev set (its test set has no labels); MRPC: its labelled test set;
+    CoNLL-2003: eng.testb (its test set)."""
+    return {"SST-2": f"{args.glue_dir}/SST-2/dev.tsv",
+            "MRPC": f"{args.glue_dir}/MRPC/original/msr_paraphrase_test.txt",
+            "CoNLL-2003": f"{args.conll_dir}/eng.testb"}[task]
+
+
 def plan(args) -> list:
     base = minilm_dir("the teacher")
-    steps = [train_step(args, task, "teacher", "42", base) for task in args.tasks]
-    # Seeds last: every row's first seed on every task before any second seed.
+    steps = []
     rows = [row for row in args.rows if row != "teacher"]
-    for index in range(max(len(seeds_of(args, row)) for row in rows) if rows else 0):
+    # Task by task, every row's first seed, its exports and the comparison: a run stopped
+    # part-way leaves whole tasks. Then the other seeds (cut seeds before data).
+    for task in args.tasks:
+        steps.append(train_step(args, task, "teacher", "42", base))
+        steps += [train_step(args, task, row, seeds_of(args, row)[0], base) for row in rows]
+        steps += [export_step(args, task, row) for row in args.rows]
+        steps.append(compare_step(args, task))
+    for index in range(1, max(len(seeds_of(args, row)) for row in rows) if rows else 1):
         steps += [train_step(args, task, row, seeds_of(args, row)[index], base)
-                  for row in rows for task in args.tasks if index < len(seeds_of(args, row))]
+                  for task in args.tasks for row in rows if index < len(seeds_of(args, row))]
     return steps
 
 
@@ -153,7 +198,7 @@ def plan(args) -> list:
 
 
 def build_report(args, results: dict) -> dict:
-    tasks = {}
+    dev, compared = {}, {}
     for task in args.tasks:
         rows = {}
         for row in args.rows:
@@ -161,18 +206,36 @@ def build_report(args, results: dict) -> dict:
                     if f"{task}/{row}/seed{s}" in results]
             if runs:
                 rows[row] = seed_summary([run["score"] for run in runs])
-        tasks[task] = rows
-    return {"settings": vars(args), "machine": machine(), "dev": tasks}
+        dev[task] = rows
+        report = results.get(f"{task}/compare")
+        if report:
+            # bert compare's models, in the plan's order: each row's export, then its int8 file.
+            names = [f"{row} {kind}" for row in args.rows for kind in ("float32", "int8")]
+            compared[task] = {"file": report["data_file"], "metric": report["metric"],
+                              "length": report["length"],
+                              "models": dict(zip(names, report["models"]))}
+    return {"settings": vars(args), "machine": machine(), "dev": dev, "compare": compared}
 
 
 def format_table(report: dict) -> str:
     s = report["settings"]
-    lines = ["Dev scores, median (min-max) over seeds.", "",
+    lines = [f"Dev scores (GLUE's score x 100; CoNLL-2003: entity F1 x 100), median (min-max) "
+             f"over seeds {','.join(s['seeds'])} (the teacher: seed 42).", "",
              "| row | " + " | ".join(s["tasks"]) + " |", "|---|" + "---|" * len(s["tasks"])]
     for row in s["rows"]:
         cells = [spread(report["dev"][task].get(row)) if report["dev"][task].get(row)
                  else "—" for task in s["tasks"]]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    for task, found in report["compare"].items():
+        lines += ["", f"{task}: bert compare on {found['file']} ({found['metric']}; seed 42's "
+                  f"runs; length {found['length']}, {THREADS} threads, interleaved):", "",
+                  f"| model | {found['metric']} | of teacher | B1 p50 ms | B32 rows/s | size MB "
+                  "| x B1 | x B32 |", "|---|---|---|---|---|---|---|---|"]
+        for name, row in found["models"].items():
+            lines.append(f"| {name} | {100 * row['metrics'][found['metric']]:.2f} | "
+                         f"{100 * row['of_first']:.1f}% | {row['b1_p50_ms']:.1f} | "
+                         f"{row['b32_rows_per_s']:.1f} | {row['size_mb']:.1f} | "
+                         f"{row['speedup_b1']:.1f}x | {row['speedup_b32']:.1f}x |")
     return "\n".join(lines)
 
 

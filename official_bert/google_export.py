@@ -25,7 +25,9 @@ def export(config) -> str:
     files = model_files.prepare_job(config, inputs={},
                                     outputs={"--output_dir": config.output_dir})
 
-    encoder, checkpoint = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
+    # (The checkpoint the job read: a run that trains is read once, at one step.)
+    encoder, checkpoint = checkpoints.load_encoder(files.checkpoint or config.init_checkpoint,
+                                                   config=files.config)
     heads = {name: value for name, value in checkpoint.weights.items()
              if name in checkpoints.GOOGLE_HEAD_NAMES}
     if encoder.config.hidden_act == "gelu" and config.exact_gelu_as == "tanh":

@@ -117,30 +117,25 @@ def test_the_table_gives_medians_spreads_the_average_and_the_speedup():
     json.dumps(report)
 
 
-@pytest.mark.slow  # exports two tiny encoders, converts them to int8 TFLite, times both
-def test_every_export_and_its_int8_tflite_are_timed(tmp_path):
-    import keras
-
-    from official_bert.modeling.configs import BertConfig
-    from official_bert.modeling.encoder import BertEncoder
-    from official_bert.serving.encoder import export_encoder
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30000)]
-    exports = {}
-    for row, layers in (("teacher", 2), ("student", 1)):
-        keras.utils.set_random_seed(0)
-        encoder = BertEncoder.from_bert_config(BertConfig(
-            vocab_size=len(vocab), hidden_size=32, num_hidden_layers=layers,
-            num_attention_heads=2, intermediate_size=64))
-        exports[row] = str(tmp_path / row)
-        export_encoder(encoder, vocab, True, outcome.SPEED_LENGTH, exports[row], version=1)
-    speed = outcome.serving_speed(exports, tmp_path, rounds=1)
-    assert sorted((tmp_path).glob("*_int8.tflite")) == [tmp_path / "student_int8.tflite",
-                                                        tmp_path / "teacher_int8.tflite"]
-    for row in exports:
-        assert set(speed[row]) == {"saved_model", "tflite_int8"}
-        for times in speed[row].values():
-            assert times["b1_p50_ms"] > 0 and times["batch_per_s"] > 0
+def test_speed_comes_from_bert_compare(tmp_path):
+    """The speed step runs `bert compare` on every row's export and its int8 file
+    (in the rows' order) and reads its JSON back per row and engine."""
+    args = outcome.parse_args(["--rows=teacher,student", "--tasks=SST-2",
+                               f"--work_dir={tmp_path}"])
+    step = outcome.speed_step(args)
+    results = {f"speed/{row}": {"output_dir": f"/x/{row}"} for row in ("teacher", "student")}
+    argv = step.make(results)
+    assert argv[argv.index("-m") + 2] == "compare"
+    assert ("--models=/x/teacher/export,/x/teacher/export/1/model.tflite,/x/student/export,"
+            "/x/student/export/1/model.tflite") in argv
+    rows = [{"b1_p50_ms": ms, "b32_rows_per_s": rate} for ms, rate in
+            ((10.0, 100.0), (6.0, 150.0), (4.0, 190.0), (3.0, 300.0))]
+    (tmp_path / "speed.json").write_text(json.dumps({"models": rows}))
+    assert step.parse(tmp_path, "") == {
+        "teacher": {"saved_model": {"b1_p50_ms": 10.0, "batch_per_s": 100.0},
+                    "tflite_int8": {"b1_p50_ms": 6.0, "batch_per_s": 150.0}},
+        "student": {"saved_model": {"b1_p50_ms": 4.0, "batch_per_s": 190.0},
+                    "tflite_int8": {"b1_p50_ms": 3.0, "batch_per_s": 300.0}}}
 
 
 def test_bad_flags_are_one_line_each(capsys):

@@ -60,6 +60,7 @@ TINY = {
                           "--log_steps=1 --max_eval_steps=2 --train_batch_size=8",
     "create_pretraining_data.py": "--dupe_factor=1",
     "quickstart.py": "--fast",
+    "compare.py": "--rounds=1 --b1_calls=2 --file_rows=16",
     "serving_speed.py": "--num_layers=2 --hidden_size=64 --num_heads=2 --rounds=1 --b1_calls=2 "
                         "--batch_size=4 --engines=tf_fp32,tf_bf16_amp,tflite_int8",
 }
@@ -67,6 +68,7 @@ BERT_COMMANDS = {
     "classify": "run_classifier.py", "squad": "run_squad.py", "ner": "run_ner.py",
     "swag": "run_swag.py", "pretrain": "run_pretraining.py", "distill": "run_pretraining.py",
     "create-pretraining-data": "create_pretraining_data.py", "quickstart": "quickstart.py",
+    "compare": "compare.py",
 }
 
 _BLOCK = re.compile(r"(?:<!--\s*docs-test:\s*(?P<tag>[^>]*?)\s*-->\s*\n)?```bash\n(?P<body>.*?)```",
@@ -197,3 +199,24 @@ def test_guide_reviews_example_shows_what_it_predicts(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     labels = [line.split("\t")[0] for line in result.stdout.strip().splitlines()[1:]]
     assert labels == ["positive", "negative", "positive", "negative"], result.stdout
+
+
+def test_readme_python_snippets_run(tmp_path):
+    """README.md's ```python blocks run as written, in a directory where
+    "path/to/checkpoint" is the real all-MiniLM-L6-v2 and "vocab.txt" its vocabulary."""
+    import shutil
+
+    minilm = minilm_model_dir()
+    if minilm is None:
+        pytest.skip("the real checkpoint is not installed")
+    (tmp_path / "path" / "to").mkdir(parents=True)
+    (tmp_path / "path" / "to" / "checkpoint").symlink_to(minilm)
+    shutil.copy(pathlib.Path(minilm) / "vocab.txt", tmp_path / "vocab.txt")
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    for block in blocks:
+        result = processes.run([sys.executable, "-c", block], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, f"{block}\n{result.stderr[-3000:]}"

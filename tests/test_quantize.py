@@ -124,3 +124,15 @@ def test_decisions_and_agreement():
         "accuracy", 0.5)
     assert edge.agreement({"score": np.array([1.01, 2.0])}, {"score": np.array([1.02, 2.3])},
                           mask) == 0.5
+
+
+def test_predict_reads_the_int8_model(quantized):
+    version = quantized["export"] / "1"
+    result = run("official_bert/commands/predict.py", f"--model={version / 'model.tflite'}",
+                 stdin="\n".join(DEV) + "\n")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split("\t") for line in result.stdout.strip().splitlines()[1:]]
+    assert [row[3] for row in rows] == DEV
+    served = np.array([[float(p) for p in row[1:3]] for row in rows])
+    expected = np.loadtxt(quantized["out"] / "test_results.tsv", delimiter="\t")
+    np.testing.assert_allclose(served, expected, atol=0.05)

@@ -375,6 +375,21 @@ def test_fine_tuned_run_as_init_checkpoint_keeps_its_head(trained, tmp_path):
 
 
 @pytest.mark.slow  # 10 s or more here
+def test_a_run_started_from_another_run_records_its_step(trained, tmp_path):
+    """--init_checkpoint=<a run directory>: its latest checkpoint is read and named
+    with its step, and the new run's record keeps where it started (issue 56)."""
+    out = tmp_path / "from_run"
+    result = run("run_classifier.py", "--task_name=sst-2", f"--data_dir={trained['data']}",
+                 f"--init_checkpoint={trained['out']}", "--do_train", "--max_seq_length=16",
+                 "--train_batch_size=4", "--max_train_examples=4", f"--output_dir={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Reading ckpt-2 (step 2), the latest checkpoint of {trained['out']}" in result.stderr
+    record = json.loads((out / "run.json").read_text())
+    assert record["started_from"] == {"path": str(trained["out"]), "checkpoint": "ckpt-2",
+                                      "step": 2}
+
+
+@pytest.mark.slow  # 10 s or more here
 def test_bfloat16_export_serves_the_runs_labels(trained):
     """--serving_dtype=bfloat16: weights stored in bfloat16 in the SavedModel,
     answers within bfloat16's rounding of the float32 checkpoint's."""

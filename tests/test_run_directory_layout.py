@@ -53,29 +53,21 @@ def spelled_file_names(path) -> list:
             and FILE_NAME.search(node.value)]
 
 
-# TensorFlow's name for its checkpoint state file, where the code that reads TensorFlow's
-# files defines it (below the run directory, which must not be imported there).
-TENSORFLOW_STATE_FILE = "official_bert/checkpoints/tf_checkpoints.py: STATE_FILE = 'checkpoint'"
-
-
 def test_only_the_run_directory_package_spells_its_file_names():
-    found = [hit for path in library_files() for hit in spelled_file_names(path)
-             if not is_tensorflows_state_file(hit)]
+    found = [hit for path in library_files() for hit in spelled_file_names(path)]
     assert not found, ("run-directory file names outside official_bert/run_directory/ "
                        "(use RunDirectory or run_directory.layout):\n" + "\n".join(found))
 
 
-def is_tensorflows_state_file(hit: str) -> bool:
-    path, line, _ = hit.split(":", 2)
-    text = (REPO_ROOT / path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
-    return f"{path}: {text.strip()}" == TENSORFLOW_STATE_FILE.replace("'", '"')
-
-
-def test_tensorflows_state_file_is_the_layouts():
-    from official_bert.checkpoints import tf_checkpoints
-    from official_bert.run_directory import layout
-
-    assert layout.CHECKPOINT_INDEX == tf_checkpoints.STATE_FILE
+def test_only_the_run_directory_reads_the_state_file():
+    """TensorFlow's state file, and its `latest_checkpoint` (which gives up when
+    the newest checkpoint's files are gone), belong to `run_directory.latest`."""
+    found = [f"{path.relative_to(REPO_ROOT)}:{number}"
+             for path in library_files()
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"tf\.train\.(latest_checkpoint|get_checkpoint_state)|"
+                          r"update_checkpoint_state|model_checkpoint_path", line)]
+    assert not found, "the checkpoint state file read outside run_directory/: " + ", ".join(found)
 
 
 @pytest.mark.parametrize("source, found", [

@@ -22,8 +22,9 @@ The modules, by job:
     bert_checkpoint.py   `BertCheckpoint` (what reading gives), the kinds, `CheckpointError`
     canonical_names.py   Hugging Face's names <-> the canonical ones; the encoder's
                          variables by canonical name (`assign_encoder_weights`)
-    tf_checkpoints.py    TensorFlow checkpoint files: a run directory's checkpoints,
-                         the prefix a path names, damaged checkpoints
+    tf_checkpoints.py    TensorFlow checkpoint files: the prefix a path names,
+                         damaged checkpoints (a run directory's own are
+                         `run_directory.latest`'s)
     read.py              `read_checkpoint` (any kind), `load_encoder`
     write.py             `save_checkpoint`, `export_huggingface`, `write_huggingface`,
                          `export_google`
@@ -39,8 +40,7 @@ from official_bert.checkpoints.canonical_names import (GOOGLE_HEAD_NAMES, assign
                                                        encoder_variables, get_encoder_weights)
 from official_bert.checkpoints.read import load_encoder, read_checkpoint
 from official_bert.checkpoints.tf_checkpoints import (checkpoint_damage, checkpoint_files,
-                                                      damaged_checkpoint_error,
-                                                      latest_checkpoint, run_checkpoints)
+                                                      damaged_checkpoint_error)
 from official_bert.checkpoints.write import (EXACT_GELU_CHOICES, GOOGLE_CHECKPOINT,
                                              ExactGeluError, export_google, export_huggingface,
                                              gelu_tanh_difference, save_checkpoint,
@@ -69,10 +69,8 @@ __all__ = [
     "export_huggingface",
     "gelu_tanh_difference",
     "get_encoder_weights",
-    "latest_checkpoint",
     "load_encoder",
     "read_checkpoint",
-    "run_checkpoints",
     "save_checkpoint",
     "write_huggingface",
 ]

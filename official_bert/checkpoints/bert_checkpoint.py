@@ -31,6 +31,9 @@ class BertCheckpoint:
         do_lower_case: the casing the checkpoint was trained with, when the
             files say so (Hugging Face `tokenizer_config.json`, or "uncased" /
             "cased" in a Google checkpoint's directory name), else None.
+        prefix: the TensorFlow checkpoint read (a run directory's latest
+            complete one when `path` is the directory); None for Hugging Face.
+        step: the step of a run's checkpoint (`ckpt-<N>`), else None.
     """
 
     kind: str
@@ -39,6 +42,8 @@ class BertCheckpoint:
     weights: dict
     vocab_file: str | None = None
     do_lower_case: bool | None = None
+    prefix: str | None = None
+    step: int | None = None
 
     def head_weights(self, prefix: str) -> dict:
         """The weights whose canonical name starts with `prefix`."""

@@ -3,6 +3,7 @@ an encoder (`load_encoder`); the kinds are in the package's docstring."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from official_bert.checkpoints.tf_checkpoints import (checkpoint_prefix,
                                                       damaged_checkpoint_error, open_reader)
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
+from official_bert.run_directory.latest import checkpoint_step, latest_checkpoint, read_latest
 
 
 def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
@@ -45,11 +47,20 @@ def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
             "(bert_model.ckpt) or an official_bert checkpoint directory")
     if io.isdir(path) and io.exists(io.join(path, "model.safetensors")):
         return _read_huggingface(path, config)
-    prefix = checkpoint_prefix(path)
-    if prefix is None:
-        raise CheckpointError(
-            path, "holds no checkpoint", fix="expected model.safetensors (Hugging "
-            "Face) or a TensorFlow checkpoint (*.index and *.data-* files)")
+    if io.isdir(path) and latest_checkpoint(path):  # a run's directory: it may be training
+        prefix, ckpt = read_latest(path, lambda prefix: _read_tensorflow(path, prefix, config))
+    else:
+        prefix = checkpoint_prefix(path)
+        if prefix is None:
+            raise CheckpointError(
+                path, "holds no checkpoint", fix="expected model.safetensors (Hugging "
+                "Face) or a TensorFlow checkpoint (*.index and *.data-* files)")
+        ckpt = _read_tensorflow(path, prefix, config)
+    return dataclasses.replace(ckpt, prefix=prefix, step=checkpoint_step(prefix))
+
+
+def _read_tensorflow(path, prefix, config) -> BertCheckpoint:
+    """The TensorFlow checkpoint `prefix` (of `path`, as given): google's or this project's."""
     try:
         names = open_reader(prefix).get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError, IndexError) as e:
@@ -73,10 +84,13 @@ def load_encoder(path, config: BertConfig | None = None, dtype=None):
         (encoder, checkpoint): the ready encoder and the `BertCheckpoint`
         (its config, vocab file, casing and any head weights).
 
+    `path` may be a `BertCheckpoint` read already (a job's `ModelFiles.checkpoint`):
+    a run directory that trains is then read once, at one step.
+
     Example:
     >>> encoder, ckpt = load_encoder("path/to/all-MiniLM-L6-v2")  # doctest: +SKIP
     """
-    checkpoint = read_checkpoint(path, config)
+    checkpoint = path if isinstance(path, BertCheckpoint) else read_checkpoint(path, config)
     encoder = BertEncoder.from_bert_config(checkpoint.config, dtype=dtype)
     encoder(dummy_inputs())
     assign_encoder_weights(encoder, checkpoint.weights)

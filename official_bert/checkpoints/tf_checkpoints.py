@@ -1,8 +1,8 @@
 """TensorFlow checkpoint files (`<prefix>.index`, `<prefix>.data-*`).
 
-The checkpoints a run directory's `checkpoint` state file lists, the prefix a
-path names, and damaged checkpoints: which file is damaged, and which earlier
-checkpoint is intact to resume from or load instead.
+The prefix a path names (a run directory's latest checkpoint: the run
+directory's `latest` says which), and damaged checkpoints: which file is
+damaged, and which earlier checkpoint is intact to resume from or load instead.
 """
 
 from __future__ import annotations
@@ -14,61 +14,13 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
-
-# TensorFlow's own name for a directory's checkpoint state (tf.train writes and reads
-# it). The run directory's layout spells it too, so that it loads no TensorFlow
-# (tests/test_run_directory_layout.py checks the two agree).
-STATE_FILE = "checkpoint"
-
+from official_bert.run_directory.latest import latest_checkpoint, listed_checkpoints
 
 def open_reader(prefix):
     """The reader of the checkpoint at `prefix`. Not `tf.train.load_checkpoint`:
     it takes a path that `tf.io.gfile.isdir` calls a directory for one, and
     TensorFlow's `ram://` calls every prefix of a stored name one."""
     return tf.compat.v1.train.NewCheckpointReader(prefix)
-
-
-# === The checkpoints of a run directory ===
-
-
-def run_checkpoints(directory) -> list:
-    """The checkpoint prefixes the `checkpoint` state file of `directory`
-    lists, oldest first ([] without one)."""
-    state_file = io.join(directory, STATE_FILE)
-    if not io.exists(state_file):
-        return []
-    try:
-        state = tf.train.get_checkpoint_state(directory)
-        if state is None:  # TensorFlow logs a parse error and returns None
-            raise ValueError("not a CheckpointState text proto, or no model_checkpoint_path")
-    except (tf.errors.OpError, ValueError) as e:  # text_format.ParseError is a ValueError
-        # (Treating it as "no checkpoint" would start the run over and overwrite
-        # the checkpoints it has.)
-        indexes = sorted(io.glob(io.join(glob.escape(str(directory)), "*.index")),
-                         key=lambda p: (len(p), p))
-        newest = os.path.basename(indexes[-1])[:-len(".index")] if indexes else None
-        raise CheckpointError(
-            state_file, f"is not a readable checkpoint state file ({first_line(e)})",
-            fix=(f"write it again as the one line  model_checkpoint_path: \"{newest}\"  to "
-                 f"resume from {newest}" if newest else "delete it to start the run over")
-        ) from None
-    paths = list(state.all_model_checkpoint_paths)
-    if state.model_checkpoint_path and (not paths or paths[-1] != state.model_checkpoint_path):
-        paths.append(state.model_checkpoint_path)
-    return [p if os.path.isabs(p) or "://" in p else io.join(directory, p) for p in paths]
-
-
-def latest_checkpoint(directory) -> str | None:
-    """The newest checkpoint of a run directory whose files are there.
-
-    `tf.train.latest_checkpoint` gives up (None) when the newest one's files
-    are gone; this takes the one before, so that deleting a damaged checkpoint
-    (as `damaged_checkpoint_error` says) resumes from the previous one.
-    """
-    for prefix in reversed(run_checkpoints(directory)):
-        if io.exists(prefix + ".index"):
-            return prefix
-    return None
 
 
 def checkpoint_files(prefix) -> list:
@@ -133,7 +85,7 @@ def damaged_checkpoint_error(prefix, error: BaseException | None = None,
         return None
     path, problem = damage
     directory = os.path.dirname(prefix)
-    listed = [p for p in run_checkpoints(directory) if p != prefix]
+    listed = [p for p in listed_checkpoints(directory) if p != prefix]
     files = ", ".join(os.path.basename(f) for f in checkpoint_files(prefix))
     earlier = next((p for p in reversed(listed)
                     if io.exists(p + ".index") and checkpoint_damage(p) is None), None)

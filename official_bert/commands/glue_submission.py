@@ -40,7 +40,7 @@ from data_prep import glue
 from official_bert.commands import app, cli_flags, registry
 from official_bert import io, outputs
 from official_bert.errors import BadFileError, UserError
-from official_bert.run_directory import RunDirectory
+from official_bert.run_directory import run_of
 from official_bert.settings import setting
 
 FLAGS = flags.FLAGS
@@ -72,7 +72,7 @@ def _runs(runs_dir: str) -> dict:
     candidates = [runs_dir] + [io.join(runs_dir, name) for name in sorted(io.listdir(runs_dir))]
     runs = {}
     for directory in candidates:
-        path = RunDirectory(directory).classifier_config
+        path = run_of(directory).classifier_config
         if not io.isdir(directory) or not io.exists(path):
             continue
         task_name = io.read_json(path, what="a run_classifier.py run's config").get("task_name")

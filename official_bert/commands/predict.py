@@ -10,6 +10,7 @@ prints one JSON object per line instead.
 `--model` is any of:
   * a SavedModel written by `run_classifier.py --export_dir` (the TF Serving
     directory with versions inside, whose latest is used, or one version);
+  * its int8 `model.tflite` (`--quantize`), tokenized by the SavedModel beside it;
   * a `run_classifier.py --output_dir` (its latest checkpoint).
 
 Only load a SavedModel you trust: loading and calling one runs whatever

@@ -254,11 +254,10 @@ def pretrain_steps() -> int:
 
 def checkpoint_step(directory: pathlib.Path) -> int:
     """The step of the latest checkpoint in a run directory (0 when none)."""
-    index = directory / layout.CHECKPOINT_INDEX
-    if not index.exists():
-        return 0
-    match = re.search(r'model_checkpoint_path: ".*?(\d+)"', index.read_text())
-    return int(match.group(1)) if match else 0
+    from official_bert.run_directory import latest  # (TensorFlow: only once a stage ran)
+
+    prefix = latest.latest_checkpoint(str(directory))
+    return (latest.checkpoint_step(prefix) or 0) if prefix else 0
 
 
 def start_afresh(out: pathlib.Path, stage: str) -> None:

@@ -6,6 +6,8 @@
     checkpoints  the checkpoint lifecycle: written, rotated (only the run's
                  own), TensorFlow's staging, killed runs' leftovers, the
                  checkpoints of a run made before records were kept
+    latest       TensorFlow's state file (only here), the latest complete
+                 checkpoint, and reading it while the run trains
 
 `RunDirectory` is the one object the rest of the library asks: the path of
 each file, the lock, the record (written, read back and compared on resume)
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 
 from absl import logging
 
@@ -52,6 +55,17 @@ _KEY_NAMES = {"task": "the task", "labels": "the labels",
               "vocab_sha256": "the vocabulary (vocab.txt)", "training_data": "the training data",
               "training_data_content": "the training data's content",
               "windows": "the --long_document windows"}
+
+
+def run_of(path: str) -> "RunDirectory":
+    """The run directory that a path given to read a run names, for reading
+    alone (an --init_checkpoint, a --teacher, a run of a GLUE submission): the
+    directory itself, or the one holding its ckpt-N or best/best-N. Only the
+    run flow makes the RunDirectory it writes (`tasks.runner`)."""
+    folder = path if io.isdir(path) else os.path.dirname(path)
+    if os.path.basename(os.path.normpath(folder)) == BEST:
+        folder = os.path.dirname(os.path.normpath(folder))
+    return RunDirectory(folder)
 
 
 def has_checkpoint(directory: str | None) -> bool:
@@ -104,10 +118,6 @@ class RunDirectory:
         return self.file(LABEL_LIST)
 
     @property
-    def train_summaries(self) -> str:
-        return self.file(TRAIN_SUMMARIES)
-
-    @property
     def eval_summaries(self) -> str:
         return self.file(EVAL_SUMMARIES)
 
@@ -153,6 +163,21 @@ class RunDirectory:
     def has_checkpoint(self) -> bool:
         """Whether the run has trained (holds a checkpoint)."""
         return has_checkpoint(self.path)
+
+    def latest_checkpoint(self) -> str | None:
+        """The prefix of the run's newest complete checkpoint (None: none yet)."""
+        from official_bert.run_directory import latest  # (loads TensorFlow)
+
+        return latest.latest_checkpoint(self.path)
+
+    def read_latest(self, read):
+        """(prefix, `read(prefix)`) of the latest complete checkpoint, for a
+        reader of the run that may be training now (`latest.read_latest`: its
+        step and whether it still trains are logged; a checkpoint rotated away
+        meanwhile is no damage)."""
+        from official_bert.run_directory import latest
+
+        return latest.read_latest(self.path, read)
 
     def is_classifier_run(self) -> bool:
         """Whether this is a classification run (its classifier_config.json)."""
@@ -381,15 +406,19 @@ class RunDirectory:
         return value if isinstance(value, dict) else None
 
     def start_session(self, identity: dict, settings: dict | None, changes: list,
-                      resumed_from: str | None = None, adopted=()) -> None:
+                      resumed_from: str | None = None, adopted=(),
+                      started_from: dict | None = None) -> None:
         """This training session's record (the chief, holding the lock, after
         `check_run`): a new run's record; a trained run's identity kept, its
         settings replaced and `changes` appended to its history. `adopted`:
         checkpoints of a run made before records were kept, added to those this
-        directory wrote (its record starts now). Written into run.json with the
-        session's first checkpoint (`note_checkpoint`), so that a session that
-        fails before it trains (a bad flag combination, a kill) leaves the
-        record as it was; a session that does not train writes no record."""
+        directory wrote (its record starts now). `started_from`: what a new run
+        starts from (--init_checkpoint, the checkpoint read and its step; the
+        first session's alone: a resume reads the run's own). Written into
+        run.json with the session's first checkpoint (`note_checkpoint`), so
+        that a session that fails before it trains (a bad flag combination, a
+        kill) leaves the record as it was; a session that does not train writes
+        no record."""
         trained = self.has_checkpoint()
         if changes:
             logging.info("Resuming with changed settings (%s): %s", ALLOW_CHANGED_SETTINGS,
@@ -410,6 +439,8 @@ class RunDirectory:
                         {"time": now, "project_version": version, "resumed_from": resumed_from,
                          "note": "the record starts here; earlier settings are unknown"})
                 record["identity"] = identity
+            if started_from and not trained:
+                record["started_from"] = started_from
             for key, value in identity.items():  # what records before this version lacked
                 record["identity"].setdefault(key, value)
             if settings is not None:

@@ -1,13 +1,13 @@
 """A run's training checkpoints: written, listed, rotated; never another's deleted.
 
-The `Trainer` saves through `RunCheckpoints` (`RunDirectory.checkpoints`). Checkpoint N is
-`output_dir/ckpt-N` (TensorFlow's `.index` and `.data-*` files), listed in
-TensorFlow's `checkpoint` state file (which `tf.train.latest_checkpoint` and a
-resume read), and noted in the run directory's record (`run.json`) before its
-files are written. Rotation (`keep_checkpoint_max`) deletes the oldest of the
-checkpoints the record names, and only those: a checkpoint that was in the
-directory before the run (a pre-trained model, another tool's) is never
-deleted, whatever the state file lists.
+The `Trainer` saves through `RunCheckpoints`. Checkpoint N is `output_dir/ckpt-N`
+(TensorFlow's `.index` and `.data-*` files), listed in TensorFlow's `checkpoint`
+state file (`latest`: read by a resume and by every reader of the run), and
+noted in the run directory's record (`run.json`) before its files are written.
+Rotation (`keep_checkpoint_max`) deletes the oldest of the checkpoints the
+record names, and only those: a checkpoint that was in the directory before the
+run (a pre-trained model, another tool's) is never deleted, whatever the state
+file lists.
 
 A run killed at any moment leaves a consistent directory: the files of a
 checkpoint are written before the state file names it (atomically), and a
@@ -33,9 +33,9 @@ import os
 import tensorflow as tf
 
 from official_bert import io
-from official_bert.checkpoints.tf_checkpoints import (checkpoint_files, open_reader,
-                                                      run_checkpoints)
+from official_bert.checkpoints.tf_checkpoints import checkpoint_files, open_reader
 from official_bert.run_directory import layout
+from official_bert.run_directory.latest import listed_checkpoints, write_state_file
 
 
 class RunCheckpoints:
@@ -47,15 +47,16 @@ class RunCheckpoints:
         directory: where the checkpoints go.
         keep: how many of the run's own checkpoints to keep.
         record: the run directory whose record lists the checkpoints its runs
-            wrote (None: a scratch directory, emptied by its owner after each
-            save; nothing is noted or rotated).
+            wrote (None: a worker's scratch directory, emptied by its owner
+            after each save, or a trainer outside a run: nothing is noted or
+            rotated; the state file names each one, to resume from).
     """
 
     def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, keep: int,
                  record: "RunDirectory | None"):  # noqa: F821 (the package's, not imported)
         self.checkpoint, self.directory, self.keep, self.record = (
             checkpoint, directory, keep, record)
-        self.latest_checkpoint = None  # the prefix this process last saved
+        self.last_saved = None  # the prefix this process last saved
 
     def save(self, step: int) -> str:
         """Writes checkpoint `step`; returns its prefix. (Every worker of a
@@ -72,11 +73,10 @@ class RunCheckpoints:
                 raise
         except (OSError, tf.errors.PermissionDeniedError) as e:
             raise _naming(e, prefix) from e
-        if self.record is not None:
-            listed = [p for p in run_checkpoints(self.directory)
-                      if os.path.basename(p) != name and io.exists(p + ".index")]
-            self._rotate([*listed, path])
-        self.latest_checkpoint = path
+        listed = [p for p in listed_checkpoints(self.directory)
+                  if os.path.basename(p) != name and io.exists(p + ".index")]
+        self._rotate([*listed, path])
+        self.last_saved = path
         return path
 
     def _remove_staged(self, step: int) -> None:
@@ -96,7 +96,7 @@ class RunCheckpoints:
     def _rotate(self, listed: list) -> None:
         """Names `listed` (oldest first, the new one last) in the state file,
         less the run's own checkpoints past `keep`, which are then deleted."""
-        written = set(self.record.written_checkpoints())
+        written = set(self.record.written_checkpoints()) if self.record is not None else ()
         own = [p for p in listed if os.path.basename(p) in written]
         excess = own[:-self.keep] if len(own) > self.keep else []
         write_state_file(self.directory, [self._name(p) for p in listed if p not in excess])
@@ -105,19 +105,6 @@ class RunCheckpoints:
                 io.remove(path)
         if excess:
             self.record.forget_checkpoints(os.path.basename(p) for p in excess)
-
-
-def write_state_file(directory: str, names: list) -> None:
-    """TensorFlow's `checkpoint` state file (a `CheckpointState` text proto)
-    naming `names` (oldest first; the last is the latest), atomically. Names
-    relative to the directory, as `tf.train.CheckpointManager` writes them, so
-    that the run directory can be moved."""
-    def quoted(name):
-        return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    lines = [f"model_checkpoint_path: {quoted(names[-1])}"]
-    lines += [f"all_model_checkpoint_paths: {quoted(name)}" for name in names]
-    io.atomic_write(io.join(directory, layout.CHECKPOINT_INDEX), "\n".join(lines) + "\n")
 
 
 def keep_only_best(run_directory, step: int | None) -> None:
@@ -136,8 +123,7 @@ def keep_only_best(run_directory, step: int | None) -> None:
             else:
                 io.remove(path)
     if step is not None:
-        tf.compat.v1.train.update_checkpoint_state(run_directory.best,
-                                                   run_directory.best_checkpoint(step))
+        write_state_file(run_directory.best, [layout.best_checkpoint_name(step)])
     else:
         io.remove(run_directory.best_state_file)
 
@@ -167,7 +153,7 @@ def unrecorded_run_checkpoints(run_directory) -> list:
         except (tf.errors.OpError, ValueError, IndexError):
             return None  # damaged: not readable enough to tell
 
-    listed = [p for p in run_checkpoints(run_directory.path) if io.exists(p + ".index")]
+    listed = [p for p in listed_checkpoints(run_directory.path) if io.exists(p + ".index")]
     kinds = {p: written_by_a_run(p) for p in listed}
     if listed and kinds[listed[-1]] is False:
         raise run_directory.foreign_checkpoint_error()

@@ -103,6 +103,24 @@ class RunLock:
                 return fd
             os.close(fd)  # removed (or replaced) since we opened it: open the one there now
 
+    def holder(self) -> str | None:
+        """Who holds the lock ("process P on H (command)"), for a reader of the
+        run; None when nobody does. Read from the file alone, never by taking
+        the lock: a reader holding it, even briefly, would turn a run starting
+        then away. A holder of this host is believed while its pid lives (a
+        killed run's file names a dead one); another host's while its file says so."""
+        try:
+            text = io.read_text(self.path) if io.exists(self.path) else ""
+            owner = json.loads(text) if text.strip() else None
+        except (OSError, ValueError):
+            return None
+        if not isinstance(owner, dict) or owner.get("pid") == os.getpid():
+            return None
+        if owner.get("host") == socket.gethostname() and not io.process_alive(
+                int(owner.get("pid") or 0)):
+            return None
+        return self._describe(text)
+
     def release(self) -> None:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)  # no owner any more

@@ -14,6 +14,9 @@
                    and appended to `history`.
     checkpoints    the ckpt-<N> this directory's runs wrote: the only ones
                    rotation ever deletes.
+    started_from   what the run's first session started from: --init_checkpoint
+                   as given, the checkpoint read from it and that one's step (a
+                   run directory's latest at the time: it may have trained on).
     eval_schedule  --eval_every_steps and the step it applies from, so that a
                    resume evaluates the steps a killed run left unevaluated.
     history        each session that changed the settings, or started the record.
@@ -62,6 +65,7 @@ FIELDS = {
     "checkpoints": ListOf((str,)),
     "eval_schedule": (dict,),
     "history": ListOf((dict,)),
+    "started_from": (dict,),
 }
 
 # identity's keys whose type is known (a task may add others: any JSON value).
@@ -79,6 +83,7 @@ IDENTITY_FIELDS = {
 }
 
 EVAL_SCHEDULE_FIELDS = {"every": (int,), "from_step": (int,)}
+STARTED_FROM_FIELDS = {"path": (str,), "checkpoint": (str, _NONE), "step": (int, _NONE)}
 
 # settings' keys (TRAINING_SETTINGS and the training data): a flag left unset is null.
 _OPTIONAL_NUMBER = (int, float, _NONE)
@@ -126,6 +131,7 @@ def check(path: str, record: dict) -> None:
     _check_fields(path, record.get("eval_schedule") or {}, EVAL_SCHEDULE_FIELDS,
                   "eval_schedule.")
     _check_fields(path, record.get("settings") or {}, SETTINGS_FIELDS, "settings.")
+    _check_fields(path, record.get("started_from") or {}, STARTED_FROM_FIELDS, "started_from.")
 
 
 def _check_fields(path: str, values: dict, fields: dict, prefix: str) -> None:

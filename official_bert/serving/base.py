@@ -68,7 +68,6 @@ import inspect
 import os
 import tempfile
 
-import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
@@ -78,6 +77,7 @@ from official_bert.errors import BadFileError, UserError
 from official_bert.modeling import heads
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.serving import prediction_log
+from official_bert.serving.variables import IDS_KEYS, track_captured_variables  # noqa: F401
 from official_bert.serving.versions import (check_export_version_free, check_saved_model,
                                             latest_version_dir, publish_new_version,
                                             staging_dir)
@@ -86,33 +86,6 @@ from official_bert.text import text_layers, tokenization
 MAX_BATCH_SIZE = 256
 WARMUP_BATCH_SIZES = (1, 8)
 WARMUP_FILE = "tf_serving_warmup_requests"
-IDS_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
-
-
-def track_captured_variables(module, layers=()) -> list:
-    """Makes the `tf.Variable`s of Keras models checkpointed objects of `module`.
-
-    A Keras 3 variable wraps a `tf.Variable`; `tf.saved_model.save` writes
-    the wrapper as a fresh variable (`Variable_N`) while the traced functions
-    read the wrapped one. TF2's `tf.saved_model.load` connects the two, but a
-    TF1 session loader, which is what TF Serving and `saved_model_cli run`
-    use, restores only checkpointed objects and then fails with "Could not
-    find variable ...". Tracking the wrapped variables themselves (as
-    `keras.export.ExportArchive` does) makes the session restore them too
-    (the TFLite converter needs the same). The models are `layers` and the
-    Keras layers among `module`'s attributes. Returns the variables.
-    """
-    seen, captured = set(), []
-    candidates = list(layers) + list(vars(module).values())
-    for value in candidates:
-        if isinstance(value, keras.layers.Layer):
-            for variable in value.variables:
-                inner = variable.value if isinstance(variable, keras.Variable) else variable
-                if isinstance(inner, tf.Variable) and id(inner) not in seen:
-                    seen.add(id(inner))
-                    captured.append(inner)
-    module._serving_variables = captured
-    return captured
 
 
 class Untracked:

@@ -47,6 +47,7 @@ the WordPiece ops), not this project:
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -204,8 +205,9 @@ class ClassifierPredictor:
 
     Args:
         path: a SavedModel of `export_classifier` (a version directory, or the
-            TF Serving directory, whose latest version is used), or a
-            `run_classifier.py --output_dir` (its latest checkpoint).
+            TF Serving directory, whose latest version is used), its int8
+            `model.tflite` (`--quantize`), or a `run_classifier.py --output_dir`
+            (its latest checkpoint).
 
     Attributes: `pair` (takes text_b), `regression`, `labels`, `source`.
 
@@ -217,7 +219,9 @@ class ClassifierPredictor:
 
     def __init__(self, path: str):
         saved_model = latest_version_dir(path)
-        if saved_model is not None:
+        if str(path).endswith(".tflite"):
+            self._load_tflite(path)
+        elif saved_model is not None:
             self._load_saved_model(saved_model)
         elif RunDirectory(path).is_classifier_run():
             self._load_run(path)
@@ -247,18 +251,46 @@ class ClassifierPredictor:
         self.source = f"SavedModel {path}"
         self._loaded = loaded  # keeps the resources alive
 
+    def _load_tflite(self, path):
+        """The int8 model.tflite of an export (`--quantize`): the SavedModel beside
+        it tokenizes (its `preprocess` signature, padded to the file's fixed
+        length) and says the labels; the TFLite interpreter runs the model."""
+        from official_bert.serving import edge
+
+        version = os.path.dirname(os.path.abspath(path))
+        if latest_version_dir(version) != version:
+            raise ValueError(f"{path} is not in an export's version folder (beside "
+                             "saved_model.pb, which tokenizes for it)")
+        self._load_saved_model(version)
+        if "preprocess" not in self._loaded.signatures:
+            raise ValueError(f"{path}: its export has no preprocess signature (a "
+                             "--long_document=windows model): use the SavedModel")
+        preprocess, run = self._loaded.signatures["preprocess"], edge.tflite_runner(path)
+        labels = np.asarray(self.labels, dtype=object)
+
+        def serve(**texts):
+            out = run({k: v.numpy() for k, v in preprocess(**texts).items()})
+            if self.regression:
+                return {"score": tf.constant(out["score"])}
+            probabilities = out["probabilities"]
+            return {"probabilities": tf.constant(probabilities),
+                    "label": tf.constant(labels[probabilities.argmax(-1)].astype(str))}
+
+        self._serve = serve
+        self.source = f"TFLite {path}"
+
     def _load_run(self, path):
         run = RunDirectory(path)
         config = json.loads(io.read_text(run.classifier_config))
-        latest = tf.train.latest_checkpoint(path)
-        if latest is None:
+        if run.latest_checkpoint() is None:
             raise ValueError(f"{path} holds no checkpoint yet: train it first (--do_train)")
         bert_config = BertConfig.from_json_file(run.bert_config)
         labels = config.get("labels")
         encoder = BertEncoder.from_bert_config(bert_config)
         model = BertClassifier(encoder, 1 if labels is None else len(labels))
         model(dummy_inputs())
-        status = tf.train.Checkpoint(model=model).read(latest)
+        # (The run may be training: its latest complete checkpoint, step logged.)
+        latest, status = run.read_latest(tf.train.Checkpoint(model=model).read)
         status.expect_partial()
         try:
             status.assert_existing_objects_matched()

@@ -49,7 +49,7 @@ from absl import logging
 import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
 
 from official_bert import io
-from official_bert.serving.base import IDS_KEYS, track_captured_variables
+from official_bert.serving.variables import IDS_KEYS, track_captured_variables
 from official_bert.serving.versions import latest_version_dir
 
 # tf2onnx, onnxruntime and ai_edge_litert (the optional `edge` extra) are

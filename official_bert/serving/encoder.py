@@ -80,7 +80,9 @@ def export_checkpoint(config) -> dict:
     # Before preprocessor/ and encoder/ are written (they would block the rerun).
     check_export_version_free(config.export_dir, config.export_version)
 
-    encoder, checkpoint = checkpoints.load_encoder(config.init_checkpoint, config=files.config)
+    # (The checkpoint the job read: a run that trains is read once, at one step.)
+    encoder, checkpoint = checkpoints.load_encoder(files.checkpoint or config.init_checkpoint,
+                                                   config=files.config)
     pretrainer = BertPretrainer(encoder)
     if "masked_lm" not in pretrainer.load_head_weights(checkpoint).heads:
         pretrainer = None

@@ -38,7 +38,7 @@ from official_bert.errors import UserError
 from official_bert.metrics import ner as ner_metrics
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
-from official_bert.run_directory import LABEL_LIST, RunDirectory
+from official_bert.run_directory import LABEL_LIST, run_of
 from official_bert.serving import ner as serving
 from official_bert.tasks import base, evaluation, teacher
 from official_bert.configs import LAYER_COMBINATIONS, NER_TASK_MODELS, NerConfig, RunConfig
@@ -160,8 +160,7 @@ class NerTask(base.Task):
         for directory in (self.run_config.output_dir, self.run_config.init_checkpoint):
             if not directory:
                 continue
-            folder = directory if io.isdir(directory) else os.path.dirname(directory)
-            path = RunDirectory(folder).label_list
+            path = run_of(directory).label_list
             if io.exists(path):
                 return [line.strip() for line in io.read_text(path).splitlines() if line.strip()]
         raise UserError(f"no {LABEL_LIST} in --output_dir {self.run_config.output_dir}: train "

@@ -47,9 +47,11 @@ import time
 import keras
 from absl import logging
 
-from official_bert import checkpoints, inputs, io, model_files
+from official_bert import inputs, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
-from official_bert.run_directory import TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory
+from official_bert.progress import duration
+from official_bert.run_directory import (TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory,
+                                         run_of)
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving import edge
 from official_bert.serving.base import with_weights_in
@@ -113,7 +115,7 @@ def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
         task.run_directory.start_session(
             session.identity, session.settings, session.changes,
             os.path.basename(trainer.resumed_from) if trainer.resumed_from else None,
-            session.adopted)
+            session.adopted, _started_from(task))
     best = BestCheckpoint(task, trainer) if config.eval_every_steps else None
     if config.do_train:
         _train(task, trainer, best)
@@ -140,6 +142,16 @@ def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
         if config.quantize:
             edge.check_int8(path, task.evaluation_arrays())
     return results
+
+
+def _started_from(task) -> dict | None:
+    """What the run starts from, for its record: --init_checkpoint as given, the
+    checkpoint read from it and its step (a live run's latest, when it was one)."""
+    ckpt = task.model_files.checkpoint if task.model_files else None
+    if ckpt is None or not task.run_config.init_checkpoint:
+        return None
+    return {"path": task.run_config.init_checkpoint, "step": ckpt.step,
+            "checkpoint": os.path.basename(ckpt.prefix) if ckpt.prefix else None}
 
 
 # === The steps ===
@@ -196,7 +208,7 @@ def _use_adapted_length(task) -> bool:
     try:
         if not io.isdir(config.init_checkpoint):
             return False
-        record = RunDirectory(config.init_checkpoint).read_run_record() or {}
+        record = run_of(config.init_checkpoint).read_run_record() or {}
     except (UserError, OSError):
         return False  # (step 2 reads the checkpoint, and says what is wrong with it)
     identity, settings = record.get("identity") or {}, record.get("settings") or {}
@@ -387,7 +399,7 @@ def _check_unrecorded_model(task) -> None:
     labels), refused before anything is written (the `Trainer` would fail only
     after the task's files were written over the other run's)."""
     run_directory = task.run_directory
-    latest = checkpoints.latest_checkpoint(run_directory.path)
+    latest = run_directory.latest_checkpoint()
     if not (latest and run_directory.is_unrecorded()):
         return
     mismatch = model_mismatch(latest, task.build_model())
@@ -483,10 +495,16 @@ def _train(task, trainer, best: BestCheckpoint | None) -> None:
                      "nothing more to train", best.state["stopped_at"], best.metric,
                      config.early_stopping_patience)
     else:
-        trainer.train(task.train_dataset(), config.train_batch_size,
-                      evaluate_every=config.eval_every_steps,
+        dataset = task.train_dataset()  # (with --teacher: its labelling pass too)
+        prepared = time.time()
+        trainer.train(dataset, config.train_batch_size, evaluate_every=config.eval_every_steps,
                       on_evaluate=best.evaluate if best else None)
-    logging.info("Training took %.1f s", time.time() - start)
+        # The steps' time is what the progress lines count as elapsed; the data's before.
+        logging.info("Training took %s: %s preparing the training data, %s of steps",
+                     duration(time.time() - start), duration(prepared - start),
+                     duration(time.time() - prepared))
+        return
+    logging.info("Training took %s", duration(time.time() - start))
 
 
 # === The strategy, the trainer, preemption ===
@@ -514,6 +532,7 @@ def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, tr
     checkpoint = task.model_files.checkpoint if task.model_files else None
     init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
     return Trainer(task, strategy, trainer_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
-                   loss_scale=config.dtype == "float16", time_budget=budget)
+                   loss_scale=config.dtype == "float16", time_budget=budget,
+                   run_directory=task.run_directory)
 
 

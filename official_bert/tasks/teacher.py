@@ -28,10 +28,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, io
-from official_bert.checkpoints import tf_checkpoints
+from official_bert import checkpoints
 from official_bert.errors import UserError
-from official_bert.run_directory import BEST, RunDirectory, task_words
+from official_bert.progress import Progress, duration
+from official_bert.run_directory import run_of, task_words
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
 
@@ -105,8 +105,7 @@ class Teacher:
         else:
             has_head = True
         # The checkpoint read (a run directory's latest), which a resume must read again.
-        read = (ckpt.path if ckpt.kind == "huggingface"
-                else tf_checkpoints.checkpoint_prefix(ckpt.path) or ckpt.path)
+        read = ckpt.prefix or ckpt.path
         logging.info("Teacher: %s (%d layers, hidden size %d), %s", read,
                      ckpt.config.num_hidden_layers, ckpt.config.hidden_size,
                      "its head restored" if has_head else "without a masked-LM head")
@@ -126,10 +125,17 @@ class Teacher:
         def forward(features):
             return model(features, training=False)
 
-        dataset = input_pipeline.numpy_dataset(
-            {k: v for k, v in arrays.items() if k != FEATURE}, batch_size, False, 0)
-        parts = [_as_arrays(forward(features))
-                 for features in dataset(tf.distribute.InputContext())]
+        inputs = {k: v for k, v in arrays.items() if k != FEATURE}
+        dataset = input_pipeline.numpy_dataset(inputs, batch_size, False, 0)
+        # (minutes on a large training set: a line now and then, with the time left)
+        total = len(next(iter(inputs.values())))
+        progress, parts, done = Progress(total, unit="rows"), [], 0
+        logging.info("Teacher: labelling %s rows", f"{total:,}")
+        for features in dataset(tf.distribute.InputContext()):
+            parts.append(_as_arrays(forward(features)))
+            done += len(next(iter(features.values())))
+            if progress.update(done):
+                logging.info("Teacher: %s", progress.line())
         if isinstance(parts[0], dict):
             outputs = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         else:
@@ -137,7 +143,8 @@ class Teacher:
         if self.label_order is not None:  # (the labels' axis is the last: rows or tokens)
             outputs = outputs[..., self.label_order]
         rows = len(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs)
-        logging.info("Teacher: its outputs on %s rows, computed once", f"{rows:,}")
+        logging.info("Teacher: its outputs on %s rows, computed once in %s", f"{rows:,}",
+                     duration(progress.elapsed))
         return outputs
 
 
@@ -148,7 +155,7 @@ def _check_trained_as(path: str, task) -> list | None:
     of each of the student's labels when they are the same labels in another
     order, else None. A checkpoint no run of this project wrote says nothing:
     its head's shape is checked alone (`Teacher.load`)."""
-    trained = _teacher_run(path).trained_identity()
+    trained = run_of(path).trained_identity()
     families = trained.get("task")
     families = [families] if isinstance(families, str) else families or []
     family = type(task).family
@@ -170,15 +177,6 @@ def _check_trained_as(path: str, task) -> list | None:
     logging.info("Teacher: its labels are %s, the student's %s: its outputs are reordered "
                  "to the student's", ",".join(theirs), ",".join(ours))
     return [theirs.index(label) for label in ours]
-
-
-def _teacher_run(path: str) -> RunDirectory:
-    """The run directory a --teacher path is of: the directory, or the one
-    holding its ckpt-N (or best/best-N)."""
-    folder = path if io.isdir(path) else os.path.dirname(path)
-    if os.path.basename(os.path.normpath(folder)) == BEST:
-        folder = os.path.dirname(os.path.normpath(folder))
-    return RunDirectory(folder)
 
 
 def _kind(identity: dict) -> str:

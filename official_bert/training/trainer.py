@@ -51,14 +51,14 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints
-from official_bert import interruption
+from official_bert import checkpoints, interruption, io
 from official_bert.configs import DistributionSettings, RunConfig, TrainingSettings
 from official_bert.errors import BadFileError, UserError
 from official_bert.progress import Progress
 from official_bert.settings import default_of
-from official_bert.run_directory import RunDirectory
+from official_bert.run_directory import TRAIN_SUMMARIES, RunDirectory
 from official_bert.run_directory.checkpoints import RunCheckpoints
+from official_bert.run_directory.latest import latest_checkpoint
 from official_bert.training import distribution
 from official_bert.training.budget import TimeBudget
 from official_bert.training.termination import TerminationSignal
@@ -167,6 +167,11 @@ class Trainer:
         loss_scale: wrap the optimizer in a `LossScaleOptimizer` (float16).
         time_budget: a `TimeBudget` (the optimizer's schedule reads it): training
             stops when it is spent, at `num_train_steps` at the latest.
+        run_directory: the run's `RunDirectory` (over `output_dir`), handed by
+            the run flow: its record lists the checkpoints the run wrote, the
+            only ones rotation deletes. None (a test's or a benchmark's trainer):
+            checkpoints are written and resumed from, but none is recorded or
+            rotated.
     """
 
     # The time budget's clock, read inside the training tf.function: seconds, a
@@ -186,6 +191,7 @@ class Trainer:
         init_fn: Callable[[keras.Model], None] | None = None,
         loss_scale: bool = False,
         time_budget: TimeBudget | None = None,
+        run_directory: RunDirectory | None = None,
     ):
         self.task = task
         self.budget = time_budget
@@ -223,19 +229,17 @@ class Trainer:
             tracked["train_seconds"] = time_budget.elapsed
         self.checkpoint = tf.train.Checkpoint(**tracked)
         self._write_dir = self._checkpoint_dir()
-        # The task's run directory when it is output_dir's (the run flow's, which
-        # holds the session's record); else one over output_dir (a test's task, a
-        # benchmark's).
-        self.run_directory = getattr(task, "run_directory", None)
-        if self.run_directory is None or self.run_directory.path != config.output_dir:
-            self.run_directory = RunDirectory(config.output_dir)
+        if run_directory is not None and not io.same_path(run_directory.path, config.output_dir):
+            raise ValueError(f"the run directory {run_directory.path} is not --output_dir "
+                             f"{config.output_dir}")
+        self.run_directory = run_directory
         self.manager = RunCheckpoints(
             self.checkpoint, self._write_dir, config.keep_checkpoint_max,
-            self.run_directory if self.is_chief else None)
+            run_directory if self.is_chief else None)
         self.resumed_from = None
         # The newest checkpoint whose files are there (after a damaged one was
         # deleted, the one before it).
-        latest = checkpoints.latest_checkpoint(config.output_dir)
+        latest = latest_checkpoint(config.output_dir)
         if latest:
             try:
                 self.checkpoint.restore(latest).expect_partial()
@@ -442,7 +446,7 @@ class Trainer:
         bad = find() if find is not None else None
         if bad is None:
             return error
-        latest = self.manager.latest_checkpoint if self.is_chief else None
+        latest = self.manager.last_saved if self.is_chief else None
         fix = ("fix or replace the file (or leave it out) and run the same command again"
                if latest is None else
                f"the run's checkpoints up to {os.path.basename(latest)} are kept in "
@@ -468,7 +472,7 @@ class Trainer:
         except Exception as e:  # noqa: BLE001 - the input's line matters more; say both
             logging.warning("Could not save a checkpoint after the input was lost: %s",
                             str(e).strip().splitlines()[0][:300])
-            saved = self.manager.latest_checkpoint if self.is_chief else None
+            saved = self.manager.last_saved if self.is_chief else None
         step = int(self.global_step.numpy())
         kept = (f"the run saved {os.path.basename(saved)} (step {step}) in "
                 f"{self.config.output_dir}" if saved else "no checkpoint was saved")
@@ -511,7 +515,8 @@ class Trainer:
             batch_micro=config.gradient_accumulation_steps))
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        writer = (tf.summary.create_file_writer(self.run_directory.train_summaries)
+        summaries = io.join(config.output_dir, TRAIN_SUMMARIES)  # (with a run directory or not)
+        writer = (tf.summary.create_file_writer(summaries)
                   if self.is_chief else tf.summary.create_noop_writer())
         results = {}
         step = start_step

@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import random
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -519,13 +520,36 @@ def _run_pool(jobs, progress: _GenerationProgress):
     ctx = _mp_context()
     counters = ctx.Array("q", 2 * len(jobs), lock=False)
     with ctx.Pool(len(jobs), initializer=_init_pool_worker, initargs=(counters,)) as pool:
+        # The pool replaces a worker that dies, but its job is lost with it and the
+        # result would never be ready: the first workers are watched (`_dead_worker`).
+        workers = list(pool._pool)
         result = pool.map_async(_pool_worker, jobs, chunksize=1)
         progress.count_documents()  # a thread: only once the workers are forked
         while not result.ready():
             result.wait(0.5)
             if not result.ready():
+                _refuse_dead_worker(workers)
                 progress.update(sum(counters[0::2]), sum(counters[1::2]))
         return result.get()
+
+
+def _refuse_dead_worker(workers) -> None:
+    """`UserError` when one of the pool's `workers` has ended: a pool's worker
+    lives until the pool ends, so it died (killed: out of memory, a signal sent
+    to it alone, or a crash). A stop signal to the whole job is the job's stop,
+    not a worker's death (`interruption`)."""
+    for process in workers:
+        code = process.exitcode
+        if code is None:
+            continue
+        if interruption.requested() is not None:
+            raise interruption.stopped()
+        how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
+               f"ended with exit status {code}")
+        raise UserError(f"data generation stopped: its worker process {process.pid} {how} "
+                        "(SIGKILL is often the system's out-of-memory killer); nothing was "
+                        "published and its temporaries are removed: run the same command "
+                        "again, with fewer --num_workers if memory ran out")
 
 
 def format_summary(summary: dict) -> str:

@@ -36,6 +36,24 @@ class UserError(ValueError):
     """Bad user input: the message names the input and the fix."""
 
 
+# Paths that a line names as something else: a spooled copy of a stream is
+# named as the stream the user gave (`official_bert.inputs.spool`).
+_SHOWN_AS: dict[str, str] = {}
+
+
+def show_path_as(path: str, words: str | None) -> None:
+    """From now on a `BadFileError` about `path` names it as `words` (None: as itself)."""
+    if words is None:
+        _SHOWN_AS.pop(path, None)
+    else:
+        _SHOWN_AS[path] = words
+
+
+def shown_path(path: str) -> str:
+    """How a line names `path` (`show_path_as`)."""
+    return _SHOWN_AS.get(path, path)
+
+
 class BadFileError(UserError):
     """A user file is missing, unreadable or malformed.
 
@@ -63,7 +81,7 @@ class BadFileError(UserError):
             path, problem, self.subject = None, str(path), None
         self.path = None if path is None else str(path)
         self.problem, self.line, self.record, self.fix = problem, line, record, fix
-        where = "" if path is None else str(path)
+        where = "" if path is None else shown_path(str(path))
         if line is not None:
             where += f" line {line}"
         elif record is not None:

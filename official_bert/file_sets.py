@@ -301,6 +301,16 @@ def _log_once(line: str, level: int = logging.INFO) -> None:
         logging.log(level, "%s", line)
 
 
+def names_of(value: str) -> list[str]:
+    """The names in a flag's comma-separated `value` as `expand_paths` reads
+    them (a comma in an existing file's name does not split it), stripped, and
+    whether each is a pattern (a glob, or `prefix@N` shards) rather than a path:
+    [(name, is_pattern)]."""
+    names = [p.strip() for p in _join_comma_names(value.split(",")) if p.strip()]
+    return [(name, io.has_magic(name) or (bool(_SHARDS.match(name)) and not io.exists(name)))
+            for name in names]
+
+
 def _join_comma_names(parts: list[str]) -> list[str]:
     """`parts` (a flag's value split at its commas) with the runs of parts that
     together, commas restored, are the name of an existing file joined again:

@@ -626,3 +626,51 @@ def test_progress_lines_say_the_time_left_once_the_documents_are_counted(tmp_pat
         if counted_at_once:
             assert all(" / 40 documents" in line for line in progress)
             assert sum(", about " in line for line in progress) >= len(progress) - 2
+
+
+def _workers(pid: int) -> list[int]:
+    """The process ids of `pid`'s children but multiprocessing's resource
+    tracker (spawned beside the pool when TensorFlow is loaded): its workers."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found += [int(p) for p in f.read().split()]
+    def tracker(child):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                return b"resource_tracker" in f.read()
+        except OSError:
+            return True
+    return [child for child in found if not tracker(child)]
+
+
+def test_a_killed_worker_stops_the_job_in_one_line(tmp_path, corpus, vocab):
+    """kill -9 of one of 2 workers: the pool would replace it and wait forever for
+    its lost job; the job sees the death and stops in one line, nothing kept."""
+    import signal
+    import time
+
+    big = tmp_path / "big.txt"
+    text = corpus.read_text(encoding="utf-8")
+    big.write_text("\n\n".join([text.strip()] * 20) + "\n", encoding="utf-8")
+    out = tmp_path / "out.tfrecord"
+    process = processes.start(
+        [sys.executable, "create_pretraining_data.py", f"--input_file={big}",
+         f"--output_file={out}", f"--vocab_file={vocab}", "--num_workers=2", "--dupe_factor=5",
+         "--max_seq_length=64", "--max_predictions_per_seq=8", "--progress_seconds=1"], cwd=REPO)
+    deadline = time.monotonic() + 60
+    while len(_workers(process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the workers are generating
+    assert process.poll() is None, "the job ended before a worker could be killed"
+    worker = _workers(process.pid)[0]
+    os.kill(worker, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == (
+        f"error: data generation stopped: its worker process {worker} was killed by SIGKILL "
+        "(SIGKILL is often the system's out-of-memory killer); nothing was published and its "
+        "temporaries are removed: run the same command again, with fewer --num_workers if "
+        "memory ran out")
+    assert "Traceback" not in stderr
+    assert not out.exists() and not [n for n in os.listdir(tmp_path) if ".tmp-" in n]

@@ -179,6 +179,24 @@ def test_command_line_one_error_line(tiny_model, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]
 
 
+def test_standard_input_is_embedded_as_the_same_file(tiny_model, tmp_path):
+    """Once refused as "changed while being read" (it is read twice: counted, then
+    embedded); the input policy spools it, as extract-features' and pre-training's."""
+    model_dir, _ = tiny_model
+    texts = _texts(5, seed=2)
+    _write_texts(tmp_path / "in.txt", texts)
+    outputs = {}
+    for name, stdin in (("-", "".join(t + "\n" for t in texts)), (str(tmp_path / "in.txt"), "")):
+        out = tmp_path / f"out{len(outputs)}.npy"
+        result = processes.run(
+            [sys.executable, "-m", "official_bert.commands.cli", "embed",
+             f"--init_checkpoint={model_dir}", f"--input_file={name}", f"--output_file={out}",
+             "--max_seq_length=16"], input=stdin, capture_output=True, text=True, cwd=REPO_ROOT)
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs[name] = np.load(out)
+    assert np.array_equal(*outputs.values()) and len(outputs["-"]) == len(texts)
+
+
 def test_cloud_paths(tiny_model, tmp_path):
     """gs:// goes through tf.io.gfile; TensorFlow's ram:// file system stands in for it."""
     import io as pyio

@@ -33,6 +33,7 @@ import gzip
 import json
 import os
 import pathlib
+import re
 import select
 import shutil
 import signal
@@ -551,3 +552,67 @@ def test_squad_windows_are_the_same_and_a_long_context_is_fast(tmp_path):
     start = time.time()
     tokens, offsets, _ = squad.split_doc_tokens("x" * 100_000 + " y")
     assert tokens == ["x" * 100_000, "y"] and offsets[-1] == 1 and time.time() - start < 5
+
+
+# === Inputs and outputs that change under a training run ===
+
+
+def _pretrain_until(w, step: int, *extra, wrap=()):
+    """A pre-training run started in the background, returned once its log
+    shows `step` (its stderr read as it comes)."""
+    argv = [*wrap, sys.executable, str(REPO / "run_pretraining.py"),
+            *pretrain_args(w, "--num_train_steps=100000", "--log_steps=50", *extra)]
+    process = subprocess.Popen(argv, cwd=REPO, env={**os.environ, **kit.ENV},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 240
+    while f"step {step}/".encode() not in seen:
+        assert time.monotonic() < deadline and process.poll() is None, seen.decode()[-3000:]
+        ready, _, _ = select.select([process.stderr], [], [], 1.0)
+        if ready:
+            seen += os.read(process.stderr.fileno(), 1 << 16)
+    return process, seen
+
+
+def _finish(process, seen: bytes) -> kit.Result:
+    rest = process.stderr.read()
+    process.wait(timeout=120)
+    return kit.Result([], process.returncode, "", (seen + rest).decode(), 0.0)
+
+
+@pytest.mark.slow
+def test_a_tfrecord_deleted_while_training_is_named_and_the_steps_are_saved(w):
+    """Once: "`.../bin/bert`: no such file or directory" (a path in TensorFlow's
+    trace of the op), and every step since the last checkpoint lost."""
+    data = w.path("gone.tfrecord")
+    shutil.copy(w.path("pretrain.tfrecord"), data)
+    process, seen = _pretrain_until(w, 100, f"--input_file={data}",
+                                    "--save_checkpoints_steps=100000")
+    os.remove(data)  # read again at its next epoch
+    result = _finish(process, seen)
+    line = one_line_error(result, str(data))
+    step = int(re.search(r"at step (\d+);", line).group(1))
+    assert line == (f"error: {data} went away while training read it (no such file or "
+                    f"directory) at step {step}; the run saved ckpt-{step} (step {step}) in "
+                    f"{w.path('run')}: put the file back (or leave it out) and run the same "
+                    "command to resume")
+    assert step >= 100 and w.path("run", f"ckpt-{step}.index").exists()
+
+
+@pytest.mark.slow
+def test_an_output_dir_made_unwritable_while_training_names_the_checkpoint(w):
+    """Once the line named the lock file (or run.json's temporary), not the checkpoint."""
+    if shutil.which("capsh") is None and os.geteuid() == 0:
+        pytest.skip("root writes anywhere, and capsh is not here to drop that")
+    wrap = (["capsh", "--drop=cap_dac_override,cap_dac_read_search", "--", "-c",
+             '"$0" "$@"'] if os.geteuid() == 0 else [])
+    process, seen = _pretrain_until(w, 50, "--save_checkpoints_steps=200", wrap=wrap)
+    run_dir = w.path("run")
+    os.chmod(run_dir, 0o555)
+    try:
+        result = _finish(process, seen)
+    finally:
+        os.chmod(run_dir, 0o755)
+    line = one_line_error(result, str(run_dir))
+    assert re.fullmatch(rf"error: {re.escape(str(run_dir))}/ckpt-200: permission denied — .*",
+                        line), line

@@ -36,6 +36,11 @@ def test_every_registered_command_gets_a_case_of_every_class(command):
             assert "record" in hit, flag
     for klass in matrix.SIGNALS:
         assert sorted(g.target for g in mine if g.klass == klass) == sorted(command.phases)
+    for flag, way in matrix.input_flags(command).items():  # the registry's inputs
+        hit = {g.klass for g in mine if g.target == f"--{flag}"}
+        assert {"loop", "unreadable"} <= hit, flag
+        if way in matrix.CONTENT_WAYS:
+            assert set(matrix.INPUT_FAULTS) <= hit, flag
 
 
 def test_a_command_without_a_control_case_still_gets_its_cases(tmp_path):
@@ -93,3 +98,14 @@ def test_build_vocab_stopped_by_a_terminals_signal(world, tmp_path, klass, phase
     row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", klass, phase))
     assert row["outcome"] == matrix.CLEAN, row["why"]
     assert "the rerun finished" in row["why"]
+
+
+@pytest.mark.parametrize("klass, outcome", [("fifo", "ok"), ("stdin", "ok"),
+                                            ("empty-stdin", "clean"), ("unreadable", "clean")])
+def test_build_vocab_input_kinds(world, tmp_path, klass, outcome):
+    """Input faults come from the registry's inputs: a FIFO and standard input are read in
+    full; an empty stdin and an unreadable file are one line naming the flag."""
+    row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", klass, "input_file"))
+    assert row["outcome"] == outcome, row["why"]
+    if outcome == "clean":
+        assert row["why"].startswith("error: --input_file "), row["why"]

@@ -43,7 +43,7 @@ from absl import flags, logging
 
 from data_prep import glue
 from official_bert.commands import app, cli_flags, registry
-from official_bert import io
+from official_bert import inputs, io
 from official_bert.errors import BadFileError, UserError
 from official_bert.settings import setting
 
@@ -196,10 +196,11 @@ def main(argv):
         sys.stdout.write("".join(row + "\n" for row in format_rows(predictor, batch, outputs)))
         sys.stdout.flush()
 
-    batch, answered = [], 0
+    batch, answered, lines = [], 0, 0
     try:
         with contextlib.nullcontext() if source is sys.stdin.buffer else source:
             for number, line in _numbered(_lines(source)):
+                lines = number or lines
                 if line is PAUSE:
                     if batch:
                         answer(batch)
@@ -215,6 +216,9 @@ def main(argv):
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
+    if not lines:  # (an empty file was refused before; a stream, only once it ended)
+        raise inputs.empty_error("--input_file", FLAGS.input_file,
+                                 inputs.classify(FLAGS.input_file))
     if not answered:
         raise BadFileError(name, "holds no text (only blank lines)")
 

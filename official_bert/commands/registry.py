@@ -4,7 +4,8 @@ One list (`COMMANDS`) that `bert <command>` (`commands.cli`), google-research/
 bert's script names (`run_classifier.py`, ...) and `python -m
 official_bert.commands.<module>` all start from, through one function
 (`run_command`), so every job gets the same boundary (`app.run`: the signal
-policy, one-line errors) and the same check of its outputs before any work.
+policy, one-line errors) and the same check of its outputs and its inputs
+before any work.
 
 Each command's module has its docstring (its `--help`: what it does and an
 example), `CONFIGS` (the configs its flags come from), `define_flags()` and
@@ -19,6 +20,15 @@ A `Command`'s `outputs` maps each output flag to its kind:
     run_dir       a training run's `--output_dir`, owned by the run directory
                   (its lock and record), resumed by the same command
     export_dir    TF Serving's `--export_dir/<version>/`, never overwritten
+
+`inputs` maps each input flag to how the command reads it (the input policy,
+`official_bert.inputs`, checks them all before any work):
+
+    stream        read once, as it comes (a pipe or standard input is read as it is)
+    file          opened by name, perhaps more than once: a stream is spooled to a
+                  temporary file first; a comma-separated list is one input a part
+    file_or_dir   a file, or a directory searched for files
+    dir           a directory
 
 and `phases` lists what it does that a signal may interrupt: "read" (its
 inputs), "data" (generating data), "train", "eval", "predict", "export",
@@ -35,6 +45,7 @@ import importlib
 # the commands with one of them take --overwrite (`configs.OutputConfig`).
 OVERWRITABLE = ("file", "file_prefix", "dir")
 OUTPUT_KINDS = (*OVERWRITABLE, "run_dir", "export_dir")
+INPUT_WAYS = ("stream", "file", "file_or_dir", "dir")
 PHASES = ("read", "data", "train", "eval", "predict", "export", "write")
 
 _PACKAGE = "official_bert.commands"
@@ -52,9 +63,11 @@ class Command:
     google_script: str | None = None
     outputs: dict = dataclasses.field(default_factory=dict)
     phases: tuple = ()
+    inputs: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         assert set(self.outputs.values()) <= set(OUTPUT_KINDS), self
+        assert set(self.inputs.values()) <= set(INPUT_WAYS), self
         assert set(self.phases) <= set(PHASES), self
 
     @property
@@ -69,6 +82,12 @@ class Command:
 
 # The training commands' outputs and phases.
 _RUN = {"output_dir": "run_dir", "export_dir": "export_dir"}
+# The model files a command may be given (a checkpoint, a path prefix, is model_files').
+_MODEL = {"bert_config_file": "file", "vocab_file": "file"}
+# A fine-tuning command's inputs.
+_TASK = {**_MODEL, "train_file": "file", "eval_file": "file", "predict_file": "file",
+         "distill_text": "file"}
+_PRETRAIN = {**_MODEL, "input_file": "file", "eval_input_file": "file", "distill_text": "file"}
 
 # In pipeline order (`bert --help` lists them so).
 COMMANDS = (
@@ -79,62 +98,75 @@ COMMANDS = (
             outputs={"output_dir": "run_dir"}, phases=("read", "write")),
     Command("prepare-corpus", "prepare_corpus",
             "raw documents → one sentence per line, blank line between documents",
-            outputs={"output_file": "file"}, phases=("read", "data", "write")),
+            outputs={"output_file": "file"}, phases=("read", "data", "write"),
+            inputs={"input": "file_or_dir"}),
     Command("build-vocab", "build_vocab", "learn a WordPiece vocabulary (Google's layout)",
-            outputs={"output_file": "file"}, phases=("read", "data", "write")),
+            outputs={"output_file": "file"}, phases=("read", "data", "write"),
+            inputs={"input_file": "file"}),
     Command("extend-vocab", "extend_vocab",
             "add a corpus's frequent words to a checkpoint's vocabulary (new embeddings: the "
             "mean of their old pieces')",
-            outputs={"output_dir": "dir"}, phases=("read", "data", "write")),
+            outputs={"output_dir": "dir"}, phases=("read", "data", "write"),
+            inputs={**_MODEL, "input_file": "file"}),
     Command("create-pretraining-data", "create_pretraining_data",
             "masked-LM + next-sentence TFRecords", google_script="create_pretraining_data.py",
-            outputs={"output_file": "file_prefix"}, phases=("read", "data", "write")),
+            outputs={"output_file": "file_prefix"}, phases=("read", "data", "write"),
+            inputs={"input_file": "file", "vocab_file": "file"}),
     Command("pretrain", "pretrain", "pre-train BERT (masked LM + next sentence)",
             google_script="run_pretraining.py", outputs=_RUN,
-            phases=("read", "train", "eval", "export")),
+            phases=("read", "train", "eval", "export"), inputs=_PRETRAIN),
     Command("distill", "distill", "a smaller BERT that learns a teacher on a corpus (general "
-            "distillation)", outputs=_RUN, phases=("read", "train", "eval", "export")),
+            "distillation)", outputs=_RUN, phases=("read", "train", "eval", "export"),
+            inputs=_PRETRAIN),
     Command("classify", "classify", "fine-tune / evaluate / predict GLUE or your own CSV/TSV",
             google_script="run_classifier.py", outputs=_RUN,
-            phases=("read", "train", "eval", "predict", "export")),
+            phases=("read", "train", "eval", "predict", "export"),
+            inputs={**_TASK, "data_dir": "dir"}),
     Command("squad", "squad", "question answering, SQuAD v1.1 and v2.0",
             google_script="run_squad.py", outputs=_RUN,
-            phases=("read", "train", "predict", "export")),
+            phases=("read", "train", "predict", "export"),
+            inputs={name: way for name, way in _TASK.items() if name != "eval_file"}),
     Command("squad-split", "squad_split", "split a SQuAD file into train and dev by article",
-            outputs={"train_output": "file", "dev_output": "file"}, phases=("read", "write")),
+            outputs={"train_output": "file", "dev_output": "file"}, phases=("read", "write"),
+            inputs={"input_file": "file"}),
     Command("swag", "swag", "multiple choice (SWAG layout)", google_script="run_swag.py",
-            outputs=_RUN, phases=("read", "train", "eval", "predict", "export")),
+            outputs=_RUN, phases=("read", "train", "eval", "predict", "export"), inputs=_TASK),
     Command("ner", "ner", "token tagging (CoNLL files), fine-tuned or feature-based",
             google_script="run_ner.py", outputs=_RUN,
-            phases=("read", "train", "eval", "predict", "export")),
+            phases=("read", "train", "eval", "predict", "export"), inputs=_TASK),
     Command("glue-submission", "glue_submission",
             "the GLUE leaderboard's zip from a directory of predicted runs",
-            outputs={"output_file": "file"}, phases=("read", "write")),
+            outputs={"output_file": "file"}, phases=("read", "write"),
+            inputs={"glue_dir": "dir", "runs_dir": "dir"}),
     Command("predict", "predict", "labels for raw text lines from an export or a trained run",
-            phases=("read", "predict")),  # writes to stdout only
+            phases=("read", "predict"),  # writes to stdout only
+            # Read as it comes: lines typed at a terminal are answered as they are typed.
+            inputs={"input_file": "stream"}),
     Command("extract-features", "extract_features", "per-layer token vectors or sentence vectors",
             google_script="extract_features.py", outputs={"output_file": "file"},
-            phases=("read", "predict", "write")),
+            phases=("read", "predict", "write"), inputs={**_MODEL, "input_file": "file"}),
     Command("embed", "embed",
             "sentence embeddings of a text file (.npy / .jsonl) and a SavedModel that embeds",
             outputs={"output_file": "file", "export_dir": "export_dir"},
-            phases=("read", "predict", "write", "export")),
+            phases=("read", "predict", "write", "export"),
+            inputs={**_MODEL, "input_file": "file"}),
     Command("export-encoder", "export_encoder",
             "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) from a checkpoint",
             # --output_dir holds SavedModels (preprocessor/, encoder/), each never overwritten
             # (serving/hub.py), as --export_dir's versions: not one directory replaced whole.
             outputs={"output_dir": "export_dir", "export_dir": "export_dir"},
-            phases=("read", "export")),
+            phases=("read", "export"), inputs=_MODEL),
     Command("compare", "compare",
             "models side by side on your labelled file: task metric, latency, throughput, size",
             outputs={"json_output": "file", "plot_output": "file"},
-            phases=("read", "predict", "write")),
+            phases=("read", "predict", "write"), inputs={"data_file": "file"}),
     Command("export-ids-only", "export_ids_only",
             "a copy of an export with only serve_ids, for servers without the tensorflow-text "
             "ops", outputs={"export_dir": "export_dir"}, phases=("read", "export")),
     Command("export-google", "export_google",
             "google-research/bert's TF1 files (bert_model.ckpt, bert_config.json, vocab.txt) "
-            "from a checkpoint", outputs={"output_dir": "dir"}, phases=("read", "write")),
+            "from a checkpoint", outputs={"output_dir": "dir"}, phases=("read", "write"),
+            inputs=_MODEL),
     # Its --output_dir is resumed stage by stage (--restart starts over), as a run's is.
     Command("quickstart", "quickstart", "the end-to-end demo on bundled data",
             google_script="quickstart.py", outputs={"output_dir": "run_dir"},
@@ -183,6 +215,16 @@ def check_outputs(cmd: Command) -> None:
     outputs.check_command_outputs(cmd, flags.FLAGS)
 
 
+def prepared_inputs(cmd: Command):
+    """The inputs `cmd` declares, checked and their streams spooled for the job
+    by the input policy (`official_bert.inputs.prepared`): a context."""
+    from absl import flags
+
+    from official_bert import inputs
+
+    return inputs.prepared(cmd, flags.FLAGS)
+
+
 def job(cmd: Command, module):
     """`module.main`, with `cmd`'s outputs checked first (the flags are parsed by then)."""
     from absl import flags
@@ -193,7 +235,8 @@ def job(cmd: Command, module):
     def main(argv):
         check_outputs(cmd)
         app.name_outputs({f"--{flag}": getattr(flags.FLAGS, flag, None) for flag in cmd.outputs})
-        return module.main(argv)
+        with prepared_inputs(cmd):
+            return module.main(argv)
     return main
 
 

@@ -41,6 +41,12 @@ from official_bert.run_directory.lock import RunLock
 from official_bert.run_directory.record import TRAINING_SETTINGS  # noqa: F401
 
 RECORD_FORMAT = records.FORMAT
+
+# What a trained directory without a record is, in words after "--output_dir X":
+# which of the two it is (a run older than records, or a record deleted) nothing
+# in the directory tells, so the line says both.
+UNRECORDED = (f"holds checkpoints a run wrote but no {RUN_RECORD} (it was deleted, or the run "
+              "is older than run records)")
 ALLOW_CHANGED_SETTINGS = "--allow_changed_settings"
 
 # How messages name a record key that is not a flag (a flag is --<key>).
@@ -304,7 +310,7 @@ class RunDirectory:
         record = self.read_run_record()
         if not record or not record.get("identity"):
             self._check_identity(self.identity_from_files(), identity,
-                                 f" (made before runs kept a {RUN_RECORD}: so its files say)")
+                                 f" (it {UNRECORDED}: so its files say)")
             return []
         self._check_identity(record["identity"], identity, "")
         if settings is None or not record.get("settings"):
@@ -424,8 +430,11 @@ class RunDirectory:
             known = bool(record.get("identity")) and trained
             if not known:
                 if trained:
-                    logging.info("--output_dir %s was made before runs kept a record: its "
-                                 "record (%s) starts now", self.path, RUN_RECORD)
+                    logging.warning(
+                        "--output_dir %s %s: its files agree with this run, but the settings "
+                        "it trained with (--max_seq_length, the learning rate, the data) "
+                        "cannot be checked; it resumes with this command's, and its record "
+                        "starts now", self.path, UNRECORDED)
                     record.setdefault("history", []).append(
                         {"time": now, "project_version": version, "resumed_from": resumed_from,
                          "note": "the record starts here; earlier settings are unknown"})

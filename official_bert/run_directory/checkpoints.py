@@ -27,6 +27,7 @@ that starts now) from a checkpoint no run wrote (a pre-trained model, refused).
 
 from __future__ import annotations
 
+import errno
 import os
 
 import tensorflow as tf
@@ -61,13 +62,17 @@ class RunCheckpoints:
         """Writes checkpoint `step`; returns its prefix. (Every worker of a
         multi-worker run calls it: the write is a collective.)"""
         name = layout.checkpoint_name(step)
-        if self.record is not None:
-            self.record.note_checkpoint(name)  # before the files: rotation may delete it
+        prefix = io.join(self.directory, name)
         try:
-            path = self.checkpoint.write(io.join(self.directory, name))
-        except BaseException:
-            self._remove_staged(step)
-            raise
+            if self.record is not None:
+                self.record.note_checkpoint(name)  # before the files: rotation may delete it
+            try:
+                path = self.checkpoint.write(prefix)
+            except BaseException:
+                self._remove_staged(step)
+                raise
+        except (OSError, tf.errors.PermissionDeniedError) as e:
+            raise _naming(e, prefix) from e
         listed = [p for p in listed_checkpoints(self.directory)
                   if os.path.basename(p) != name and io.exists(p + ".index")]
         self._rotate([*listed, path])
@@ -123,6 +128,14 @@ def keep_only_best(run_directory, step: int | None) -> None:
         io.remove(run_directory.best_state_file)
 
 
+def _naming(error, prefix: str) -> BaseException:
+    """`error` (the directory made unwritable, a full disk) as an `OSError` that
+    names the checkpoint being saved: what failed first may be a temporary of
+    run.json or a file of TensorFlow's staging, which a user did not ask for."""
+    code = getattr(error, "errno", None) or errno.EACCES
+    return OSError(code, os.strerror(code), prefix)
+
+
 # The key of the Trainer's global step in a checkpoint it wrote (an object-based one;
 # google's TF1 checkpoints name theirs "global_step", a pre-trained model has none).
 _TRAINER_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
@@ -155,6 +168,10 @@ def model_mismatch(prefix: str, model) -> str | None:
     is written."""
     try:
         status = tf.train.Checkpoint(model=model).read(prefix)
+        # The model alone is read: the optimizer's, the step's and the generators' values
+        # are left on purpose, and TensorFlow would warn of each one (53 lines) when the
+        # status is collected.
+        status.expect_partial()
         status.assert_existing_objects_matched()
     except (tf.errors.OpError, IndexError):
         return None  # damaged: the Trainer names the file, and the checkpoint to resume from

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import uuid
 
 import tensorflow as tf
@@ -357,6 +358,16 @@ class PretrainingTask(base.Task):
             return None  # text is checked whole before training (check_text_corpus)
         files = list(dict.fromkeys([*self.train_files, *self.eval_files]))
         return input_pipeline.find_bad_file(files)
+
+    def find_lost_input(self) -> str | None:
+        """The first input file that is no longer there or no longer readable
+        (deleted, moved, its permissions changed while training), or None: the
+        `Trainer` asks when reading fails."""
+        for path in dict.fromkeys([*self.train_files, *self.eval_files]):
+            if not io.exists(path) or (io.is_local(path) and not os.access(
+                    io.local_path(path), os.R_OK)):
+                return path
+        return None
 
     def _record_files(self) -> dict:
         casing = ((self.summary or {}).get("config") or {}).get("do_lower_case")

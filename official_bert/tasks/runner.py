@@ -47,10 +47,11 @@ import time
 import keras
 from absl import logging
 
-from official_bert import io, model_files
+from official_bert import inputs, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
 from official_bert.progress import duration
-from official_bert.run_directory import TRAINING_SETTINGS, VOCAB, RunDirectory, run_of
+from official_bert.run_directory import (TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory,
+                                         run_of)
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
 from official_bert.serving import edge
 from official_bert.serving.base import with_weights_in
@@ -372,8 +373,8 @@ def _training_settings(task, training_files) -> dict:
         settings["teacher"] = task.teacher.path
     else:
         settings.update(distill_alpha=None, distill_temperature=None)  # (they do nothing)
-    paths = {os.path.abspath(p) if io.is_local(p) else p: p
-             for p in training_files if p and io.isfile(p)}
+    # (A stream spooled by the input policy is known by the name it was given.)
+    paths = {_record_name(p): p for p in training_files if p and io.isfile(p)}
     settings["training_data"] = {name: io.size(p) for name, p in paths.items()}
     started = time.monotonic()
     settings["training_data_content"] = {name: io.content_fingerprint(p)
@@ -382,6 +383,13 @@ def _training_settings(task, training_files) -> dict:
         logging.info("Fingerprinted the training data (%d files) in %.0f s", len(paths),
                      time.monotonic() - started)
     return settings
+
+
+def _record_name(path: str) -> str:
+    """How the record names a training file: the path the user gave (a
+    spool's stream: `inputs.given_path`), absolute when local."""
+    given = inputs.given_path(path)
+    return os.path.abspath(given) if io.is_local(given) and given != "-" else given
 
 
 def _check_unrecorded_model(task) -> None:
@@ -397,8 +405,8 @@ def _check_unrecorded_model(task) -> None:
     mismatch = model_mismatch(latest, task.build_model())
     if mismatch:
         raise RunDirectoryError(
-            f"--output_dir {run_directory.path} holds a run (made before runs kept a record) "
-            f"whose checkpoint {os.path.basename(latest)} is not this {_family(task)} task's "
+            f"--output_dir {run_directory.path} {UNRECORDED}, and its checkpoint "
+            f"{os.path.basename(latest)} is not this {_family(task)} task's "
             f"model ({mismatch}): it is another task's or another model's run; nothing was "
             "changed. Use another --output_dir")
 

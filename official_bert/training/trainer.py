@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -453,6 +454,32 @@ class Trainer:
                "the same command to resume")
         return BadFileError(bad.path, bad.problem, record=bad.record, fix=fix)
 
+    def _input_lost(self, error):
+        """The error to raise when an input vanished (or became unreadable)
+        while training read it: the steps trained since the last checkpoint
+        are saved first (the failed call's finished steps are in the
+        variables), and the line names the input (the task's
+        `find_lost_input()`, else the path in TensorFlow's message) and that
+        checkpoint. Without an input to name, `error` itself."""
+        find = getattr(self.task, "find_lost_input", None)
+        lost = (find() if find is not None else None) or _path_in_message(str(error))
+        if lost is None:
+            return error
+        what = ("no such file or directory" if isinstance(error, tf.errors.NotFoundError)
+                else "permission denied")
+        try:
+            saved = self.save()
+        except Exception as e:  # noqa: BLE001 - the input's line matters more; say both
+            logging.warning("Could not save a checkpoint after the input was lost: %s",
+                            str(e).strip().splitlines()[0][:300])
+            saved = self.manager.last_saved if self.is_chief else None
+        step = int(self.global_step.numpy())
+        kept = (f"the run saved {os.path.basename(saved)} (step {step}) in "
+                f"{self.config.output_dir}" if saved else "no checkpoint was saved")
+        return BadFileError(lost, f"went away while training read it ({what}) at step {step}",
+                            fix=f"{kept}: put the file back (or leave it out) and run the same "
+                                "command to resume")
+
     def current_learning_rate(self):
         optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
         return float(optimizer.learning_rate)
@@ -513,6 +540,8 @@ class Trainer:
                 loss, metrics = self._call_train_loop(iterator, boundary - step)
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
+            except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as e:
+                raise self._input_lost(e) from None
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
             due = self._progress.update(step)
@@ -730,6 +759,15 @@ class Trainer:
         logging.info("predicted %d %s in %.1f s, %.2f %s/s", examples, unit, elapsed,
                      examples / elapsed, unit)
         return {name: np.concatenate(parts) for name, parts in collected.items()}
+
+
+# A file TensorFlow's reader could not open, in its message ("<path>; No such file ...").
+_LOST_FILE = re.compile(r"([^\s;]+); (?:No such file or directory|Permission denied)")
+
+
+def _path_in_message(text: str) -> str | None:
+    found = _LOST_FILE.search(text)
+    return found.group(1) if found else None
 
 
 def _on_the_host_alone(strategy) -> bool:

@@ -29,6 +29,16 @@ flag and a kind, and the phases a signal can interrupt) x every fault of a class
                   likewise with exit 75
                   (one class per signal of the policy, `interruption.STOP_SIGNALS`, with
                   its exit status, `errors.stop_exit_code`)
+    input faults, for each declared input (`registry.Command.inputs`) its control gives:
+      fifo        the input as a FIFO whose writer comes a moment after the command opens
+                  it: it works (read in full: spooled, or read as it comes)
+      stdin       the input as `-`, its content on standard input: it works
+      empty       an empty file: refused in one line naming the flag
+      empty-stdin `-` with nothing on standard input: refused with the same line
+      loop        a symbolic link to itself: one line ("a loop of symbolic links")
+      unreadable  a file without read permission: one line
+      (fifo, stdin, empty and empty-stdin for the inputs read as a file or a stream;
+      loop and unreadable for every input)
     run-record faults, for a command that trains into a run_dir, on a run it trained:
       record      run.json missing (correct handling), with fields of the wrong type or
                   "format": 99 (refused, run.json kept), read-only (an evaluation works)
@@ -52,6 +62,7 @@ ended before the phase began: the matrix's fault, not the command's) and setup f
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import json
@@ -88,13 +99,15 @@ class Command:
     name: str
     outputs: dict  # output flag (without --) -> kind
     phases: tuple
+    inputs: dict = dataclasses.field(default_factory=dict)  # input flag -> how it is read
 
 
 def registered_commands() -> list:
     """Every registered command, in the registry's order."""
     from official_bert.commands import registry
 
-    return [Command(c.name, dict(c.outputs), tuple(c.phases)) for c in registry.COMMANDS]
+    return [Command(c.name, dict(c.outputs), tuple(c.phases), dict(c.inputs))
+            for c in registry.COMMANDS]
 
 
 # === Each command's good run: the hand-written control case, with every phase in it ===
@@ -381,6 +394,114 @@ OUTPUT_FAULTS = {"foreign": foreign, "device": device, "wrong-kind": wrong_kind,
                  "disk-full": disk_full, "race": race}
 
 
+# === Input faults ===
+
+# The ways of reading that take a file's content (a FIFO, stdin, an empty file make sense).
+CONTENT_WAYS = ("file", "stream")
+FIFO_WAIT = 300  # seconds a FIFO's writer waits for its reader
+
+
+def input_flags(command) -> dict:
+    """The command's declared inputs (flag -> way) that its control case gives a
+    value (single paths: a list or a glob is the hand-written sweep's)."""
+    control = control_case(command.name)
+    found = {}
+    for flag, way in command.inputs.items():
+        value = flag_value(control.argv, flag) if control else None
+        if value and "," not in value and "*" not in value:
+            found[flag] = way
+    return found
+
+
+def _input_fault(command, flag, klass, path, expect, setup=(), target=None, launch=None):
+    made = _fault(command, flag, klass, path, expect, (_mkdir("mx"), setup), target=target)
+    if path == "-":  # standard input: the flag's value as written, not a path in the world
+        made = dataclasses.replace(made, case=dataclasses.replace(
+            made.case, argv=with_flag(made.case.argv, flag, "-")))
+    return dataclasses.replace(made, launch=launch)
+
+
+def _original(command, flag) -> str:
+    return flag_value(control_case(command.name).argv, flag)
+
+
+def _fifo_fed(path, original):
+    """A setup: a FIFO at `path` that a thread fills with the control's input
+    `original` once the command opens it (a writer that never finds a reader gives
+    up after FIFO_WAIT s, so no case leaves a thread behind for long)."""
+    def setup(c):
+        fifo, source = c.p(path), c.resolve([original])[0]
+        os.mkfifo(fifo)
+        data = pathlib.Path(source).read_bytes()
+
+        def write():
+            deadline = time.monotonic() + FIFO_WAIT
+            while time.monotonic() < deadline:
+                try:
+                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:  # ENXIO: no reader yet
+                    time.sleep(0.1)
+                    continue
+                os.set_blocking(fd, True)
+                with contextlib.suppress(OSError):
+                    os.write(fd, data)
+                os.close(fd)
+                return
+        threading.Thread(target=write, name="fifo-writer", daemon=True).start()
+    return setup
+
+
+def _with_stdin(original: str | None):
+    """A launch: the command with the control's input `original` on standard input
+    (None: nothing)."""
+    def launch(ctx, case) -> kit.Result:
+        data = pathlib.Path(ctx.resolve([original])[0]).read_bytes() if original else b""
+        argv = kit.command(*ctx.resolve(case.argv))
+        return kit.run(argv, stdin=data, timeout=case.timeout)
+    return launch
+
+
+def _unreadable(path):
+    """A setup: a file without read permission under the world's ro/ (which makes the
+    case run without root's override of permissions, `run_once`)."""
+    def setup(c):
+        kit.write(c.p(path), "text nobody may read\n")
+        os.chmod(c.p(path), 0)
+        os.chmod(c.p("ro"), 0o555)
+    return setup
+
+
+def _loop(path):
+    return lambda c: os.symlink(c.p(path), c.p(path))
+
+
+def input_faults(command, flag, way) -> list:
+    name = os.path.basename(_original(command, flag).rstrip("/")) or flag
+    made = []
+    if way in CONTENT_WAYS:
+        made += [
+            _input_fault(command, flag, "fifo", f"mx/{name}", WORK,
+                         _fifo_fed(f"mx/{name}", _original(command, flag)),
+                         "a FIFO its writer fills"),
+            _input_fault(command, flag, "stdin", "-", WORK, target="- (standard input)",
+                         launch=_with_stdin(_original(command, flag))),
+            _input_fault(command, flag, "empty", f"mx/{name}", REFUSE,
+                         _write(f"mx/{name}", ""), "an empty file"),
+            _input_fault(command, flag, "empty-stdin", "-", REFUSE,
+                         target="- with nothing on standard input", launch=_with_stdin(None)),
+        ]
+    made += [
+        _input_fault(command, flag, "loop", f"mx/{name}", REFUSE, _loop(f"mx/{name}"),
+                     "a symbolic link to itself"),
+        _input_fault(command, flag, "unreadable", f"ro/{name}", REFUSE,
+                     (_mkdir("ro"), _unreadable(f"ro/{name}")), "no read permission"),
+    ]
+    return made
+
+
+INPUT_FAULTS = ("fifo", "stdin", "empty", "empty-stdin", "loop", "unreadable")
+
+
 # === Signals ===
 
 # Where each phase begins, as the commands show it (the driver pauses there): its first
@@ -629,7 +750,7 @@ def record(command, flag, kind, name):
 
 # === The matrix ===
 
-CLASSES = (*OUTPUT_FAULTS, *SIGNALS, "record")
+CLASSES = (*OUTPUT_FAULTS, *INPUT_FAULTS, *SIGNALS, "record")
 
 
 def generate(commands: list | None = None, classes=CLASSES) -> list:
@@ -643,6 +764,8 @@ def generate(commands: list | None = None, classes=CLASSES) -> list:
                     made += fault(command, flag, kind, name)
             if flag in recorded_runs(command) and "record" in classes:
                 made += record(command, flag, kind, name)
+        for flag, way in input_flags(command).items():
+            made += [g for g in input_faults(command, flag, way) if g.klass in classes]
         for klass in SIGNALS:
             if klass in classes:
                 made += [signal_case(command, klass, phase) for phase in command.phases]
@@ -654,6 +777,9 @@ def expected_count(command: Command, classes=CLASSES) -> int:
     per_output = {"device": len(DEVICES)}
     n = sum(per_output.get(k, 1) for k in OUTPUT_FAULTS if k in classes) * len(command.outputs)
     n += sum(len(command.phases) for k in SIGNALS if k in classes)
+    for way in input_flags(command).values():
+        kinds = INPUT_FAULTS if way in CONTENT_WAYS else ("loop", "unreadable")
+        n += sum(k in classes for k in kinds)
     return n + (len(RECORD_FAULTS) * len(recorded_runs(command)) if "record" in classes else 0)
 
 

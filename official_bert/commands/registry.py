@@ -159,7 +159,7 @@ COMMANDS = (
     Command("compare", "compare",
             "models side by side on your labelled file: task metric, latency, throughput, size",
             outputs={"json_output": "file", "plot_output": "file"},
-            phases=("read", "predict", "write"), inputs={"data_file": "file"}),
+            phases=("read", "predict", "write"), inputs={"models": "file_or_dir", "data_file": "file"}),
     Command("export-ids-only", "export_ids_only",
             "a copy of an export with only serve_ids, for servers without the tensorflow-text "
             "ops", outputs={"export_dir": "export_dir"}, phases=("read", "export")),

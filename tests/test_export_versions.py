@@ -34,7 +34,7 @@ from support import REPO_ROOT, processes
 DRIVER = r"""
 import json, os, signal, sys, time, types
 
-sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
+sys.path.insert(0, sys.argv[1])  # a fresh process: the repository (tools.kit)
 mode, export_dir, barrier, now, seed = sys.argv[2:7]
 
 import numpy as np
@@ -42,7 +42,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.serving import encoder as encoder_serving, versions
-from support.serving_exports import SEQ, VOCAB, random_encoder
+from tools.kit.serving_exports import SEQ, VOCAB, random_encoder
 
 versions.time = types.SimpleNamespace(time=lambda: float(now))  # every process: the same second
 publish = versions.publish_version
@@ -283,7 +283,7 @@ def test_save_refuses_a_taken_version_before_writing_anything(tmp_path, monkeypa
 
     from official_bert.errors import UserError
     from official_bert.serving import encoder as encoder_serving
-    from support.serving_exports import SEQ, VOCAB, random_encoder
+    from tools.kit.serving_exports import SEQ, VOCAB, random_encoder
 
     (tmp_path / "9").mkdir()
     module = encoder_serving.EncoderServing(random_encoder(1), VOCAB, True, SEQ)

@@ -1,7 +1,7 @@
 """Fault injection: every bad file, bad flag and fault ends in one clear line.
 
 Each test runs the real command in a subprocess on tiny inputs
-(`tests/support/fault_kit.py`) with one thing broken, and checks what a user sees:
+(`tools/kit/fault_kit.py`) with one thing broken, and checks what a user sees:
 
 * a non-zero exit status;
 * exactly one `error: ...` line (absl's own line for a flag it cannot parse),

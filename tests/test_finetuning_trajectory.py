@@ -1,6 +1,6 @@
 """official_bert's fine-tuning steps equal Hugging Face transformers' step for step.
 
-The case (tests/support/trajectory_case.py) leaves nothing random: the real
+The case (tools/kit/trajectory_case.py) leaves nothing random: the real
 all-MiniLM-L6-v2 weights, dropout 0, the same head initialization and batches.
 The expected losses were recorded with transformers 5.18 on PyTorch 2.14 by
 tools/parity/hf_trajectory.py (see its docstring for the command). Equal

@@ -7,7 +7,7 @@ training saves a checkpoint first and the same command resumes; a later signal
 during the stop is noted in one line and changes nothing; data generation leaves
 no temporary, with one worker or several, and removes a killed run's.
 
-Each case runs the real command on `tests/support/fault_kit.py`'s tiny world;
+Each case runs the real command on `tools/kit/fault_kit.py`'s tiny world;
 the training ones send the signal from a hook at a known step (the moment a
 user's Ctrl-C lands is not reproducible), the data-generation ones from outside
 once its hidden temporaries exist.

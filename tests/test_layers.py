@@ -122,3 +122,59 @@ def test_the_check_sees_an_upward_import(tmp_path):
     found = imports_of("official_bert.io", path, MODULES)
     assert found == {"official_bert.commands.classify"}
     assert layer_of("official_bert.commands.classify") > layer_of("official_bert.io")
+
+
+def print_calls(path: pathlib.Path) -> list:
+    """The lines of `path` that call `print`."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "print"]
+
+
+def test_the_library_never_prints():
+    """The library returns values or logs (absl); only a command writes its
+    output to stdout, so a caller of the library gets no stray lines."""
+    library = REPO_ROOT / "official_bert"
+    printing = [f"{path.relative_to(REPO_ROOT)}:{line}" for path in sorted(library.rglob("*.py"))
+                if (library / "commands") not in path.parents for line in print_calls(path)]
+    assert not printing, f"print outside official_bert/commands/: {printing}"
+
+
+def test_the_print_check_sees_a_print(tmp_path):
+    path = tmp_path / "squad.py"
+    path.write_text("def predict(x):\n    print(x, flush=True)\n")
+    assert print_calls(path) == [2]
+
+
+def imported_names(path: pathlib.Path) -> set:
+    """Every module name `path` imports (absolute imports; function-level ones too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found
+
+
+def imports_a_test(name: str) -> bool:
+    """Whether an import of `name` reaches tests/: its package, its support package
+    (as tests/ on sys.path names it) or a test module."""
+    top = name.split(".")[0]
+    return top in ("tests", "support", "conftest") or top.startswith("test_")
+
+
+def test_tools_and_benchmarks_import_nothing_from_tests():
+    """What they share with the tests lives in tools/kit/, so tests/ can change alone."""
+    scripts = sorted([*(REPO_ROOT / "tools").rglob("*.py"),
+                      *(REPO_ROOT / "benchmarks").rglob("*.py")])
+    found = [f"{path.relative_to(REPO_ROOT)}: {name}" for path in scripts
+             for name in sorted(imported_names(path)) if imports_a_test(name)]
+    assert not found, f"imports of tests/: {found}"
+
+
+def test_the_tests_import_check_sees_one(tmp_path):
+    path = tmp_path / "sweep.py"
+    path.write_text("def f():\n    from tests.support import fault_kit\n    import support\n")
+    assert sorted(n for n in imported_names(path) if imports_a_test(n)) == [
+        "support", "tests.support"]

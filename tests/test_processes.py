@@ -1,4 +1,4 @@
-"""The fork server of tests/support/processes.py runs a command as a fresh `python` would.
+"""The fork server of tools/kit/processes.py runs a command as a fresh `python` would.
 
 What a script sees (its argv, __name__, sys.path[0], working directory, umask,
 environment, stdin) is compared with a real interpreter's on the same command

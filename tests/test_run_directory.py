@@ -167,7 +167,7 @@ def test_an_output_that_is_an_input_is_refused(data, tmp_path):
 # Every other command that writes, with an output pointed at one of its inputs
 # (run_classifier, extract_features and embed above and in tests/test_embed.py):
 # (command, its flags, the input the output names, a word the error line says).
-# `W` is the tiny world of tests/support/fault_kit.py.
+# `W` is the tiny world of tools/kit/fault_kit.py.
 OUTPUT_OVER_INPUT = {
     "pretrain": ("run_pretraining.py", lambda W: [
         "--do_train", f"--input_file={W.path('pretrain.tfrecord')}", f"--vocab_file={W.vocab}",

@@ -36,11 +36,11 @@ import numpy as np
 import pytest
 
 from support import REPO_ROOT, WITHOUT_THE_PROJECT, processes
-from support.serving_exports import (CONTEXTS, ENCODER_TEXT, LABELS, NER_MAX_BATCH, NER_TEXT, SEQ,
-                                     TEXT_A, TEXT_B, VOCAB, export_all)
-from support.serving_exports import pack as _pack
-from support.serving_exports import random_encoder as _encoder
-from support.serving_exports import scale_head as _scale
+from tools.kit.serving_exports import (CONTEXTS, ENCODER_TEXT, LABELS, NER_MAX_BATCH, NER_TEXT,
+                                       SEQ, TEXT_A, TEXT_B, VOCAB, export_all)
+from tools.kit.serving_exports import pack as _pack
+from tools.kit.serving_exports import random_encoder as _encoder
+from tools.kit.serving_exports import scale_head as _scale
 from official_bert.configs import ExportEncoderConfig
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")

@@ -8,7 +8,7 @@ word id outside [0, vocab_size), a type id outside [0, type_vocab_size) and a
 mask other than 0 or 1, with a message that names the input, its range and the
 request's smallest and largest value: the error text a TF Serving client reads.
 
-Tiny random exports (tests/support/serving_exports.py's model): the encoder
+Tiny random exports (tools/kit/serving_exports.py's model): the encoder
 ([batch, seq] ids), a multiple-choice model ([batch, choices, seq]) and the
 ids-only copy of the encoder (which keeps the checks: they are in serve_ids'
 graph) are called in a fresh process that cannot import this project (only
@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from support import REPO_ROOT, WITHOUT_THE_PROJECT, processes
-from support.serving_exports import SEQ, VOCAB, pack, random_encoder
+from tools.kit.serving_exports import SEQ, VOCAB, pack, random_encoder
 from test_serving import ENV
 
 # A fresh process in which the project cannot be imported: only tensorflow and

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from support.serving_exports import SQUAD, VOCAB, random_encoder, scale_head
+from tools.kit.serving_exports import SQUAD, VOCAB, random_encoder, scale_head
 
 REAL = ["The man went to the store and bought a gallon of milk.",
         "John Smith was the leader, one two three."]

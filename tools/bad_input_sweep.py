@@ -18,7 +18,7 @@ The cases are data, one module per command in tools/sweep/cases/ (a list of `Cas
 the input's name, the command's argv, the damage done first, what the error line must
 name, the outputs that must not be left). Each case copies a tiny world (vocabulary,
 config, checkpoint, the data of every task, pre-training TFRecords, a fine-tuned
-classifier and its SavedModel: `tests/support/fault_kit.py`), damages it or passes a
+classifier and its SavedModel: `tools/kit/fault_kit.py`), damages it or passes a
 bad flag, runs the real command in a subprocess (`bert <command>`, a `run_*.py` script
 or a command module), and classifies what happened:
 
@@ -51,8 +51,7 @@ import time
 import types
 
 # Run as a script, this folder is on sys.path (the `sweep` package beside this file); the
-# repository root is not, and the tests' support package (`tests.support`: the fault kit)
-# is not installed with the library.
+# repository root is not, and the fault kit (`tools.kit`) is not installed with the library.
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from sweep import cases as sweep_cases  # noqa: E402

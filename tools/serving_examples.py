@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-# Run as a script, this folder is on sys.path; the repository root is not, and the tests'
-# support package (`tests.support`: the tiny exports) is not installed with the library.
+# Run as a script, this folder is on sys.path; the repository root is not, and the tiny
+# exports (`tools.kit`) are not installed with the library.
 sys.path.insert(0, str(ROOT))
 
 # The number of instances each example sends, and how long a list may get in print
@@ -148,7 +148,7 @@ def main():
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the raw-text signatures' ops)
 
-    from tests.support.serving_exports import export_all
+    from tools.kit.serving_exports import export_all
 
     with tempfile.TemporaryDirectory() as root:
         cases = export_all(Path(root))

@@ -128,14 +128,7 @@ def _read_huggingface(path, config):
     if unknown:
         raise CheckpointError(
             weights_file, f"has tensors that are not BERT's: {', '.join(sorted(unknown))}")
-    return BertCheckpoint(
-        kind=HUGGINGFACE,
-        path=path,
-        config=config,
-        weights=weights,
-        vocab_file=_find_beside(path, ["vocab.txt"]),
-        do_lower_case=_guess_lower_case(path, HUGGINGFACE),
-    )
+    return _checkpoint(HUGGINGFACE, path, path, config, weights)
 
 
 def _read_google_tf1(path, prefix, names, config):
@@ -150,14 +143,7 @@ def _read_google_tf1(path, prefix, names, config):
     except (tf.errors.OpError, ValueError, IndexError) as e:
         raise (damaged_checkpoint_error(prefix, e)
                or CheckpointError(prefix, f"cannot be read ({first_line(e)})")) from None
-    return BertCheckpoint(
-        kind=GOOGLE_TF1,
-        path=path,
-        config=config,
-        weights=weights,
-        vocab_file=_find_beside(prefix, ["vocab.txt"]),
-        do_lower_case=_guess_lower_case(prefix, GOOGLE_TF1),
-    )
+    return _checkpoint(GOOGLE_TF1, path, prefix, config, weights)
 
 
 def _read_official_bert(path, prefix, config):
@@ -175,14 +161,7 @@ def _read_official_bert(path, prefix, config):
             fix="check that --bert_config_file is the checkpoint's")) from None
     weights = get_encoder_weights(encoder)
     weights.update(_own_head_weights(prefix))
-    return BertCheckpoint(
-        kind=OFFICIAL_BERT,
-        path=path,
-        config=config,
-        weights=weights,
-        vocab_file=_find_beside(prefix, ["vocab.txt"]),
-        do_lower_case=_guess_lower_case(prefix, OFFICIAL_BERT),
-    )
+    return _checkpoint(OFFICIAL_BERT, path, prefix, config, weights)
 
 
 def _own_head_weights(prefix) -> dict:
@@ -200,6 +179,14 @@ def _own_head_weights(prefix) -> dict:
 
 
 # === The files beside a checkpoint ===
+
+
+def _checkpoint(kind, path, files_at, config, weights) -> BertCheckpoint:
+    """A checkpoint read from `path`; its vocabulary and casing are found beside
+    `files_at` (its directory, or its prefix)."""
+    return BertCheckpoint(kind=kind, path=path, config=config, weights=weights,
+                          vocab_file=_find_beside(files_at, ["vocab.txt"]),
+                          do_lower_case=_guess_lower_case(files_at, kind))
 
 
 def _find_beside(path, names):

@@ -42,7 +42,9 @@ def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import embeddings
 
-    embeddings.run(cli_flags.from_flags(EmbedConfig, FLAGS))
+    written = embeddings.run(cli_flags.from_flags(EmbedConfig, FLAGS))
+    for what, path in written.items():
+        print(f"{what}\t{path}", flush=True)
 
 
 if __name__ == "__main__":

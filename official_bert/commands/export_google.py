@@ -55,7 +55,11 @@ def main(argv):
     app.refuse_arguments(argv)
     from official_bert import google_export
 
-    google_export.export(cli_flags.from_flags(ExportGoogleConfig, FLAGS))
+    exported = google_export.export(cli_flags.from_flags(ExportGoogleConfig, FLAGS))
+    print(f"checkpoint\t{exported.prefix}", flush=True)
+    if exported.do_lower_case is not None:
+        print(f"do_lower_case\t{exported.do_lower_case}  (google's scripts take it as a flag; "
+              "their checkpoint's directory name says uncased or cased)", flush=True)
 
 
 if __name__ == "__main__":

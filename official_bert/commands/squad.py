@@ -17,6 +17,8 @@ bundled all-MiniLM-L6-v2, as the README sets it):
 
 from __future__ import annotations
 
+import json
+
 from absl import flags
 
 from official_bert.commands import app, cli_flags, registry
@@ -36,13 +38,16 @@ def define_flags():
 
 
 # The main every task command ends with (deliberately the same): flags → config → the
-# library.
+# library; this one then prints the official scores the library returns.
 def main(argv):
     app.refuse_arguments(argv)
     from official_bert.tasks import runner, squad
 
     config = cli_flags.from_flags(SquadConfig, FLAGS)
-    runner.run_task(squad.SpanLabelingTask, config, cli_flags.run_config(FLAGS, SquadRunConfig))
+    scores = runner.run_task(squad.SpanLabelingTask, config,
+                             cli_flags.run_config(FLAGS, SquadRunConfig))
+    if scores:  # the official metric of --predict_file, when it has answers
+        print(json.dumps(scores), flush=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ other), else 128.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import statistics
 import time
@@ -169,12 +170,9 @@ def _classification(path, model, tokenizer, task_name) -> Scoring:
         raise UserError(f"--task_name={task_name} has labels {spec.labels}, but {model.path} "
                         f"was trained with {labels}")
     examples = glue.read_split(spec, path, "dev")
-    cache = {}
-
+    @functools.cache  # (each length is converted once, for every model that reads it)
     def features(length):
-        if length not in cache:
-            cache[length] = glue_features.convert_examples(examples, tokenizer, length, labels)
-        return cache[length]
+        return glue_features.convert_examples(examples, tokenizer, length, labels)
 
     def score(outputs):
         gold = features(model.fixed_length or DEFAULT_LENGTH)["label"]
@@ -198,12 +196,9 @@ def _ner(path, model, tokenizer, task_name) -> Scoring:
         raise UserError(f"{path} has no gold tags to score")
     labels = model.metadata["labels"]
     sentences = data.sentences
-    cache = {}
-
+    @functools.cache
     def windows(length):
-        if length not in cache:
-            cache[length] = conll.convert_sentences(sentences, tokenizer, labels, length)
-        return cache[length]
+        return conll.convert_sentences(sentences, tokenizer, labels, length)
 
     def features(length):
         return {k: v for k, v in conll.windows_to_arrays(windows(length)).items()
@@ -225,12 +220,9 @@ def _multiple_choice(path, model, tokenizer, task_name) -> Scoring:
     from data_prep import swag
 
     examples = swag.read_swag(path)
-    cache = {}
-
+    @functools.cache
     def features(length):
-        if length not in cache:
-            cache[length] = swag.convert_examples(examples, tokenizer, length)
-        return cache[length]
+        return swag.convert_examples(examples, tokenizer, length)
 
     def score(outputs):
         gold = features(model.fixed_length or DEFAULT_LENGTH)["label"]
@@ -245,15 +237,7 @@ def _multiple_choice(path, model, tokenizer, task_name) -> Scoring:
 def run_batched(model: Model, arrays: dict, trim: bool) -> dict:
     """`model` over `arrays` in batches of 32; with `trim` (a SavedModel),
     each batch cut to its longest row."""
-    ids = {k: np.asarray(arrays[k], np.int32) for k in IDS_KEYS}
-    parts = []
-    for start in range(0, len(ids["input_word_ids"]), BATCH):
-        batch = {k: v[start:start + BATCH] for k, v in ids.items()}
-        if trim:
-            longest = int(batch["input_mask"].reshape(-1, batch["input_mask"].shape[-1])
-                          .sum(-1).max())
-            batch = {k: v[..., :max(longest, 1)] for k, v in batch.items()}
-        parts.append(model.run(batch))
+    parts = [model.run(batch) for batch in file_batches(arrays, None, trim)]
     out = {}
     for key in parts[0]:
         values = [p[key] for p in parts]
@@ -327,9 +311,9 @@ def time_interleaved(runs: dict, requests: dict, calls: dict, rounds: int,
     return seconds
 
 
-def file_batches(arrays: dict, rows: int, trim: bool) -> list:
-    """The first `rows` rows of `arrays` as batches of 32 (each cut to its
-    longest row when `trim`)."""
+def file_batches(arrays: dict, rows: int | None, trim: bool) -> list:
+    """The first `rows` rows of `arrays` (None: all) as batches of 32 (each cut
+    to its longest row when `trim`)."""
     batches = []
     ids = {k: np.asarray(arrays[k], np.int32)[:rows] for k in IDS_KEYS}
     for start in range(0, len(ids["input_word_ids"]), BATCH):

@@ -259,9 +259,10 @@ class Task:
         """The flag that gives --eval_every_steps its data (the dev set)."""
         return "do_eval"
 
-    def predict(self, trainer) -> None:
+    def predict(self, trainer) -> dict | None:
         """Writes the prediction files (through `official_bert.io`, into
-        `run_directory.file(name)` for each of `RunFiles.results`)."""
+        `run_directory.file(name)` for each of `RunFiles.results`); returns the
+        predictions' scores when the task scores them itself (SQuAD), else None."""
 
     def export(self, model, export_dir: str, version: int | None) -> str:
         """Writes the serving SavedModel (with --quantize, its int8 model.tflite

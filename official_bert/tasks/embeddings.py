@@ -83,8 +83,6 @@ def run(config: EmbedConfig) -> dict:
             max_batch_size=config.max_batch_size, pooling=config.pooling,
             normalize=config.normalize)
         written["serving"] = module.save(config.export_dir, config.export_version)
-    for what, path in written.items():
-        print(f"{what}\t{path}", flush=True)
     return written
 
 

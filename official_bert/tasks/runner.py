@@ -66,7 +66,8 @@ from official_bert.training.trainer import Trainer, training_config
 def run_task(task_class, config, run_config) -> dict:
     """Carries out a task: `task_class` (a `base.Task` subclass) built from its
     own config and `run_config` (see the module docstring). Returns the eval
-    results (empty without --do_eval)."""
+    results (empty without --do_eval), and the predictions' scores of a task
+    that scores them (SQuAD's official metric of --predict_file)."""
     # (with the trained length, for a run that does not train)
     run_config = _check_flags(task_class, config, run_config)                     # 1
     _check_outputs(run_config)
@@ -130,7 +131,7 @@ def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
         results = final_evaluation(task, trainer, best)
     if config.do_predict:
         logging.info("Predicting with step %d", model_step)
-        task.predict(trainer)
+        results = {**results, **(task.predict(trainer) or {})}
     if config.export_dir:
         # Tracing the signatures and writing the SavedModel: a minute or so, silent.
         logging.info("Exporting step %d to %s (this can take a minute)", model_step,

@@ -204,7 +204,7 @@ class SpanLabelingTask(base.Task):
                             "evaluate with --eval_every_steps")
         return {f"eval_{k}": v for k, v in results.items()}
 
-    def predict(self, trainer) -> None:
+    def predict(self, trainer) -> dict | None:
         config = self.config
         predictions, answers, self.eval_results = self._answers(trainer)
         squad_postprocessing.write_prediction_files(
@@ -216,7 +216,7 @@ class SpanLabelingTask(base.Task):
             io.atomic_write(self.run_directory.file("eval_results.json"),
                             json.dumps(self.eval_results, indent=2) + "\n")
             logging.info("eval results: %s", json.dumps(self.eval_results))
-            print(json.dumps(self.eval_results), flush=True)
+        return self.eval_results
 
     def _answers(self, trainer):
         """(predictions, answers to write, official scores or None) of --predict_file."""

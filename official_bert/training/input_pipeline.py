@@ -1,5 +1,8 @@
 """tf.data input pipelines: TFRecord files → dicts of batched features for the models.
 
+(The fine-tuning tasks' in-memory features are `fine_tuning_input`'s, whose names
+this module re-exports.)
+
 Pre-training (`pretraining_dataset`)
 ------------------------------------
 Reads the files of `data_prep/create_pretraining_data.py` or of
@@ -70,7 +73,10 @@ import tensorflow as tf
 from data_prep import create_pretraining_data
 from official_bert import file_sets, io
 from official_bert.errors import BadFileError, UserError
-from official_bert.text import text_layers, tokenization
+from official_bert.text import tokenization
+# The fine-tuning half (in-memory features): importable from here too, as the tasks do.
+from official_bert.training.fine_tuning_input import (  # noqa: F401  (re-exported)
+    TEACHER_TOKEN_LOGITS, bucketed_length, numpy_dataset, split_into_micro_batches)
 from official_bert.training.masking import mask_batch
 
 STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
@@ -636,76 +642,3 @@ def _bucket_batches(d, batch_size, width, seq_length, max_predictions_per_seq, s
                                                           drop_remainder=drop_remainder),
         window_size=batch_size * bucket_batches)
     return d.map(lambda serialized, bucket: serialized)
-
-
-# === In-memory features (fine-tuning) ===
-
-
-def bucketed_length(longest: int, multiple: int, full: int) -> int:
-    """The length `text_layers.trim_padding` cuts a batch to: its longest
-    sequence rounded up to `multiple`, at most `full`."""
-    return min(full, -(-max(int(longest), 1) // multiple) * multiple)
-
-
-# A teacher's per-token outputs (task distillation of a tagger, `tasks.teacher`),
-# stored [examples, labels, tokens] so that cutting a batch's padding (its last
-# axis) cuts them with the tokens.
-TEACHER_TOKEN_LOGITS = "teacher_token_logits"
-
-
-def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
-                  trim_padding_multiple: int | None = None, micro_batches: int = 1):
-    """A `dataset_fn` over in-memory feature arrays (all of one length).
-
-    Training: sharded per input pipeline, shuffled, repeated, batched with
-    `drop_remainder`. Evaluation/prediction: every example once, in order, the
-    last batch smaller (so no example is dropped or padded into a metric).
-    With `trim_padding_multiple`, each batch's sequence features
-    (the packed inputs and NER's `label_ids`) are cut to its longest sequence rounded up to that
-    multiple (`text_layers.trim_padding`); only for outputs that do not have
-    the sequence length (losses, per-example scores). With `micro_batches`
-    (--gradient_accumulation_steps), each training batch is then split into
-    that many (`split_into_micro_batches`): an update still sees `batch_size`
-    examples.
-    """
-    sequence_keys = text_layers.PACKED_KEYS + ("label_ids", TEACHER_TOKEN_LOGITS)
-
-    def trim(batch):
-        return text_layers.trim_padding(batch, trim_padding_multiple, keys=sequence_keys)
-
-    num_examples = len(next(iter(arrays.values())))
-
-    def dataset_fn(context):
-        ds = tf.data.Dataset.from_tensor_slices(arrays)
-        per_replica = context.get_per_replica_batch_size(batch_size)
-        if training:
-            ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
-            ds = ds.shuffle(num_examples, seed=seed).repeat()
-            ds = ds.batch(per_replica, drop_remainder=True)
-        else:
-            ds = ds.batch(per_replica)
-        if trim_padding_multiple:
-            ds = ds.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        if training:
-            ds = split_into_micro_batches(ds, micro_batches)
-        return ds.prefetch(2)
-
-    return dataset_fn
-
-
-def split_into_micro_batches(ds, micro_batches: int):
-    """`ds`'s batches, each split into `micro_batches` consecutive batches of
-    the same shape (gradient accumulation). The `Trainer` stacks the
-    micro-batches of one update, so they must have one length: a batch is
-    padded (or trimmed) whole and then split, never each micro-batch alone.
-    The batch size must be a multiple of `micro_batches` (the runner checks
-    --train_batch_size)."""
-    if micro_batches == 1:
-        return ds
-
-    def split(batch):
-        return tf.nest.map_structure(
-            lambda t: tf.reshape(t, tf.concat([[micro_batches, -1], tf.shape(t)[1:]], 0)),
-            batch)
-
-    return ds.map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()

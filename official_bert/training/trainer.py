@@ -4,13 +4,9 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
 `dataset_fn` (a `tf.data` pipeline per input pipeline), and a `TrainingConfig`;
 `Trainer` does the rest under any `tf.distribute` strategy:
 
-* exact global-batch losses: a task's loss normalizers (number of examples,
-  sum of masked-LM weights, ...) are summed over every replica and every
-  accumulated micro-batch *before* the loss is computed, so one update over
-  2 replicas, or over 4 accumulated micro-batches, is the same update as over
-  one device with the whole batch;
-* gradient accumulation (`gradient_accumulation_steps`) in a `tf.while_loop`
-  inside the replica step, then one `apply_gradients`;
+* exact global-batch losses and gradient accumulation: one update over 2
+  replicas, or over 4 accumulated micro-batches, is the same update as over
+  one device with the whole batch (the replica's update: `train_step.ReplicaStep`);
 * `steps_per_loop` updates per `tf.function` call, so the host does not wait
   on every step;
 * checkpoints (model, encoder, optimizer slots, global step, dropout RNG
@@ -62,6 +58,7 @@ from official_bert.run_directory.latest import latest_checkpoint
 from official_bert.training import distribution
 from official_bert.training.budget import TimeBudget
 from official_bert.training.termination import TerminationSignal
+from official_bert.training.train_step import ReplicaStep
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
 # denominator) sums, reported as numerator / denominator over a window.
@@ -199,8 +196,20 @@ class Trainer:
         self.config = config
         self.is_chief = distribution.is_chief(strategy)
         self._host_only = _on_the_host_alone(strategy)
-        with strategy.scope():
-            self.model = task.build_model()
+        self._build(optimizer_fn, loss_scale)
+        self._stop_in_loop, self._stop = self._stop_flag()
+        self.checkpoint = tf.train.Checkpoint(**self._tracked())
+        self._open_checkpoints(run_directory)
+        self.resumed_from = self._restore(init_fn)
+        self._replica_step = ReplicaStep(task, self.model, self.optimizer, config)
+        self._train_loop = None
+        self._progress = None  # the training's (`_train`)
+
+    def _build(self, optimizer_fn, loss_scale) -> None:
+        """The model, the optimizer (None: a trainer that only evaluates or
+        predicts) and the global step, in the strategy's scope."""
+        with self.strategy.scope():
+            self.model = self.task.build_model()
             self.optimizer = optimizer_fn() if optimizer_fn else None
             if self.optimizer is not None and loss_scale:
                 self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
@@ -210,55 +219,69 @@ class Trainer:
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
-        # Read by the train loop before every update after the first: SIGTERM sets
-        # it (from a thread: see TerminationSignal) so that a host call of
-        # `steps_per_loop` updates ends at the next step. A plain host variable,
-        # outside the strategy's scope; not checkpointed. Several workers must
-        # stop at the same step, which only a collective after the call can
-        # agree on, so there the loop does not read it.
-        self._stop_in_loop = not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+    def _stop_flag(self):
+        """(whether the train loop reads the flag, the flag). Read by the train
+        loop before every update after the first: SIGTERM sets it (from a
+        thread: see TerminationSignal) so that a host call of `steps_per_loop`
+        updates ends at the next step. A plain host variable, outside the
+        strategy's scope; not checkpointed. Several workers must stop at the
+        same step, which only a collective after the call can agree on, so
+        there the loop does not read it."""
+        in_loop = not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
         with tf.device("CPU:0"):
-            self._stop = tf.Variable(False, trainable=False, name="stop_requested")
+            return in_loop, tf.Variable(False, trainable=False, name="stop_requested")
+
+    # --- checkpoints -------------------------------------------------------
+
+    def _tracked(self) -> dict:
+        """What a checkpoint holds: the model (and its encoder, for the readers
+        of encoders), the step, the dropout RNG state, the optimizer's slots and
+        the time budget's clock."""
         tracked = dict(model=self.model, global_step=self.global_step,
                        rng=seed_generator_states(self.model))
         if hasattr(self.model, "encoder"):
             tracked["encoder"] = self.model.encoder
         if self.optimizer is not None:
             tracked["optimizer"] = self.optimizer
-        if time_budget is not None:
-            tracked["train_seconds"] = time_budget.elapsed
-        self.checkpoint = tf.train.Checkpoint(**tracked)
-        self._write_dir = self._checkpoint_dir()
-        if run_directory is not None and not io.same_path(run_directory.path, config.output_dir):
-            raise ValueError(f"the run directory {run_directory.path} is not --output_dir "
-                             f"{config.output_dir}")
-        self.run_directory = run_directory
-        self.manager = RunCheckpoints(
-            self.checkpoint, self._write_dir, config.keep_checkpoint_max,
-            run_directory if self.is_chief else None)
-        self.resumed_from = None
-        # The newest checkpoint whose files are there (after a damaged one was
-        # deleted, the one before it).
-        latest = latest_checkpoint(config.output_dir)
-        if latest:
-            try:
-                self.checkpoint.restore(latest).expect_partial()
-            except (tf.errors.OpError, ValueError, IndexError) as e:
-                # A truncated .index / .data file: name it, and the one to resume from.
-                damaged = checkpoints.damaged_checkpoint_error(latest, e, resuming=True)
-                if damaged is None:
-                    raise
-                raise damaged from None
-            self.resumed_from = latest
-            if self.optimizer is None:  # (a training run says "Resumed from" when it does)
-                logging.info("Using %s (step %d): its weights, untrained further", latest,
-                             int(self.global_step.numpy()))
-        elif init_fn is not None:
-            init_fn(self.model)
-        self._train_loop = None
-        self._progress = None  # the training's (`_train`)
+        if self.budget is not None:
+            tracked["train_seconds"] = self.budget.elapsed
+        return tracked
 
-    # --- checkpoints -------------------------------------------------------
+    def _open_checkpoints(self, run_directory) -> None:
+        """Where this worker writes its checkpoints (`manager`), and the run
+        directory whose record names them (the chief's alone)."""
+        output_dir = self.config.output_dir
+        if run_directory is not None and not io.same_path(run_directory.path, output_dir):
+            raise ValueError(f"the run directory {run_directory.path} is not --output_dir "
+                             f"{output_dir}")
+        self.run_directory = run_directory
+        self._write_dir = self._checkpoint_dir()
+        self.manager = RunCheckpoints(
+            self.checkpoint, self._write_dir, self.config.keep_checkpoint_max,
+            run_directory if self.is_chief else None)
+
+    def _restore(self, init_fn) -> str | None:
+        """Resumes from the newest checkpoint of --output_dir whose files are
+        there (after a damaged one was deleted, the one before it) and returns
+        it; without one, `init_fn(model)` (e.g. --init_checkpoint) and None."""
+        latest = latest_checkpoint(self.config.output_dir)
+        if not latest:
+            if init_fn is not None:
+                init_fn(self.model)
+            return None
+        try:
+            self.checkpoint.restore(latest).expect_partial()
+        except (tf.errors.OpError, ValueError, IndexError) as e:
+            # A truncated .index / .data file: name it, and the one to resume from.
+            damaged = checkpoints.damaged_checkpoint_error(latest, e, resuming=True)
+            if damaged is None:
+                raise
+            raise damaged from None
+        if self.optimizer is None:  # (a training run says "Resumed from" when it does)
+            logging.info("Using %s (step %d): its weights, untrained further", latest,
+                         int(self.global_step.numpy()))
+        return latest
 
     def _checkpoint_dir(self):
         if self.is_chief:
@@ -279,93 +302,7 @@ class Trainer:
             os.makedirs(self._write_dir, exist_ok=True)
         return path
 
-    # --- the replica step ----------------------------------------------------
-
-    def _global_normalizers(self, macro_batch):
-        """Task normalizers summed over micro-batches and replicas."""
-        k = self.config.gradient_accumulation_steps
-        if k == 1:
-            local = self.task.loss_normalizers(macro_batch)
-        else:
-            micro = [tf.nest.map_structure(lambda t: t[i], macro_batch) for i in range(k)]
-            parts = [self.task.loss_normalizers(m) for m in micro]
-            local = tf.nest.map_structure(lambda *xs: tf.add_n(list(xs)), *parts)
-        local = tf.nest.map_structure(lambda t: tf.cast(t, tf.float32), local)
-        context = tf.distribute.get_replica_context()
-        return context.all_reduce(tf.distribute.ReduceOp.SUM, local)
-
-    def _grads_fn(self):
-        model, task = self.model, self.task
-        scale = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
-
-        def compute(features, normalizers):
-            with tf.GradientTape() as tape:
-                loss, metrics = task.loss_and_metrics(
-                    model, features, normalizers, training=True)
-                scaled = self.optimizer.scale_loss(loss) if scale else loss
-            grads = tape.gradient(scaled, model.trainable_variables)
-            return loss, metrics, grads
-
-        if self.config.jit_compile:
-            return tf.function(compute, jit_compile=True)
-        return compute
-
-    def _replica_train_step(self, macro_batch):
-        k = self.config.gradient_accumulation_steps
-        normalizers = self._global_normalizers(macro_batch)
-        compute = self._grads_fn()
-        variables = self.model.trainable_variables
-        if k == 1:
-            loss, metrics, grads = compute(macro_batch, normalizers)
-            grads = [tf.convert_to_tensor(g) for g in grads]
-        else:
-            first = tf.nest.map_structure(lambda t: t[0], macro_batch)
-            loss, metrics, grads = compute(first, normalizers)
-            grads = [tf.convert_to_tensor(g) for g in grads]
-            # A while loop keeps one micro-batch's activations alive at a time.
-            for i in tf.range(1, k):
-                micro = tf.nest.map_structure(lambda t: t[i], macro_batch)
-                l, m, g = compute(micro, normalizers)
-                loss += l
-                metrics = tf.nest.map_structure(tf.add, metrics, m)
-                grads = [a + tf.convert_to_tensor(b) for a, b in zip(grads, g)]
-        self.optimizer.apply_gradients(zip(self._clip(grads), variables))
-        # The loss is ready after the forward pass; the budget's clock, read
-        # once the loss is (`TimeBudget.advance_in_graph`), must also count the
-        # backward pass, about two thirds of a step.
-        with tf.control_dependencies(grads):
-            loss = tf.identity(loss)
-        return loss, metrics
-
-    def _clip(self, grads):
-        """Clips the global-batch gradient by its global norm.
-
-        Gradients arrive dense: Keras 3's Adam applies an `IndexedSlices`
-        embedding gradient with repeated ids differently from the same gradient
-        dense (it squares the parts, not their sum), and BERT repeats ids.
-        Keras would clip each replica's gradient before its cross-replica sum,
-        so the sum is taken here, clipped, and handed to `apply_gradients`
-        divided by the replica count (Keras sums it over replicas again).
-        """
-        clip_norm = self.config.clip_norm
-        if clip_norm is None:
-            return grads
-        context = tf.distribute.get_replica_context()
-        replicas = context.num_replicas_in_sync
-        if replicas > 1:
-            grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        scale = None
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            scale = tf.cast(self.optimizer.dynamic_scale, tf.float32)
-            grads = [g / scale for g in grads]
-        # A non-finite norm (float16 overflow) makes the grads NaN, and the
-        # loss-scale optimizer then skips the step and lowers its scale.
-        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-        if scale is not None:
-            grads = [g * scale for g in grads]
-        if replicas > 1:
-            grads = [g / replicas for g in grads]
-        return grads
+    # --- the host call of several updates -------------------------------------
 
     def _build_train_loop(self):
         strategy = self.strategy
@@ -383,7 +320,7 @@ class Trainer:
         def train_loop(iterator, num_steps):
             if budget is not None:
                 base, started = budget.elapsed.read_value(), self.time_fn()
-            loss, metrics = strategy.run(self._replica_train_step, args=(next(iterator),))
+            loss, metrics = strategy.run(self._replica_step, args=(next(iterator),))
             loss = reduce(loss)
             metrics = tf.nest.map_structure(reduce, metrics)
             self.global_step.assign_add(1)
@@ -394,7 +331,7 @@ class Trainer:
                     break
                 if budget is not None and budget.spent_in_graph():
                     break
-                l, m = strategy.run(self._replica_train_step, args=(next(iterator),))
+                l, m = strategy.run(self._replica_step, args=(next(iterator),))
                 loss += reduce(l)
                 metrics = tf.nest.map_structure(lambda a, b: a + reduce(b), metrics, m)
                 self.global_step.assign_add(1)

@@ -6,24 +6,20 @@
     WITHOUT_THE_PROJECT          the first lines of a script that must not see the project
     load_script(path)            a script of tools/ or benchmarks/ as a module, for its tests
 
-and the kits, one module each: `processes` (commands run as processes from a fork
-server that has imported TensorFlow once: `processes.run` and `processes.start`
-for `subprocess.run` and `Popen`), `fault_kit` (a tiny world of every input the
-project reads, damage, a runner and the outcome of a run), `download_mirror` (a
-local stand-in for the dataset servers), `serving_exports` (one tiny export per
-task), `toy_training` (a toy task, run in a subprocess) and `trajectory_case` (the
-fine-tuning case shared with tools/parity/hf_trajectory.py).
+and the kits of the tests alone, one module each: `download_mirror` (a local stand-in
+for the dataset servers) and `toy_training` (a toy task, run in a subprocess). The
+kits the tools share live in `tools/kit/` (`processes`, `fault_kit`,
+`serving_exports`, `trajectory_case`); this package names them too, so that a test
+writes `from support import processes` (they load on first use).
 
 Who imports whom: the library (official_bert, data_prep) imports none of this;
-this package imports only the library; the tests import the library and this
-package, never tools/; tools/ import the library, their own modules and this
-package (the bad-input sweep runs the fault kit's world, serving_examples.py the
-tiny exports, hf_trajectory.py the case), never a test module. The tests import
-it as `support` (pytest puts tests/ first on sys.path: tests/ has a conftest.py
-and no __init__.py), tools as `tests.support`; the modules here import each other
-relatively, so both names work. Nothing here imports TensorFlow on import.
+this package imports only the library and `tools.kit`; the tests import the library,
+this package and `tools.kit`, never another tool; tools/ never import tests/. The
+tests import this package as `support` (pytest puts tests/ first on sys.path: tests/
+has a conftest.py and no __init__.py). Nothing here imports TensorFlow on import.
 """
 
+import importlib
 import importlib.util
 import pathlib
 import sys
@@ -31,6 +27,21 @@ import sys
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = REPO_ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures"
+
+# `tools.kit` is found from the repository root, which `python -m pytest` in the
+# checkout puts on sys.path and a bare `pytest` (or a fresh process that put tests/
+# alone on sys.path) does not.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.append(str(REPO_ROOT))
+
+_KITS = ("fault_kit", "processes", "serving_exports", "trajectory_case")
+
+
+def __getattr__(name):
+    """`support.processes` and the other kits of `tools/kit/`, imported on first use."""
+    if name in _KITS:
+        return importlib.import_module(f"tools.kit.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # The first lines of a script run in a fresh process that must not see the project (the
 # serving tests: an export has to work with only tensorflow and tensorflow_text):

@@ -1,4 +1,4 @@
-"""Records the reference losses of `tests/support/trajectory_case.py` with Hugging Face
+"""Records the reference losses of `tools/kit/trajectory_case.py` with Hugging Face
 transformers (PyTorch), for `tests/test_finetuning_trajectory.py`.
 
 Not part of the test suite (it needs torch and transformers, which the project
@@ -23,7 +23,7 @@ import torch
 from transformers import BertForQuestionAnswering, BertForTokenClassification
 
 import common  # puts the repository on sys.path
-from tests.support import trajectory_case as case
+from tools.kit import trajectory_case as case
 
 
 def main():

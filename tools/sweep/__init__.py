@@ -12,6 +12,6 @@
                  command x every output fault, signal at each phase, run-record fault),
                  how such a case runs (a signal inside its phase, two writers) and its table
 
-The tiny world and the runner are the tests' fault kit (`tests/support/fault_kit.py`,
-imported as `tests.support`: bad_input_sweep.py puts the repository on sys.path).
+The tiny world and the runner are the fault kit the tests share (`tools/kit/fault_kit.py`,
+imported as `tools.kit`: bad_input_sweep.py puts the repository on sys.path).
 """

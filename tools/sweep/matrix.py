@@ -79,8 +79,8 @@ from typing import Callable
 
 from official_bert import errors, interruption
 from official_bert.run_directory.layout import RUN_RECORD
-from tests.support import fault_kit as kit
-from tests.support import processes
+from tools.kit import fault_kit as kit
+from tools.kit import processes
 
 from . import argv as argvs
 from . import cases as hand_written

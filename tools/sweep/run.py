@@ -7,7 +7,7 @@ import pathlib
 import shutil
 import time
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from . import argv
 from .case import Case, Ctx

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import zipfile
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from . import argv
 from .case import Ctx

@@ -1,6 +1,6 @@
 """run_classifier.py (bert classify): GLUE's TSV files, the model files, flags."""
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from ..argv import classify
 from ..case import Case, at

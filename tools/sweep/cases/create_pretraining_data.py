@@ -1,7 +1,7 @@
 """create_pretraining_data.py (official_bert.commands.create_pretraining_data): a corpus to
 TFRecords, and the sets of files it writes as pre-training reads them."""
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from ..argv import cpd, pretrain, vocab
 from ..case import Case, at

@@ -1,6 +1,6 @@
 """run_ner.py: CoNLL files and flags."""
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from ..argv import ner
 from ..case import Case, at

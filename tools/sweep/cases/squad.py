@@ -2,7 +2,7 @@
 
 import json
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from ..argv import squad
 from ..case import Case, at

@@ -3,7 +3,7 @@ articles."""
 
 import json
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from ..argv import split
 from ..case import Case, at

@@ -1,6 +1,6 @@
 """run_swag.py: SWAG's CSV files."""
 
-from tests.support import fault_kit as kit
+from tools.kit import fault_kit as kit
 
 from ..argv import swag
 from ..case import Case, at

@@ -421,6 +421,7 @@ def test_extract_features_says_once_which_google_flags_it_ignores(tmp_path):
     missing checkpoint)."""
     import sys
 
+    (tmp_path / "in.txt").write_text("a sentence\n")
     result = processes.run(
         [sys.executable, "extract_features.py", *GOOGLE_ONLY_FLAGS["extract_features"],
          f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}",

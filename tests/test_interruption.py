@@ -268,4 +268,6 @@ def test_a_closed_standard_output_ends_flags_reference_quietly():
         capture_output=True, text=True, timeout=120, env={**os.environ, **kit.ENV})
     assert result.stdout == "# Flag reference\n"
     assert "Traceback" not in result.stderr and "Error" not in result.stderr, result.stderr
-    assert "status 141" in result.stderr, result.stderr
+    # 141 when head closed the pipe before the reference was written; 0 when all of it
+    # (about 73 KB) fit the pipe's buffer first: quiet either way.
+    assert "status 141" in result.stderr or "status 0" in result.stderr, result.stderr

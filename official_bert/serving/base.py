@@ -70,13 +70,14 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 import tensorflow_text  # noqa: F401  (registers the text ops of an export loaded from disk)
 
 from official_bert import io
 from official_bert.errors import BadFileError, UserError
 from official_bert.modeling import heads
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-from official_bert.serving import prediction_log
+from official_bert.serving import edge, prediction_log
 from official_bert.serving.variables import IDS_KEYS, track_captured_variables  # noqa: F401
 from official_bert.serving.versions import (check_export_version_free, check_saved_model,
                                             latest_version_dir, publish_new_version,
@@ -421,10 +422,11 @@ class ExportModule(tf.Module):
                 tf.saved_model.save(self, staging, signatures=self.signatures())
             write_warmup_requests(staging, self.warmup_requests())
             if int8:
-                from official_bert.serving import edge  # (edge imports this module)
-
                 edge.write_int8_model(self, staging)
-            return publish_new_version(staging, export_dir, version)
+            published = publish_new_version(staging, export_dir, version)
+            if int8:
+                logging.info("%s", edge.describe_tflite(io.join(published, edge.SERVING_TFLITE)))
+            return published
         finally:
             io.remove_tree(staging)
 

@@ -239,11 +239,9 @@ def convert(module_or_path, output_dir: str, formats=FORMATS, quantize: bool = F
 
 def write_int8_model(module, version_dir: str) -> str:
     """Writes `version_dir/model.tflite`: `module`'s ids signature, int8 weights
-    (dynamic range), builtin ops, fixed length `module.seq_length`; logs what
-    it takes and gives. Returns its path."""
-    path = to_tflite(module, io.join(version_dir, SERVING_TFLITE), quantize=True)
-    logging.info("%s", describe_tflite(path))
-    return path
+    (dynamic range), builtin ops, fixed length `module.seq_length`. Returns its
+    path (`describe_tflite` says what it takes, once it is published)."""
+    return to_tflite(module, io.join(version_dir, SERVING_TFLITE), quantize=True)
 
 
 def describe_tflite(path: str) -> str:

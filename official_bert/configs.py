@@ -675,6 +675,9 @@ class CompareConfig:
         [], "Comma-separated exports to compare, the first the reference: an --export_dir (its "
         "highest version), a version folder, or a .tflite file in one (--quantize's "
         "model.tflite).")
+    names: list = setting(
+        [], "Comma-separated names of --models in the table and the picture (default: their "
+        "paths less the folders they share).")
     data_file: str | None = setting(
         None, "A labelled file of the models' task, as their command reads it: a GLUE-layout "
         "dev file (with --task_name), a CoNLL file, a SWAG csv.")

@@ -93,6 +93,16 @@ def test_compare_scores_and_times_every_model(quantized, tmp_path):
         assert row["b1_p50_ms"] > 0 and row["b1_p95_ms"] >= row["b1_p50_ms"]
         assert row["b32_rows_per_s"] > 0 and row["file_rows_per_s"] > 0 and row["size_mb"] > 0
     assert "| model | engine | precision | accuracy |" in result.stdout
+    # Named by their paths less the folders they share.
+    assert saved["name"] == "export_int8"
+    assert tflite["name"] == "export_int8/1/model.tflite"
+
+
+def test_compare_names_must_match_the_models(quantized):
+    result = run("official_bert/commands/compare.py", f"--models={quantized['export']}",
+                 "--names=a,b", f"--data_file={quantized['data'] / 'dev.tsv'}",
+                 "--task_name=sst-2")
+    assert result.returncode != 0 and "--names has 2 names for 1 --models" in result.stderr
 
 
 def test_compare_refuses_a_task_it_cannot_read(quantized, tmp_path):

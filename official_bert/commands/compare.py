@@ -46,6 +46,9 @@ def compare(config: CompareConfig) -> dict:
     if len(tasks) > 1:
         raise UserError(f"--models are of different tasks ({', '.join(sorted(tasks))}): "
                             "compare models of one task")
+    names = config.names or short_names(config.models)
+    if len(names) != len(models):
+        raise UserError(f"--names has {len(names)} names for {len(models)} --models")
     length = lib.timing_length(models, config.seq_length)
     scoring = lib.read_scoring_file(config.data_file, models[0], config.task_name)
     rows = []
@@ -54,7 +57,8 @@ def compare(config: CompareConfig) -> dict:
                      model.precision, scoring.rows, config.data_file)
         own_length = model.fixed_length or int(model.metadata["seq_length"])
         outputs = lib.run_batched(model, scoring.features(own_length), trim=False)
-        rows.append({"model": model.name, "engine": model.engine, "precision": model.precision,
+        rows.append({"model": model.name, "name": names[len(rows)], "engine": model.engine,
+                     "precision": model.precision,
                      "size_mb": model.size / 2**20, "metrics": scoring.score(outputs)})
     vocab = lib.vocabulary(models[0])
     requests = {"b1": lib.random_ids(1, length, vocab),
@@ -92,6 +96,18 @@ def compare(config: CompareConfig) -> dict:
             "file_rows": file_rows, "models": rows}
 
 
+def short_names(paths: list) -> list:
+    """Each path less the folders all of them share ("teacher/export",
+    "teacher/export/1/model.tflite"), or its last folder when there is one model."""
+    parts = [p.rstrip("/").split("/") for p in paths]
+    shared = 0
+    while all(len(q) > shared + 1 for q in parts) and len({q[shared] for q in parts}) == 1:
+        shared += 1
+    if len(paths) == 1:
+        shared = len(parts[0]) - 1
+    return ["/".join(q[shared:]) for q in parts]
+
+
 def _set_threads(threads: int) -> None:
     import tensorflow as tf
 
@@ -113,7 +129,7 @@ def format_table(report: dict) -> str:
     for row in report["models"]:
         score = row["metrics"][metric]
         lines.append(
-            f"| {row['model']} | {row['engine']} | {row['precision']} | {100 * score:.2f} | "
+            f"| {row['name']} | {row['engine']} | {row['precision']} | {100 * score:.2f} | "
             f"{100 * row['of_first']:.1f}% | {row['b1_p50_ms']:.1f} | {row['b1_p95_ms']:.1f} | "
             f"{row['b32_rows_per_s']:.1f} | {row['file_rows_per_s']:.1f} | "
             f"{row['size_mb']:.1f} | {row['speedup_b1']:.2f}x | {row['speedup_b32']:.2f}x |")
@@ -136,7 +152,7 @@ def plot(report: dict, path: str) -> None:
     for row in report["models"]:
         x, y = row["b1_p50_ms"], 100 * row["metrics"][report["metric"]]
         axes.scatter([x], [y])
-        axes.annotate(f"{row['model'].rstrip('/').split('/')[-1]} ({row['precision']})",
+        axes.annotate(f"{row['name']} ({row['precision']})",
                       (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     axes.set_xlabel(f"batch-1 latency, p50 ms (length {report['length']}, "
                     f"{report['threads']} threads)")

@@ -152,7 +152,9 @@ def plot(report: dict, path: str) -> None:
     for row in report["models"]:
         x, y = row["b1_p50_ms"], 100 * row["metrics"][report["metric"]]
         axes.scatter([x], [y])
-        axes.annotate(f"{row['name']} ({row['precision']})",
+        label = row["name"] if row["precision"] in row["name"] else (
+            f"{row['name']} ({row['precision']})")
+        axes.annotate(label,
                       (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     axes.set_xlabel(f"batch-1 latency, p50 ms (length {report['length']}, "
                     f"{report['threads']} threads)")

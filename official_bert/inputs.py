@@ -51,6 +51,7 @@ from absl import logging
 
 from official_bert import file_sets, io
 from official_bert.errors import UserError, show_path_as
+from official_bert.outputs import flag_value
 
 # How a command reads an input (`Command.inputs`' values).
 STREAM, FILE, FILE_OR_DIR, DIRECTORY = "stream", "file", "file_or_dir", "dir"
@@ -156,7 +157,7 @@ def prepared(command: Any, flag_values: Any) -> Iterator[None]:
     declared: Mapping[str, str] = getattr(command, "inputs", command) or {}
     with contextlib.ExitStack() as spools:
         for name, way in declared.items():
-            value = _value(flag_values, name)
+            value = flag_value(flag_values, name)
             if value:
                 new = _prepare_value(value, f"--{name}", way, spools)
                 if new != value:
@@ -183,17 +184,6 @@ def _prepare_value(value, flag: str, way: str, spools: contextlib.ExitStack):
             kept.append(name)
         done.append(",".join(kept))
     return done if isinstance(value, (list, tuple)) else done[0]
-
-
-def _value(flag_values: Any, name: str):
-    if isinstance(flag_values, dict):
-        return flag_values.get(name)
-    try:
-        if name not in flag_values:
-            return None
-    except TypeError:  # a config object: attributes only
-        pass
-    return getattr(flag_values, name, None)
 
 
 def _set_value(flag_values: Any, name: str, value) -> None:

@@ -60,10 +60,10 @@ def check_command_outputs(command: Any, flag_values: Any) -> None:
             access); `overwrite` among them says whether --overwrite was given.
     """
     outputs: Mapping[str, str] = getattr(command, "outputs", command) or {}
-    overwrite = bool(_value(flag_values, "overwrite"))
+    overwrite = bool(flag_value(flag_values, "overwrite"))
     given = _given_paths(flag_values, skip=set(outputs))
     for flag, kind in outputs.items():
-        value = _value(flag_values, flag)
+        value = flag_value(flag_values, flag)
         if kind in KINDS and value:
             # First: an output that is one of the inputs says so (not "it exists").
             members = _members(value) if kind == FILE_PREFIX else [os.fspath(value)]
@@ -94,8 +94,11 @@ def _given_paths(flag_values: Any, skip) -> list[tuple[str, str]]:
     return found
 
 
-def _value(flag_values: Any, name: str):
-    """A flag's value, or None when the command has no such flag."""
+def flag_value(flag_values: Any, name: str):
+    """A flag's value (from absl's FlagValues, a config object or a dict), or
+    None when the command has no such flag. The input policy reads flags so too."""
+    if isinstance(flag_values, dict):
+        return flag_values.get(name)
     try:
         if name not in flag_values:
             return None

@@ -20,6 +20,17 @@ Rows, each a supported command of the page:
                      checkpoint's layers instead of the fine-tuned teacher's
                      (--start_seeds; where the student starts)
 
+Levers, rows run only when --rows names them (where the distilled student falls
+short of 97% of the teacher), each the `distilled` row with one change:
+
+  distilled_longer   twice the epochs
+  distilled_text     `--distill_text`: more text of the task's kind, without labels,
+                     that the teacher labels (TinyBERT's augmented data). MRPC: the
+                     sentence pairs of STS-B and RTE (train and dev), less STS-B's
+                     MSRpar pairs (taken from MRPC's own corpus) and any pair with a
+                     sentence of MRPC's dev or test set. CoNLL-2003: the sentences of
+                     MRPC's training pairs and of STS-B's news pairs, as CoNLL words.
+
 Every row's first-seed run is exported with `--quantize` (float32 SavedModel and
 int8 `model.tflite` in one version folder); `bert compare` then scores every
 export and int8 file on the task's scoring file (SST-2: dev, 872 rows; MRPC: its
@@ -38,6 +49,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -45,19 +57,22 @@ sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import (read_key_values, row_summaries, spread,  # noqa: E402
                                         task_score)
-from benchmarks.step_runner import (Step, bert, check_choices, check_seeds, measure,  # noqa: E402
-                                    measurement_parser, python, read_json, split_list)
+from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
+                                    check_seeds, measure, measurement_parser, python,
+                                    read_json, split_list)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 EXPORT_LENGTH, THREADS = 128, 2
 TASKS = ("MRPC", "CoNLL-2003", "SST-2")
 ROWS = ("teacher", "student", "distilled", "narrow_distilled", "pretrained_start")
+LEVERS = ("distilled_longer", "distilled_text")
 # Row → (the layers it keeps, or None: all; whether it learns from the teacher; whether it
 # starts from the pre-trained checkpoint rather than the fine-tuned teacher run).
 SHAPES = {"teacher": (None, False, True), "student": ("0,2,4", False, False),
           "distilled": ("0,2,4", True, False), "narrow_distilled": ("0,5", True, False),
-          "pretrained_start": ("0,2,4", True, True)}
+          "pretrained_start": ("0,2,4", True, True),
+          "distilled_longer": ("0,2,4", True, False), "distilled_text": ("0,2,4", True, False)}
 # Task → (its command's own flags, length, epochs, learning rate); one epoch of SST-2's
 # 67,349 rows is 2,104 steps of 32.
 TASK_SETTINGS = {
@@ -72,7 +87,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = measurement_parser(__doc__, "/tmp/small_model_outcome")
     add = p.add_argument
     add("--tasks", default=",".join(TASKS), help="Comma-separated: " + ",".join(TASKS))
-    add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
+    add("--rows", default=",".join(ROWS),
+        help="Comma-separated: " + ",".join(ROWS + LEVERS))
     add("--seeds", default="42,43,44", help="Of the student rows.")
     add("--start_seeds", default="42", help="Of the pretrained_start row.")
     add("--batch_size", type=int, default=32)
@@ -82,7 +98,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
     args.seeds, args.start_seeds = split_list(args.seeds), split_list(args.start_seeds)
     check_choices(p, "tasks", args.tasks, TASKS)
-    check_choices(p, "rows", args.rows, ROWS)
+    check_choices(p, "rows", args.rows, ROWS + LEVERS)
+    if "distilled_text" in args.rows and "SST-2" in args.tasks:
+        p.error("--rows=distilled_text: SST-2 has no text of its kind here beyond its own "
+                "67,349 rows; leave it out of --tasks")
     if "teacher" not in args.rows:
         args.rows.insert(0, "teacher")  # (every student learns from it)
     check_seeds(p, "seeds", args.seeds)
@@ -111,6 +130,7 @@ def task_flags(args, task: str) -> list:
 def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
     layers, distils, pretrained = SHAPES[row]
     _, length, epochs, learning_rate = TASK_SETTINGS[task]
+    epochs *= 2 if row == "distilled_longer" else 1
 
     def make(r):
         teacher = None if row == "teacher" else r[f"{task}/teacher/seed42"]["output_dir"]
@@ -119,6 +139,8 @@ def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
             init.append(f"--student_layers={layers}")
         if distils:
             init.append(f"--teacher={teacher}")
+        if row == "distilled_text":
+            init.append(f"--distill_text={r[f'{task}/distill_text']['file']}")
         return python(script_of(task)) + task_flags(args, task) + init + [
             "--do_train", "--do_eval", f"--train_batch_size={args.batch_size}",
             f"--learning_rate={learning_rate:g}", f"--num_train_epochs={epochs}",
@@ -131,6 +153,60 @@ def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
     return Step(f"{task}/{row}/seed{seed}", f"train:{task}:{row == 'teacher'}",
                 {"SST-2": 2400, "MRPC": 600, "CoNLL-2003": 1500}[task] * (
                     2 if row == "teacher" else 1), make, parse)
+
+
+def distill_text_step(args, task: str) -> Step:
+    """The file of `--distill_text` (the distilled_text lever), written here."""
+    name = "distill_text.tsv" if task == "MRPC" else "distill_text.conll"
+
+    def write(out):
+        rows = (mrpc_pairs(args) if task == "MRPC" else
+                [f"{word} O" for sentence in news_sentences(args)
+                 for word in [*sentence.split(), ""]])
+        header = ["#1 String\t#2 String"] if task == "MRPC" else []
+        (out / name).write_text("\n".join(header + rows) + "\n", encoding="utf-8")
+
+    return Step(f"{task}/distill_text", "data", 10,
+                lambda r: InProcess(f"{name}: more text of {task}'s kind", write),
+                lambda out, log: {"file": str(out / name)})
+
+
+def tsv_rows(path: str) -> list:
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f]
+
+
+def mrpc_pairs(args) -> list:
+    """STS-B's and RTE's sentence pairs (tab-joined), less STS-B's MSRpar pairs and
+    any pair sharing a sentence with MRPC's dev or test set."""
+    held_out = set()
+    for path in (f"{args.glue_dir}/MRPC/dev.tsv",
+                 f"{args.glue_dir}/MRPC/original/msr_paraphrase_test.txt"):
+        for row in tsv_rows(path):
+            held_out.update((row["#1 String"].strip(), row["#2 String"].strip()))
+    pairs = []
+    for split in ("train", "dev"):
+        for row in tsv_rows(f"{args.glue_dir}/STS-B/{split}.tsv"):
+            if row["filename"] != "MSRpar":
+                pairs.append((row["sentence1"], row["sentence2"]))
+        pairs += [(row["sentence1"], row["sentence2"])
+                  for row in tsv_rows(f"{args.glue_dir}/RTE/{split}.tsv")]
+    return [f"{a.strip()}\t{b.strip()}" for a, b in pairs
+            if a.strip() not in held_out and b.strip() not in held_out]
+
+
+def news_sentences(args) -> list:
+    """The sentences of MRPC's training pairs and of STS-B's news pairs, each once,
+    split into words and punctuation as CoNLL-2003 is."""
+    found = [s for row in tsv_rows(f"{args.glue_dir}/MRPC/train.tsv")
+             for s in (row["#1 String"], row["#2 String"])]
+    for split in ("train", "dev"):
+        found += [s for row in tsv_rows(f"{args.glue_dir}/STS-B/{split}.tsv")
+                  if row["genre"] == "main-news" and row["filename"] != "MSRpar"
+                  for s in (row["sentence1"], row["sentence2"])]
+    words = (" ".join(re.findall(r"\w+(?:[-'.]\w+)*|[^\w\s]", s)) for s in found)
+    return list(dict.fromkeys(w for w in words if w))
 
 
 def export_step(args, task: str, row: str) -> Step:
@@ -180,6 +256,8 @@ def plan(args) -> list:
     # part-way leaves whole tasks. Then the other seeds (cut seeds before data).
     for task in args.tasks:
         steps.append(train_step(args, task, "teacher", "42", base))
+        if "distilled_text" in rows:
+            steps.append(distill_text_step(args, task))
         steps += [train_step(args, task, row, seeds_of(args, row)[0], base) for row in rows]
         steps += [export_step(args, task, row) for row in args.rows]
         steps.append(compare_step(args, task))

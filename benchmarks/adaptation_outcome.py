@@ -7,7 +7,7 @@ fine-tuned over seeds; a table and JSON. One resumable command:
         --work_dir=/tmp/adaptation --json_output=benchmarks/results/adaptation_outcome.json
     python benchmarks/adaptation_outcome.py --dry_run     # every command, nothing run
 
-The recipe, stated once (the guide's adaptation commands, docs/guide.md §4):
+The recipe, stated once (the adaptation commands of docs/adapt.md):
 continue the checkpoint's masked LM on the task's own training text for
 `--adapt_minutes` (`run_pretraining.py --input_format=conll|table
 --max_train_minutes`, pre-training's default schedule as the bound the budget

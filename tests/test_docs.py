@@ -1,4 +1,4 @@
-"""Every shell command in README.md and docs/*.md runs, so the guide cannot rot.
+"""Every shell command in README.md and docs/*.md runs, so the docs cannot rot.
 
 Each ```bash block of the docs is a test case. It runs with bash from the
 repository root, with three variables the docs use provided by the test:
@@ -186,13 +186,13 @@ def test_flag_reference_is_current():
 
 @pytest.mark.slow
 def test_guide_reviews_example_shows_what_it_predicts(tmp_path):
-    """The guide's own-data example, run exactly as written (no tiny-mode flags),
-    labels the unseen reviews as the guide shows."""
+    """docs/fine_tune.md's own-data example, run exactly as written (no tiny-mode flags),
+    labels the unseen reviews as the page shows."""
     minilm = minilm_model_dir()
     if minilm is None:
         pytest.skip("the real checkpoint is not installed")
-    guide = (REPO_ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
-    [body] = [m.group("body") for m in _BLOCK.finditer(guide) if "reviews_export" in m.group("body")]
+    page = (REPO_ROOT / "docs" / "fine_tune.md").read_text(encoding="utf-8")
+    [body] = [m.group("body") for m in _BLOCK.finditer(page) if "reviews_export" in m.group("body")]
     script = f"set -euo pipefail\nexport MINILM={minilm} RUNS={tmp_path}\n" + _strip_provided(body)
     result = subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, text=True, capture_output=True,
                             timeout=1500)
@@ -202,7 +202,7 @@ def test_guide_reviews_example_shows_what_it_predicts(tmp_path):
 
 
 def test_guide_python_snippets_run(tmp_path):
-    """docs/guide.md's "In Python: checkpoints and the tokenizer" ```python blocks run as
+    """docs/adapt.md's "In Python: checkpoints and the tokenizer" ```python blocks run as
     written, in a directory where "path/to/checkpoint" is the real all-MiniLM-L6-v2 and
     "vocab.txt" its vocabulary."""
     import shutil
@@ -213,10 +213,10 @@ def test_guide_python_snippets_run(tmp_path):
     (tmp_path / "path" / "to").mkdir(parents=True)
     (tmp_path / "path" / "to" / "checkpoint").symlink_to(minilm)
     shutil.copy(pathlib.Path(minilm) / "vocab.txt", tmp_path / "vocab.txt")
-    guide = (REPO_ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    page = (REPO_ROOT / "docs" / "adapt.md").read_text(encoding="utf-8")
     section = re.search(r"^### In Python: checkpoints and the tokenizer\n(.*?)(?=^##+ )",
-                        guide, re.S | re.M)
-    assert section, "docs/guide.md has no '### In Python: checkpoints and the tokenizer'"
+                        page, re.S | re.M)
+    assert section, "docs/adapt.md has no '### In Python: checkpoints and the tokenizer'"
     blocks = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
     assert blocks
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -224,3 +224,37 @@ def test_guide_python_snippets_run(tmp_path):
         result = processes.run([sys.executable, "-c", block], cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, f"{block}\n{result.stderr[-3000:]}"
+
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^\s*```.*?^\s*```", re.S | re.M)
+
+
+def _anchors(path: pathlib.Path) -> set:
+    """The anchors GitHub makes of a Markdown file's headings."""
+    seen: dict = {}
+    anchors = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", _FENCE.sub("", path.read_text(encoding="utf-8")),
+                              re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def test_links_resolve():
+    """Every relative link of README.md and docs/*.md names a file that exists and, for a
+    Markdown file, one of its headings: the pages link into each other by anchor."""
+    broken = []
+    for doc in DOCS:
+        for target in _LINK.findall(_FENCE.sub("", doc.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue
+            name, _, anchor = target.partition("#")
+            path = (doc.parent / name).resolve() if name else doc
+            if not path.exists():
+                broken.append(f"{doc.name}: {target} (no such file)")
+            elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                broken.append(f"{doc.name}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)

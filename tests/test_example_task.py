@@ -1,4 +1,4 @@
-"""The guide's worked example of a new task (examples/multilabel/) runs end to end:
+"""docs/contributing.md's worked example of a new task (examples/multilabel/) runs end to end:
 the task module and its 30-line script get the whole run flow (validation, the
 run directory, training, resume, eval_results.txt, predictions)."""
 

@@ -26,7 +26,7 @@ a user error: it surfaces as a traceback with where to report it) in
 tests/test_app.py.
 
 `tools/bad_input_sweep.py` runs the same kinds of fault against every command
-and prints the table in docs/guide.md ("Troubleshooting").
+and prints the table in docs/troubleshoot.md ("Bad input and faults: the sweep").
 """
 
 import gzip

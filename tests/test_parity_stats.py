@@ -11,7 +11,7 @@ from support import load_script
 pytest.importorskip("scipy", reason="squad_seeds.py's tests use scipy (pip install scipy)")
 squad_seeds = load_script("tools/parity/squad_seeds.py")
 
-# The SQuAD v1.1 acceptance recipe, seeds 42-45 (docs/guide.md).
+# The SQuAD v1.1 acceptance recipe, seeds 42-45 (docs/fine_tune.md, "SQuAD: seeds").
 RUN_SQUAD_EM = [15.44, 18.57, 18.00, 17.72]
 TRANSFORMERS_EM = [25.70, 22.25, 18.53, 25.82]
 

@@ -199,7 +199,7 @@ TEXT_OPS = ["NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffs
 def test_only_the_text_ops_tf_serving_links(served, task):
     """The graph's ops that plain TensorFlow lacks (found in the fresh process before
     tensorflow_text is imported) are three long-standing tensorflow-text ops, which
-    TF Serving's model server links; docs/guide.md names them."""
+    TF Serving's model server links; docs/serve.md names them."""
     assert served[task]["text_ops"] == TEXT_OPS
 
 

@@ -10,7 +10,7 @@ starts from the head that transformers' `run_qa.py --seed 42` starts from.
 
 Why it matters: on the SQuAD v1.1 acceptance recipe one epoch is decided by
 the head the seed draws far more than by the data order or the dropout masks
-(docs/guide.md, "SQuAD: seeds"), so seed-for-seed comparisons with the
+(docs/fine_tune.md, "SQuAD: seeds"), so seed-for-seed comparisons with the
 reference need the same head; with another generator the same seeds were a
 different sample of heads.
 """

@@ -40,7 +40,7 @@ written by `bert export-encoder` (`commands/export_encoder.py`):
                                            sequence_output, default,
                                            encoder_outputs_<i> (TF Serving)
 
-In Keras 3, wrap each in a layer that calls the loaded object (docs/guide.md
+In Keras 3, wrap each in a layer that calls the loaded object (docs/serve.md
 shows one that fine-tunes); `keras.layers.TFSMLayer` copies the variables it
 finds, so training it does not move the loaded encoder's weights.
 """

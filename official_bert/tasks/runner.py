@@ -32,7 +32,7 @@ A task family (`tasks/classification.py`, `squad.py`, ...) subclasses
 `base.Task` and fills in only what is its own: how it reads its files, its
 model and loss (the `Trainer`'s protocol), its datasets, its metrics, its
 prediction files and its export. A new task is one such module and a thin
-`run_*.py` (docs/guide.md shows one).
+`run_*.py` (docs/contributing.md shows one).
 """
 
 from __future__ import annotations

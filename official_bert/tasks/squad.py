@@ -72,7 +72,7 @@ class SpanLabelingTask(base.Task):
         encoder.pooler.trainable = False
         # The span head is drawn as transformers draws it for the same --seed
         # (`initializers.TorchNormal`): one epoch of SQuAD is decided by that
-        # draw more than by the order or the implementation (docs/guide.md,
+        # draw more than by the order or the implementation (docs/fine_tune.md,
         # "SQuAD: seeds"), so seed s here is seed s of the reference. The other
         # tasks keep Keras' draw of the same N(0, 0.02).
         model = BertSpanLabeler(encoder, seed=self.run_config.seed)

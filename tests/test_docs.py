@@ -192,7 +192,8 @@ def test_guide_reviews_example_shows_what_it_predicts(tmp_path):
     if minilm is None:
         pytest.skip("the real checkpoint is not installed")
     page = (REPO_ROOT / "docs" / "fine_tune.md").read_text(encoding="utf-8")
-    [body] = [m.group("body") for m in _BLOCK.finditer(page) if "reviews_export" in m.group("body")]
+    [body] = [m.group("body") for m in _BLOCK.finditer(page)
+              if "--export_dir=$RUNS/reviews_export" in m.group("body")]  # not long_reviews_export
     script = f"set -euo pipefail\nexport MINILM={minilm} RUNS={tmp_path}\n" + _strip_provided(body)
     result = subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, text=True, capture_output=True,
                             timeout=1500)

@@ -1,8 +1,13 @@
 """Data preparation: raw files → examples → features (pre-training corpus, vocabulary, TFRecords).
 
-The bottom layer: file formats only, no flags and no command line (the
-commands that run these modules are `official_bert/commands/`), TensorFlow
-only where a TensorFlow file system or format needs it.
+The file-formats layer, beside `official_bert.text` and `modeling`: file
+formats only, no flags and no command line (the commands that run these
+modules are `official_bert/commands/`), TensorFlow only where a TensorFlow
+file system or format needs it. It stands on the layers below it and on
+nothing above (`tests/test_layers.py`): the errors, settings, progress and
+stop signal (`errors`, `settings`, `progress`, `interruption`); files and
+their policies (`io`, `file_sets`, `outputs`, `run_directory.lock`); the tag
+schemes of `metrics.ner`; and the tokenizer (`text.tokenization`).
 
     configs.py                  the data commands' settings, each defined once
     prepare_corpus.py           raw documents → one sentence per line

@@ -79,7 +79,8 @@ def publish_together(staged: dict, manifest_path: str | None = None,
     is incomplete, and `check_published_sets` refuses it; temporaries left by
     a killed writer are hidden names that `remove_stale_temporaries` clears.
     """
-    taken = [final for final in staged if not io.claim_holds(final)]
+    plan = io.plan_in_force()
+    taken = [final for final in staged if not plan.holds(final)]
     if taken:  # another writer published it since the check: its manifest is left alone
         raise io.written_meanwhile(taken[0])
     entries = None
@@ -92,7 +93,7 @@ def publish_together(staged: dict, manifest_path: str | None = None,
         io.atomic_write(manifest_path, json.dumps(entries, indent=2, sort_keys=True) + "\n")
     for final, tmp in staged.items():
         try:
-            io.publish_file(tmp, final, overwrite=True)
+            io.publish_file(tmp, final, overwrite=True, plan=plan)
         except FileExistsError:
             raise io.written_meanwhile(final) from None
     if manifest_path:

@@ -24,10 +24,11 @@ an empty directory, the project's own earlier output (recorded when it was
 published: `io.is_published_output`, or the manifest of a file set that
 lists it), or anything when the user gave `--overwrite`. Everything else (a
 file the user made, or one of ours they changed since) is refused in one line
-naming the flag. What the check found is recorded (`io.claim_output`), and the
-writer publishes by it: an output that was new is published only if it still
-is (of two writers one wins, the other gets one line); one of ours only while
-it is still that file.
+naming the flag. What the check found is written into the job's output plan
+(`io.OutputPlan`, the one in force), and the writer publishes by it: an
+output that was new is published only if it still is (of two writers one
+wins, the other gets one line); one of ours only while it is still that file.
+The plan also names the job's outputs, for an error line that names no path.
 
 This module is the library's: it takes a command's outputs as a plain mapping
 (flag name → kind) and never imports the command layer.
@@ -49,26 +50,34 @@ KINDS = (FILE, FILE_PREFIX, DIRECTORY)
 PATH_MAX = 4096
 
 
-def check_command_outputs(command: Any, flag_values: Any) -> None:
+def check_command_outputs(command: Any, flag_values: Any,
+                          plan: io.OutputPlan | None = None) -> io.OutputPlan:
     """Checks every output of a command (`check_output`) with the values its
-    flags were given; called by the command boundary after flag parsing,
-    before any work.
+    flags were given, and names them all in `plan`; called by the command
+    boundary after flag parsing, before any work.
 
     Args:
         command: anything with `outputs` (flag name → kind), or that mapping.
         flag_values: the parsed flags (absl's `FLAGS`, a config: attribute
             access); `overwrite` among them says whether --overwrite was given.
+        plan: the job's output plan; default: the plan in force.
+
+    Returns:
+        The plan, with a claim for every output of a kind this policy checks.
     """
+    plan = plan or io.plan_in_force()
     outputs: Mapping[str, str] = getattr(command, "outputs", command) or {}
     overwrite = bool(flag_value(flag_values, "overwrite"))
     given = _given_paths(flag_values, skip=set(outputs))
     for flag, kind in outputs.items():
         value = flag_value(flag_values, flag)
+        plan.name(f"--{flag}", value)
         if kind in KINDS and value:
             # First: an output that is one of the inputs says so (not "it exists").
             members = _members(value) if kind == FILE_PREFIX else [os.fspath(value)]
             io.refuse_output_over_input({f"--{flag}": m for m in members}, given)
-            check_output(value, f"--{flag}", kind, overwrite)
+            check_output(value, f"--{flag}", kind, overwrite, plan)
+    return plan
 
 
 def _given_paths(flag_values: Any, skip) -> list[tuple[str, str]]:
@@ -107,25 +116,27 @@ def flag_value(flag_values: Any, name: str):
     return getattr(flag_values, name, None)
 
 
-def check_output(path: str, flag: str, kind: str, overwrite: bool = False) -> None:
+def check_output(path: str, flag: str, kind: str, overwrite: bool = False,
+                 plan: io.OutputPlan | None = None) -> None:
     """`UserError` naming `flag` unless `path` may be written as an output of
-    `kind` (module docstring); records how it will be published."""
+    `kind` (module docstring); claims it in `plan` (default: the plan in
+    force) as it will be published."""
     if kind not in KINDS:
         raise ValueError(f"check_output: kind {kind!r} is not one of {KINDS}")
-    if kind == FILE_PREFIX:
-        for member in _members(path):
-            _check_one(member, flag, FILE_PREFIX, overwrite)
-    else:
-        _check_one(os.fspath(path), flag, kind, overwrite)
+    plan = plan or io.plan_in_force()
+    members = _members(path) if kind == FILE_PREFIX else [os.fspath(path)]
+    for member in members:
+        _check_one(member, flag, kind, overwrite, plan)
 
 
 def ensure_checked(path: str, flag: str, kind: str) -> None:
     """`check_output` for a writer called without the command boundary (a
     library call, a test): an output the boundary checked already keeps its
     claim (and its --overwrite)."""
+    plan = io.plan_in_force()
     members = _members(path) if kind == FILE_PREFIX else [os.fspath(path)]
-    if not all(io.is_claimed(member) for member in members):
-        check_output(path, flag, kind)
+    if not all(plan.is_claimed(member) for member in members):
+        check_output(path, flag, kind, plan=plan)
 
 
 def _members(value: str) -> list[str]:
@@ -133,7 +144,7 @@ def _members(value: str) -> list[str]:
     return [part.strip() for part in os.fspath(value).split(",") if part.strip()]
 
 
-def _check_one(path: str, flag: str, kind: str, overwrite: bool) -> None:
+def _check_one(path: str, flag: str, kind: str, overwrite: bool, plan: io.OutputPlan) -> None:
     if not io.is_local(path):
         return  # object stores: no kinds of path, no devices; rename replaces
     check_name_fits(path, flag)
@@ -145,7 +156,7 @@ def _check_one(path: str, flag: str, kind: str, overwrite: bool) -> None:
                         "; name a regular path")
     _check_kind(path, flag, kind)
     io.check_writable(path, flag)
-    io.claim_output(path, _publication(path, flag, kind, overwrite))
+    plan.claim(path, _publication(path, flag, kind, overwrite))
 
 
 def check_name_fits(path: str, flag: str) -> None:
@@ -170,7 +181,7 @@ def _check_kind(path: str, flag: str, kind: str) -> None:
 
 
 def _publication(path: str, flag: str, kind: str, overwrite: bool) -> str:
-    """How `path` may be published: "new", "ours" or "replace" (`io.claim_output`);
+    """How `path` may be published: "new", "ours" or "replace" (`io.OutputPlan.claim`);
     `UserError` when something the project did not write is there."""
     local = io.local_path(path)
     if not os.path.lexists(local) or (kind == DIRECTORY and os.path.isdir(local)

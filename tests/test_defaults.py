@@ -132,7 +132,7 @@ def test_no_module_restates_a_settings_choices():
     root = pathlib.Path(official_bert.__file__).parents[1]
     restated = []
     for path in sorted([*root.glob("official_bert/**/*.py"), *root.glob("data_prep/**/*.py")]):
-        if path.name == "configs.py":
+        if path.name in ("configs.py", "run_settings.py"):  # where the settings are defined
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) > 1

@@ -71,7 +71,7 @@ def test_a_full_disk_is_reported_and_nothing_is_left(tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(io.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(DiskFullError, match=r"the disk is full \(writing .*vocab.txt: "):
         io.atomic_write(path, "new\n")
     assert path.read_text() == "old\n" and hidden(tmp_path) == []
@@ -105,7 +105,7 @@ def test_a_symlink_at_the_destination_is_replaced_not_written_through(tmp_path):
 def test_a_temporary_is_created_exclusively_never_through_a_planted_symlink(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("must not change\n")
-    planted = tmp_path / io.os.path.basename(io.temporary_name(str(tmp_path / "out.txt")))
+    planted = tmp_path / os.path.basename(io.temporary_name(str(tmp_path / "out.txt")))
     planted.symlink_to(victim)
     with pytest.raises(FileExistsError):  # O_EXCL: the name must be new
         io.open_new(str(planted), "wb")
@@ -148,11 +148,13 @@ def test_publish_together_renames_every_file_then_writes_the_manifest(tmp_path, 
             f.write(name.encode())
     events = []
     rename, atomic_write, remove = io.rename, io.atomic_write, io.remove
-    monkeypatch.setattr(io, "rename", lambda s, d, **k: (events.append(("rename", d)),
-                                                         rename(s, d, **k)))
+    # Publishing renames and removes through `io.staging` (where the fault kit patches too).
+    monkeypatch.setattr(io.staging, "rename", lambda s, d, **k: (events.append(("rename", d)),
+                                                                 rename(s, d, **k)))
     monkeypatch.setattr(io, "atomic_write", lambda p, d: (events.append(("write", str(p))),
                                                           atomic_write(p, d)))
-    monkeypatch.setattr(io, "remove", lambda p: (events.append(("remove", str(p))), remove(p)))
+    monkeypatch.setattr(io.staging, "remove", lambda p: (events.append(("remove", str(p))),
+                                                         remove(p)))
     file_sets.publish_together(staged, str(manifest), {"instances": 7})
     # The manifest says "incomplete" first (an old one never vouches for a half-new set),
     # then the files are renamed into place, then it says "complete".

@@ -5,6 +5,7 @@ refusal. Hand cases in a temporary directory, then three commands end to end."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import multiprocessing
 import os
@@ -25,11 +26,15 @@ SAMPLE = REPO / "data_prep" / "sample_corpus" / "1861-Lincoln.txt"
 
 
 @pytest.fixture(autouse=True)
-def no_claims():
-    """Each case starts with no output checked (the claims are per process)."""
-    io._claims.clear()
-    yield
-    io._claims.clear()
+def next_job():
+    """Each case runs as one job, with an output plan of its own in force;
+    `next_job()` starts the next run of the command (a fresh plan: the claims
+    are one job's)."""
+    with contextlib.ExitStack() as stack:
+        def start():
+            stack.enter_context(io.OutputPlan().in_force())
+        start()
+        yield start
 
 
 def publish(path, data: str, kind=outputs.FILE, overwrite=False):
@@ -53,19 +58,19 @@ def test_a_file_the_project_did_not_write_is_refused_and_kept(tmp_path):
     assert out.read_text() == "mine\n"
 
 
-def test_the_projects_own_earlier_output_is_replaced(tmp_path):
+def test_the_projects_own_earlier_output_is_replaced(tmp_path, next_job):
     out = tmp_path / "vocab.txt"
     publish(out, "first\n")
-    io._claims.clear()  # a second run of the command
+    next_job()  # a second run of the command
     publish(out, "second\n")
     assert out.read_text() == "second\n"
     assert (tmp_path / io.OUTPUT_LEDGER).exists() and not hidden_leftovers(tmp_path)
 
 
-def test_an_output_edited_since_is_no_longer_the_projects(tmp_path):
+def test_an_output_edited_since_is_no_longer_the_projects(tmp_path, next_job):
     out = tmp_path / "vocab.txt"
     publish(out, "first\n")
-    io._claims.clear()
+    next_job()
     with open(out, "a") as f:
         f.write("an edit\n")
     with pytest.raises(UserError, match="exists"):
@@ -80,7 +85,7 @@ def test_overwrite_replaces_a_foreign_file(tmp_path):
     assert out.read_text() == "new\n"
 
 
-def test_a_set_published_before_the_ledger_is_recognised_by_its_manifest(tmp_path):
+def test_a_set_published_before_the_ledger_is_recognised_by_its_manifest(tmp_path, next_job):
     """create_pretraining_data's outputs made by earlier versions: its manifest vouches."""
     out = tmp_path / "train.tfrecord"
     staged = tmp_path / ".staged"
@@ -88,13 +93,13 @@ def test_a_set_published_before_the_ledger_is_recognised_by_its_manifest(tmp_pat
     file_sets.publish_together({str(out): str(staged)},
                                file_sets.sidecar_path(str(out)), {"instances": 1})
     outputs.check_output(str(out), "--output_file", outputs.FILE_PREFIX)  # ours: no error
-    io._claims.clear()
+    next_job()
     out.write_bytes(b"cut")  # another size: no longer what the manifest lists
     with pytest.raises(UserError, match="exists"):
         outputs.check_output(str(out), "--output_file", outputs.FILE_PREFIX)
 
 
-def test_a_non_empty_directory_is_refused_an_empty_one_and_our_own_are_not(tmp_path):
+def test_a_non_empty_directory_is_refused_an_empty_one_and_our_own_are_not(tmp_path, next_job):
     target = tmp_path / "export"
     target.mkdir()
     outputs.check_output(str(target), "--output_dir", outputs.DIRECTORY)  # empty: fine
@@ -112,7 +117,7 @@ def test_a_non_empty_directory_is_refused_an_empty_one_and_our_own_are_not(tmp_p
     assert (ours / "config.json").read_text() == '{"new": 1}'
     assert not hidden_leftovers(tmp_path)
     (ours / "added.txt").write_text("the user's")
-    io._claims.clear()
+    next_job()
     with pytest.raises(UserError, match="exists"):
         outputs.check_output(str(ours), "--output_dir", outputs.DIRECTORY)
 
@@ -256,18 +261,19 @@ def race(target, path) -> list:
 
 
 @pytest.mark.parametrize("earlier", ["none", "ours"])
-def test_two_writers_of_one_file_end_with_one_output_and_one_refusal(tmp_path, earlier):
+def test_two_writers_of_one_file_end_with_one_output_and_one_refusal(tmp_path, earlier, next_job):
     out = tmp_path / "vocab.txt"
     if earlier == "ours":
         publish(out, "an earlier run's\n")
-        io._claims.clear()
+        next_job()
     ok, refused = race(_race_file, str(out))
     assert ok == "ok" and refused.startswith("refused:") and "another process" in refused
     assert out.read_text().startswith("written by") and not hidden_leftovers(tmp_path)
 
 
 @pytest.mark.parametrize("earlier", ["none", "empty", "ours"])
-def test_two_writers_of_one_directory_end_with_one_output_and_one_refusal(tmp_path, earlier):
+def test_two_writers_of_one_directory_end_with_one_output_and_one_refusal(tmp_path, earlier,
+                                                                         next_job):
     out = tmp_path / "export"
     if earlier == "empty":
         out.mkdir()
@@ -275,7 +281,7 @@ def test_two_writers_of_one_directory_end_with_one_output_and_one_refusal(tmp_pa
         staging = io.make_temporary_dir(str(tmp_path), "export")
         pathlib.Path(staging, "config.json").write_text("earlier")
         io.publish_directory(staging, str(out))
-        io._claims.clear()
+        next_job()
     ok, refused = race(_race_directory, str(out))
     assert ok == "ok" and refused.startswith("refused:")
     assert (out / "config.json").read_text().isdigit() and not hidden_leftovers(tmp_path)

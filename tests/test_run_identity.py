@@ -205,7 +205,7 @@ def test_training_data_is_known_by_content_not_size(world, tmp_path, caplog):
 def test_a_large_files_fingerprint_reads_blocks_of_it(tmp_path, monkeypatch):
     """Above io.WHOLE_FINGERPRINT a file is known by its size and 32 blocks of 1 MiB,
     the first and the last included (the threshold lowered here)."""
-    monkeypatch.setattr(io, "WHOLE_FINGERPRINT", 1 << 20)
+    monkeypatch.setattr(io.reading, "WHOLE_FINGERPRINT", 1 << 20)
     path = tmp_path / "shard.tfrecord"
     data = bytearray(os.urandom(40 << 20))
     path.write_bytes(data)
@@ -216,7 +216,7 @@ def test_a_large_files_fingerprint_reads_blocks_of_it(tmp_path, monkeypatch):
         changed[offset] ^= 1
         path.write_bytes(changed)
         assert io.content_fingerprint(str(path)) != fingerprint, offset
-    monkeypatch.setattr(io, "WHOLE_FINGERPRINT", 128 << 20)
+    monkeypatch.setattr(io.reading, "WHOLE_FINGERPRINT", 128 << 20)
     path.write_bytes(data)
     assert io.content_fingerprint(str(path)) == "sha256:" + hashlib.sha256(data).hexdigest()
 

@@ -12,6 +12,7 @@ import pytest
 
 from support import processes
 
+from official_bert import io, outputs
 from official_bert.commands import app, system_errors
 
 
@@ -151,16 +152,17 @@ def test_a_closed_standard_output_ends_the_command_quietly(tmp_path):
     assert "status 141" in result.stderr
 
 
-def test_an_error_that_names_no_path_names_the_commands_outputs(monkeypatch):
+def test_an_error_that_names_no_path_names_the_commands_outputs():
     """TensorFlow's SavedModel writer says "File too large" and no path: the
     line names the running command's outputs instead of "a file"."""
     import tensorflow as tf
 
-    monkeypatch.setattr(app, "_outputs", {})
     error = tf.errors.UnknownError(None, None, "File too large")
     assert "(writing a file: file too large)" in app.one_line_error(error)
-    app.name_outputs({"--output_dir": "/runs/hub", "--export_dir": "/srv/export",
-                      "--vocab_out": None})
-    line = app.one_line_error(error)
+    plan = io.OutputPlan()  # the job's, as the output policy fills it
+    outputs.check_command_outputs({"output_dir": "run_dir", "export_dir": "export_dir",
+                                   "vocab_out": "file"},
+                                  {"output_dir": "/runs/hub", "export_dir": "/srv/export"}, plan)
+    line = app.one_line_error(error, plan.named)
     assert "(writing a file under --output_dir /runs/hub or --export_dir /srv/export: " in line
     assert "\n" not in line

@@ -93,7 +93,7 @@ def write_huggingface(weights, config, output_dir, vocab_file=None, do_lower_cas
     if any(name.startswith("cls/predictions/") for name in heads):
         hf_config["architectures"] = ["BertForPreTraining" if "cls/seq_relationship/output_bias"
                                       in heads else "BertForMaskedLM"]
-    whole = (io.is_claimed(output_dir) or not io.isdir(output_dir)
+    whole = (io.plan_in_force().is_claimed(output_dir) or not io.isdir(output_dir)
              or not io.listdir(output_dir))
     name = os.path.basename(output_dir.rstrip("/"))
     staging = (io.make_temporary_dir(os.path.dirname(output_dir.rstrip("/")) or ".", name)
@@ -192,7 +192,7 @@ def export_google(encoder, output_dir, vocab_file=None, heads=None, exact_gelu_a
     if exact_gelu_as not in EXACT_GELU_CHOICES:
         raise ValueError(f"exact_gelu_as={exact_gelu_as!r}: one of {EXACT_GELU_CHOICES}")
     config_dict = _google_config(encoder.config, exact_gelu_as)
-    if not io.is_claimed(output_dir) and io.exists(output_dir) and (
+    if not io.plan_in_force().is_claimed(output_dir) and io.exists(output_dir) and (
             not io.isdir(output_dir) or io.listdir(output_dir)):
         raise FileExistsError(output_dir)  # the output policy's claim may replace it
 

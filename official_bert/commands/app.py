@@ -59,7 +59,7 @@ import traceback
 from absl import app as absl_app
 from absl import flags, logging
 
-from official_bert import interruption
+from official_bert import interruption, io
 from official_bert.commands import system_errors
 from official_bert.errors import (DISK_FULL_ERRNOS, DiskFullError, Interrupted, Stopped,
                                   UserError, stopped_by)
@@ -122,33 +122,22 @@ def is_one_line_error(error: BaseException) -> bool:
             or _is_out_of_memory(error))
 
 
-# The running command's outputs (flag → path), named by a line about an
-# operating-system error whose message names no path (TensorFlow's SavedModel
-# writer says "File too large" alone). Set by the registry's job, once its
-# outputs are checked.
-_outputs: dict = {}
-
-
-def name_outputs(outputs: dict) -> None:
-    """Records the running command's outputs (flag → path) for `one_line_error`."""
-    _outputs.clear()
-    _outputs.update({flag: path for flag, path in outputs.items() if path})
-
-
-def _somewhere() -> str:
-    """What an error line names when its error names no path."""
-    if not _outputs:
+def _somewhere(outputs: dict | None) -> str:
+    """What an error line names when its error names no path: the job's
+    outputs (TensorFlow's SavedModel writer says "File too large" alone)."""
+    if not outputs:
         return "a file"
-    return "a file under " + " or ".join(f"{flag} {path}" for flag, path in _outputs.items())
+    return "a file under " + " or ".join(f"{flag} {path}" for flag, path in outputs.items())
 
 
-def one_line_error(error: BaseException) -> str:
+def one_line_error(error: BaseException, outputs: dict | None = None) -> str:
     """The `error: ...` line printed for a user error, an operating-system
-    error or an out-of-memory stop."""
+    error or an out-of-memory stop; `outputs` (flag → path: the job's output
+    plan names them) is where an error that names no path happened."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     problem = _system_problem(error)
     if problem is not None and not problem.path:
-        problem = dataclasses.replace(problem, path=_somewhere())
+        problem = dataclasses.replace(problem, path=_somewhere(outputs))
     if problem is not None and problem.errno in DISK_FULL_ERRNOS:
         detail = error.strerror if isinstance(error, OSError) and error.strerror else problem.what
         return f"error: {DiskFullError(problem.path, detail[:200])}"
@@ -293,9 +282,10 @@ def run(main, argv=None):
         sys.exit(0)
 
     def guarded(args):
+        plan = io.OutputPlan()  # the job's: its outputs' claims, filled by the output policy
         try:
             configure_logging()
-            with closed_output_ends_quietly():
+            with plan.in_force(), closed_output_ends_quietly():
                 return main(args)
         except BaseException as e:  # noqa: BLE001 - a stop, one line for user errors, else a bug
             if isinstance(e, SystemExit):
@@ -309,7 +299,7 @@ def run(main, argv=None):
             if os.environ.get("OFFICIAL_BERT_TRACEBACK"):
                 raise
             if is_one_line_error(e):
-                print(one_line_error(e), file=sys.stderr)
+                print(one_line_error(e, plan.named), file=sys.stderr)
             else:
                 traceback.print_exc()
                 print(f"error: {BUG_LINE}", file=sys.stderr)

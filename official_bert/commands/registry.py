@@ -227,14 +227,10 @@ def prepared_inputs(cmd: Command):
 
 def job(cmd: Command, module):
     """`module.main`, with `cmd`'s outputs checked first (the flags are parsed by then)."""
-    from absl import flags
-
-    from official_bert.commands import app
 
     @functools.wraps(module.main)  # (its __module__ gives `--help` the command's docstring)
     def main(argv):
-        check_outputs(cmd)
-        app.name_outputs({f"--{flag}": getattr(flags.FLAGS, flag, None) for flag in cmd.outputs})
+        check_outputs(cmd)  # into the job's output plan, which `app.run` put in force
         with prepared_inputs(cmd):
             return module.main(argv)
     return main

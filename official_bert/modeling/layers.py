@@ -84,8 +84,24 @@ class Float32LayerNorm(keras.layers.LayerNormalization):
         return keras.KerasTensor(inputs.shape, dtype=inputs.dtype)
 
 
+class _ArgumentsLayer(keras.layers.Layer):
+    """A layer whose config is the arguments it was made with: `_keep` sets
+    each as an attribute (what `build` and `call` read) and `get_config`
+    returns them, so an argument is named once, not in two lists to keep equal."""
+
+    def _keep(self, **arguments) -> None:
+        self._argument_names = tuple(arguments)
+        for name, value in arguments.items():
+            setattr(self, name, value)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({name: getattr(self, name) for name in self._argument_names})
+        return config
+
+
 @keras.saving.register_keras_serializable(package="official_bert")
-class PositionEmbedding(keras.layers.Layer):
+class PositionEmbedding(_ArgumentsLayer):
     """Learned absolute position embeddings, sliced to the input's length.
 
     Args:
@@ -100,8 +116,7 @@ class PositionEmbedding(keras.layers.Layer):
 
     def __init__(self, max_length, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.max_length = max_length
-        self.initializer_range = initializer_range
+        self._keep(max_length=max_length, initializer_range=initializer_range)
 
     def build(self, input_shape):
         self.embeddings = self.add_weight(
@@ -117,13 +132,6 @@ class PositionEmbedding(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[1], input_shape[-1])
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            max_length=self.max_length,
-            initializer_range=self.initializer_range,
-        )
-        return config
 
 
 # The token id of padding: [PAD] in BERT's vocabularies, and what the packers
@@ -132,7 +140,7 @@ PADDING_ID = 0
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(_ArgumentsLayer):
     """Token + segment + learned position embeddings, LayerNorm, dropout.
 
     Args:
@@ -167,13 +175,10 @@ class BertEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
+        self._keep(vocab_size=vocab_size, hidden_size=hidden_size,
+                   max_position_embeddings=max_position_embeddings,
+                   type_vocab_size=type_vocab_size, dropout=dropout,
+                   initializer_range=initializer_range, layer_norm_eps=layer_norm_eps)
 
         # === Layers ===
         init = _initializer(initializer_range)
@@ -229,22 +234,10 @@ class BertEmbeddings(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.hidden_size,)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            max_position_embeddings=self.max_position_embeddings,
-            type_vocab_size=self.type_vocab_size,
-            dropout=self.dropout,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
-        return config
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class MultiHeadSelfAttention(keras.layers.Layer):
+class MultiHeadSelfAttention(_ArgumentsLayer):
     """Scaled dot-product self-attention over A heads, with a padding mask.
 
     Query, key and value are separate H→H projections (as in every BERT
@@ -280,11 +273,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 f"hidden_size {hidden_size} is not divisible by "
                 f"num_heads {num_heads}"
             )
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
+        self._keep(hidden_size=hidden_size, num_heads=num_heads,
+                   attention_dropout=attention_dropout, initializer_range=initializer_range)
         self.head_size = hidden_size // num_heads
-        self.attention_dropout = attention_dropout
-        self.initializer_range = initializer_range
 
         # === Layers ===
         def dense(name):
@@ -332,15 +323,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return input_shape
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            attention_dropout=self.attention_dropout,
-            initializer_range=self.initializer_range,
-        )
-        return config
 
 
 def attention_bias_from_mask(input_mask):
@@ -350,7 +332,7 @@ def attention_bias_from_mask(input_mask):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(_ArgumentsLayer):
     """One post-LayerNorm Transformer encoder block, as in BERT.
 
     x → self-attention → dense → dropout → LayerNorm(x + ·) = h
@@ -388,14 +370,10 @@ class TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.intermediate_size = intermediate_size
-        self.activation = activation
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
+        self._keep(hidden_size=hidden_size, num_heads=num_heads,
+                   intermediate_size=intermediate_size, activation=activation, dropout=dropout,
+                   attention_dropout=attention_dropout, initializer_range=initializer_range,
+                   layer_norm_eps=layer_norm_eps)
 
         # === Layers ===
         def dense(units, name, activation=None):
@@ -451,16 +429,3 @@ class TransformerBlock(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return input_shape
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-            activation=self.activation,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
-        return config

@@ -10,7 +10,8 @@ A runner supplies a `Task` (how to build the model and compute its loss), a
 * `steps_per_loop` updates per `tf.function` call, so the host does not wait
   on every step;
 * checkpoints (model, encoder, optimizer slots, global step, dropout RNG
-  state) every `save_checkpoints_steps` and at the end, through
+  state: the `train_state.TrainState`, built, then restored, apart from the
+  loop) every `save_checkpoints_steps` and at the end, through
   `run_directory.checkpoints.RunCheckpoints`, which rotates only the checkpoints the run
   directory's record says its runs wrote; a restart resumes from the latest one
   and re-creates the input pipeline at the same position, so a resumed run
@@ -37,8 +38,6 @@ import dataclasses
 import functools
 import os
 import re
-import shutil
-import tempfile
 import time
 from typing import Callable, Protocol
 
@@ -47,17 +46,16 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert import checkpoints, interruption, io
+from official_bert import interruption, io
 from official_bert.configs import DistributionSettings, RunConfig, TrainingSettings
 from official_bert.errors import BadFileError, UserError
 from official_bert.progress import Progress
 from official_bert.settings import default_of
 from official_bert.run_directory import TRAIN_SUMMARIES, RunDirectory
-from official_bert.run_directory.checkpoints import RunCheckpoints
-from official_bert.run_directory.latest import latest_checkpoint
 from official_bert.training import distribution
 from official_bert.training.budget import TimeBudget
 from official_bert.training.termination import TerminationSignal
+from official_bert.training.train_state import CheckpointSaves, TrainState
 from official_bert.training.train_step import ReplicaStep
 
 # What a task's loss step returns besides the loss: metric name → (numerator,
@@ -146,11 +144,6 @@ def training_config(run_config: RunConfig, num_train_steps: int,
         **{name: getattr(run_config, name) for name in _RUN_SETTINGS})
 
 
-def seed_generator_states(model: keras.Model) -> list:
-    """The dropout RNG state variables, which `model` alone does not checkpoint."""
-    return [v for v in model.variables if "seed_generator_state" in v.path]
-
-
 class Trainer:
     """Trains, evaluates and predicts a `Task` under a distribution strategy.
 
@@ -196,29 +189,21 @@ class Trainer:
         self.config = config
         self.is_chief = distribution.is_chief(strategy)
         self._host_only = _on_the_host_alone(strategy)
-        self._build(optimizer_fn, loss_scale)
+        self.state = TrainState.build(task, strategy, optimizer_fn, loss_scale, time_budget)
         self._stop_in_loop, self._stop = self._stop_flag()
-        self.checkpoint = tf.train.Checkpoint(**self._tracked())
-        self._open_checkpoints(run_directory)
-        self.resumed_from = self._restore(init_fn)
+        self._saves = CheckpointSaves(self.checkpoint, config.output_dir,
+                                      config.keep_checkpoint_max, run_directory, self.is_chief)
+        self.resumed_from = self.state.restore(config.output_dir, init_fn)
         self._replica_step = ReplicaStep(task, self.model, self.optimizer, config)
         self._train_loop = None
         self._progress = None  # the training's (`_train`)
 
-    def _build(self, optimizer_fn, loss_scale) -> None:
-        """The model, the optimizer (None: a trainer that only evaluates or
-        predicts) and the global step, in the strategy's scope."""
-        with self.strategy.scope():
-            self.model = self.task.build_model()
-            self.optimizer = optimizer_fn() if optimizer_fn else None
-            if self.optimizer is not None and loss_scale:
-                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
-            if self.optimizer is not None:
-                self.optimizer.build(self.model.trainable_variables)
-            self.global_step = tf.Variable(
-                0, dtype=tf.int64, trainable=False, name="global_step",
-                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-            )
+    # The state's parts, as the runs, the tasks and the tests read them.
+    model = property(lambda self: self.state.model)
+    optimizer = property(lambda self: self.state.optimizer)
+    global_step = property(lambda self: self.state.global_step)
+    checkpoint = property(lambda self: self.state.checkpoint)
+    run_directory = property(lambda self: self._saves.run_directory)
 
     def _stop_flag(self):
         """(whether the train loop reads the flag, the flag). Read by the train
@@ -232,75 +217,9 @@ class Trainer:
         with tf.device("CPU:0"):
             return in_loop, tf.Variable(False, trainable=False, name="stop_requested")
 
-    # --- checkpoints -------------------------------------------------------
-
-    def _tracked(self) -> dict:
-        """What a checkpoint holds: the model (and its encoder, for the readers
-        of encoders), the step, the dropout RNG state, the optimizer's slots and
-        the time budget's clock."""
-        tracked = dict(model=self.model, global_step=self.global_step,
-                       rng=seed_generator_states(self.model))
-        if hasattr(self.model, "encoder"):
-            tracked["encoder"] = self.model.encoder
-        if self.optimizer is not None:
-            tracked["optimizer"] = self.optimizer
-        if self.budget is not None:
-            tracked["train_seconds"] = self.budget.elapsed
-        return tracked
-
-    def _open_checkpoints(self, run_directory) -> None:
-        """Where this worker writes its checkpoints (`manager`), and the run
-        directory whose record names them (the chief's alone)."""
-        output_dir = self.config.output_dir
-        if run_directory is not None and not io.same_path(run_directory.path, output_dir):
-            raise ValueError(f"the run directory {run_directory.path} is not --output_dir "
-                             f"{output_dir}")
-        self.run_directory = run_directory
-        self._write_dir = self._checkpoint_dir()
-        self.manager = RunCheckpoints(
-            self.checkpoint, self._write_dir, self.config.keep_checkpoint_max,
-            run_directory if self.is_chief else None)
-
-    def _restore(self, init_fn) -> str | None:
-        """Resumes from the newest checkpoint of --output_dir whose files are
-        there (after a damaged one was deleted, the one before it) and returns
-        it; without one, `init_fn(model)` (e.g. --init_checkpoint) and None."""
-        latest = latest_checkpoint(self.config.output_dir)
-        if not latest:
-            if init_fn is not None:
-                init_fn(self.model)
-            return None
-        try:
-            self.checkpoint.restore(latest).expect_partial()
-        except (tf.errors.OpError, ValueError, IndexError) as e:
-            # A truncated .index / .data file: name it, and the one to resume from.
-            damaged = checkpoints.damaged_checkpoint_error(latest, e, resuming=True)
-            if damaged is None:
-                raise
-            raise damaged from None
-        if self.optimizer is None:  # (a training run says "Resumed from" when it does)
-            logging.info("Using %s (step %d): its weights, untrained further", latest,
-                         int(self.global_step.numpy()))
-        return latest
-
-    def _checkpoint_dir(self):
-        if self.is_chief:
-            return self.config.output_dir
-        # Every worker must take part in saving (it is a collective), but only
-        # the chief's files are kept. The others write to a private scratch
-        # directory on local disk, whatever file system --output_dir is on: it
-        # must not be shared with the chief (their files would clash), it is
-        # emptied after every save and deleted with the machine, so neither an
-        # atomic write nor a gs:// path is wanted here.
-        return tempfile.mkdtemp(prefix="worker-ckpt-")
-
-    def save(self):
-        # (A failed write removes TensorFlow's staging of it: `RunCheckpoints.save`.)
-        path = self.manager.save(int(self.global_step.numpy()))
-        if not self.is_chief:
-            shutil.rmtree(self._write_dir, ignore_errors=True)
-            os.makedirs(self._write_dir, exist_ok=True)
-        return path
+    def save(self) -> str:
+        """Saves a checkpoint of the current step (every worker takes part)."""
+        return self._saves.save(int(self.global_step.numpy()))
 
     # --- the host call of several updates -------------------------------------
 
@@ -383,7 +302,7 @@ class Trainer:
         bad = find() if find is not None else None
         if bad is None:
             return error
-        latest = self.manager.last_saved if self.is_chief else None
+        latest = self._saves.last_saved
         fix = ("fix or replace the file (or leave it out) and run the same command again"
                if latest is None else
                f"the run's checkpoints up to {os.path.basename(latest)} are kept in "
@@ -409,7 +328,7 @@ class Trainer:
         except Exception as e:  # noqa: BLE001 - the input's line matters more; say both
             logging.warning("Could not save a checkpoint after the input was lost: %s",
                             str(e).strip().splitlines()[0][:300])
-            saved = self.manager.last_saved if self.is_chief else None
+            saved = self._saves.last_saved
         step = int(self.global_step.numpy())
         kept = (f"the run saved {os.path.basename(saved)} (step {step}) in "
                 f"{self.config.output_dir}" if saved else "no checkpoint was saved")

@@ -106,15 +106,15 @@ def killed_generation(c: Ctx):
     os.makedirs(c.p("gen"), exist_ok=True)
     script = (
         "import os, signal, sys\n"
-        "from official_bert import io\n"
-        "original, count = io.rename, [0]\n"
+        "from official_bert.io import staging\n"  # every publication renames through it
+        "original, count = staging.rename, [0]\n"
         "def rename(source, destination, overwrite=False):\n"
         "    original(source, destination, overwrite)\n"
         "    if '.tfrecord' in str(destination) and not str(destination).endswith('.json'):\n"
         "        count[0] += 1\n"
         "        if count[0] == 1:\n"
         "            os.kill(os.getpid(), signal.SIGKILL)\n"
-        "io.rename = rename\n"
+        "staging.rename = rename\n"
         "from official_bert.commands import registry\n"
         "registry.run_command('create-pretraining-data', sys.argv)\n")
     outputs = ",".join(c.p("gen", f"k-{i}.tfrecord") for i in range(3))

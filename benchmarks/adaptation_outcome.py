@@ -49,7 +49,7 @@ from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import fmt, log_rates, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
 from benchmarks.step_runner import (InProcess, Step, check_choices, check_positive,  # noqa: E402
                                     check_seeds, measure, measurement_parser, python,
-                                    read_json, split_list)
+                                    read_json, split_lists)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -77,7 +77,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
     args = p.parse_args(argv)
-    args.tasks, args.seeds = split_list(args.tasks), split_list(args.seeds)
+    split_lists(args, "tasks", "seeds")
     check_choices(p, "tasks", args.tasks, TASKS)
     check_seeds(p, "seeds", args.seeds)
     check_positive(p, args, ("adapt_minutes", "epochs", "glue_learning_rate", "ner_learning_rate"))

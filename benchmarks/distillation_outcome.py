@@ -54,7 +54,7 @@ from benchmarks.outcome_metrics import (fmt, read_key_values, row_summaries, spr
                                         task_score)
 from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
                                     check_positive, check_seeds, measure, measurement_parser,
-                                    python, read_json, split_list)
+                                    python, read_json, split_lists)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -103,8 +103,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def check_args(parser, args) -> None:
     """One line (argparse's error) for each bad value; lists made lists."""
-    args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
-    args.seeds, args.other_seeds = split_list(args.seeds), split_list(args.other_seeds)
+    split_lists(args, "tasks", "rows", "seeds", "other_seeds")
     check_choices(parser, "tasks", args.tasks, TASKS)
     check_choices(parser, "rows", args.rows, ROWS)
     check_seeds(parser, "seeds", args.seeds)

@@ -61,7 +61,7 @@ from benchmarks.outcome_metrics import (  # noqa: E402
 from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
                                     check_positive, check_seeds, measure, measurement_parser,
-                                    python, split_list, write_json)
+                                    python, split_lists, write_json)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -122,8 +122,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def check_args(parser, args) -> None:
     """One line (argparse's error) for each bad value; lists made lists."""
-    args.sections, args.rows = split_list(args.sections), split_list(args.rows)
-    args.tasks, args.seeds = split_list(args.tasks), split_list(args.seeds)
+    split_lists(args, "sections", "rows", "tasks", "seeds")
     for name, allowed in (("sections", SECTIONS), ("rows", ROWS), ("tasks", GLUE_TASKS)):
         check_choices(parser, name, getattr(args, name), allowed, allow_empty=True)
     check_seeds(parser, "seeds", args.seeds)

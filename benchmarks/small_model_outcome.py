@@ -59,7 +59,7 @@ from benchmarks.outcome_metrics import (read_key_values, row_summaries, spread, 
                                         task_score)
 from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
                                     check_seeds, measure, measurement_parser, python,
-                                    read_json, split_list)
+                                    read_json, split_lists)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -95,8 +95,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--glue_dir", default=str(SHARED / "data" / "glue"))
     add("--conll_dir", default=str(SHARED / "data" / "ner" / "conll2003"))
     args = p.parse_args(argv)
-    args.tasks, args.rows = split_list(args.tasks), split_list(args.rows)
-    args.seeds, args.start_seeds = split_list(args.seeds), split_list(args.start_seeds)
+    split_lists(args, "tasks", "rows", "seeds", "start_seeds")
     check_choices(p, "tasks", args.tasks, TASKS)
     check_choices(p, "rows", args.rows, ROWS + LEVERS)
     if "distilled_text" in args.rows and "SST-2" in args.tasks:

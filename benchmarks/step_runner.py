@@ -50,6 +50,12 @@ def split_list(text: str) -> list:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+def split_lists(args, *names: str) -> None:
+    """Each named comma-separated argument made its list of items, in place."""
+    for name in names:
+        setattr(args, name, split_list(getattr(args, name)))
+
+
 def read_json(path) -> dict:
     return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 

@@ -22,36 +22,10 @@ QNLI sample, then on SST-2 from `bert download glue/SST-2 --output_dir=$DATA`:
     --max_seq_length=64 --output_dir=/tmp/sst2 --export_dir=/tmp/sst2_export
 """
 
-from __future__ import annotations
+# Its flags and main are made from its task family's row (`tasks.families`) by
+# `commands.registry`: this module is its `--help` and `python -m` name.
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
-from official_bert.configs import ClassificationConfig, GoogleTpuFlags, RunConfig
-
-# tasks.classification loads TensorFlow: `main` imports it once the flags are parsed, so
-# that defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
-CONFIGS = (ClassificationConfig, RunConfig, GoogleTpuFlags)  # its flags' definitions
-
-
-def define_flags():
-    cli_flags.define_flags(ClassificationConfig)
-    cli_flags.define_run_flags(RunConfig, distill_text=True)
-
-
-# The main every task command ends with (deliberately the same): flags → config → the
-# library.
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import classification, runner
-
-    config = cli_flags.from_flags(ClassificationConfig, FLAGS)
-    run_config = cli_flags.run_config(FLAGS, RunConfig)
-    runner.run_task(classification.ClassificationTask, config, run_config)
-
+from official_bert.commands import registry
 
 if __name__ == "__main__":
     registry.run_command("classify")

@@ -10,18 +10,16 @@ defines their flags in its `define_flags()` (which `commands.registry` calls
 before parsing), and builds them back with `from_flags` / `run_config`.
 Nothing here parses argv.
 
-Example (a task command):
+Example (a command; a task family's are made from its row, `commands.registry`):
 
     from official_bert.commands import cli_flags
-    from official_bert.configs import GoogleTpuFlags, RunConfig, SquadConfig
-    CONFIGS = (SquadConfig, RunConfig, GoogleTpuFlags)
+    from official_bert.configs import ExportEncoderConfig
+    CONFIGS = (ExportEncoderConfig,)
     def define_flags():
-        cli_flags.define_flags(SquadConfig)
-        cli_flags.define_run_flags(RunConfig)
+        cli_flags.define_command_flags(ExportEncoderConfig, cli_flags.MODEL_FILES)
     ...
     def main(_):
-        task = SpanLabelingTask(cli_flags.from_flags(SquadConfig, FLAGS),
-                                cli_flags.run_config(FLAGS, RunConfig))
+        export_checkpoint(cli_flags.from_flags(ExportEncoderConfig, FLAGS))
 """
 
 from __future__ import annotations
@@ -109,19 +107,19 @@ def _calling_module() -> str:
     return frame.f_globals.get("__name__", __name__) if frame is not None else __name__
 
 
-def define_command_flags(config_class, *parts, skip=()) -> None:
+def define_command_flags(config_class, *parts, skip=(), group: str | None = None) -> None:
     """The flags of `config_class`: its own settings under the command's
-    heading, then each shared part (`MODEL_FILES`, `PRECISION`, `EXPORT`, ...)
-    under the part's heading."""
+    heading (`group`: default, the calling command's module), then each shared
+    part (`MODEL_FILES`, `PRECISION`, `EXPORT`, ...) under the part's heading."""
     shared = [name for _, names in parts for name in names]
-    define_flags(config_class, skip=(*shared, *skip))
+    define_flags(config_class, skip=(*shared, *skip), group=group)
     for heading, names in parts:
         define_flags(config_class, group=heading, only=names, skip=skip)
 
 
 def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict"),
                      counts: str = "epochs", distillation: bool | None = None,
-                     distill_text: bool = False) -> None:
+                     distill_text: bool = False, group: str | None = None) -> None:
     """The flags of a task run: `config_class` (RunConfig, or the command's
     `with_defaults` of it) by part, and google's TPU flags (`GoogleTpuFlags`).
 
@@ -132,7 +130,8 @@ def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict
         distillation: whether the command has --teacher and its flags (None:
             fine-tuning commands do, pre-training does not).
         distill_text: whether it also has --distill_text (a task that reads
-            unlabelled text: `Task.reads_distill_text`).
+            unlabelled text: `TaskSpec.reads_distill_text`).
+        group: the command's `--help` heading (default: the calling module).
     """
     skip = [name for mode in ("train", "eval", "predict") if mode not in modes
             for name in (f"do_{mode}", f"{mode}_batch_size")]
@@ -142,7 +141,7 @@ def define_run_flags(config_class=RunConfig, *, modes=("train", "eval", "predict
     elif not distill_text:
         skip.append("distill_text")
     define_command_flags(config_class, MODEL_FILES, TRAINING, DISTILLATION, DISTRIBUTION,
-                         EXPORT, skip=skip)
+                         EXPORT, skip=skip, group=group)
     define_flags(GoogleTpuFlags, group=DISTRIBUTION_FLAGS)
 
 

@@ -25,32 +25,10 @@ it, on the repository's sample_text.txt, for two minutes):
     --num_train_steps=1000 --max_train_minutes=2 --output_dir=/tmp/minilm_l3
 """
 
-from __future__ import annotations
+# Its flags and main are made from its task family's row (`tasks.families`) by
+# `commands.registry`: this module is its `--help` and `python -m` name.
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
-from official_bert.configs import GoogleTpuFlags, PretrainingConfig, PretrainRunConfig
-
-FLAGS = flags.FLAGS
-
-CONFIGS = (PretrainingConfig, PretrainRunConfig, GoogleTpuFlags)  # its flags' definitions
-
-
-def define_flags():
-    cli_flags.define_flags(PretrainingConfig)
-    cli_flags.define_run_flags(PretrainRunConfig, modes=("train", "eval"), counts="steps",
-                               distillation=True)
-
-
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import general_distillation, runner
-
-    config = cli_flags.from_flags(PretrainingConfig, FLAGS)
-    run_config = cli_flags.run_config(FLAGS, PretrainRunConfig)
-    runner.run_task(general_distillation.GeneralDistillationTask, config, run_config)
-
+from official_bert.commands import registry
 
 if __name__ == "__main__":
     registry.run_command("distill")

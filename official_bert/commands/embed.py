@@ -19,16 +19,8 @@ Example (all-MiniLM-L6-v2 as sentence-transformers runs it: mean, normalized,
 
 from __future__ import annotations
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
+from official_bert.commands import cli_flags, registry
 from official_bert.configs import EmbedConfig
-
-# tasks.embeddings loads TensorFlow: `main` imports it once the flags are
-# parsed, so that defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
 
 CONFIGS = (EmbedConfig,)  # its flags' definitions
 
@@ -38,14 +30,8 @@ def define_flags():
                                    cli_flags.EXPORT)
 
 
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import embeddings
-
-    written = embeddings.run(cli_flags.from_flags(EmbedConfig, FLAGS))
-    for what, path in written.items():
-        print(f"{what}\t{path}", flush=True)
-
+# Its main is `registry.job_main`: the job its row names, run on its config (the
+# library call loads TensorFlow once the flags are parsed, so `--help` stays fast).
 
 if __name__ == "__main__":
     registry.run_command("embed")

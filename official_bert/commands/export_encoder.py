@@ -24,16 +24,8 @@ Example (`$MINILM` is the bundled all-MiniLM-L6-v2, as the README sets it):
 
 from __future__ import annotations
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
+from official_bert.commands import cli_flags, registry
 from official_bert.configs import ExportEncoderConfig
-
-# The export (`serving.encoder.export_checkpoint`) loads TensorFlow: it is imported
-# inside `main`, so defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
 
 CONFIGS = (ExportEncoderConfig,)  # its flags' definitions
 
@@ -42,14 +34,8 @@ def define_flags():
     cli_flags.define_command_flags(ExportEncoderConfig, cli_flags.MODEL_FILES, cli_flags.EXPORT)
 
 
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.serving.encoder import export_checkpoint
-
-    written = export_checkpoint(cli_flags.from_flags(ExportEncoderConfig, FLAGS))
-    for what, path in written.items():
-        print(f"{what}\t{path}", flush=True)
-
+# Its main is `registry.job_main`: the job its row names, run on its config (the
+# library call loads TensorFlow once the flags are parsed, so `--help` stays fast).
 
 if __name__ == "__main__":
     registry.run_command("export-encoder")

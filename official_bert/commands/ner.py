@@ -17,36 +17,10 @@ README sets it):
     --learning_rate=5e-5 --num_train_epochs=3 --output_dir=/tmp/wnut17
 """
 
-from __future__ import annotations
+# Its flags and main are made from its task family's row (`tasks.families`) by
+# `commands.registry`: this module is its `--help` and `python -m` name.
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
-from official_bert.configs import GoogleTpuFlags, NerConfig, RunConfig
-
-# tasks.ner loads TensorFlow: `main` imports it once the flags are parsed, so
-# that defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
-CONFIGS = (NerConfig, RunConfig, GoogleTpuFlags)  # its flags' definitions
-
-
-def define_flags():
-    cli_flags.define_flags(NerConfig)
-    cli_flags.define_run_flags(RunConfig, distill_text=True)
-
-
-# The main every task command ends with (deliberately the same): flags → config → the
-# library.
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import ner, runner
-
-    config = cli_flags.from_flags(NerConfig, FLAGS)
-    task_class = ner.FeatureBasedNerTask if config.feature_based else ner.NerTask
-    runner.run_task(task_class, config, cli_flags.run_config(FLAGS, RunConfig))
-
+from official_bert.commands import registry
 
 if __name__ == "__main__":
     registry.run_command("ner")

@@ -53,36 +53,10 @@ wnut17 --output_dir=$DATA`):
     --num_train_steps=300 --num_warmup_steps=30 --output_dir=/runs/wnut17_tapt
 """
 
-from __future__ import annotations
+# Its flags and main are made from its task family's row (`tasks.families`) by
+# `commands.registry`: this module is its `--help` and `python -m` name.
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
-from official_bert.configs import GoogleTpuFlags, PretrainingConfig, PretrainRunConfig
-
-# tasks.pretraining loads TensorFlow: `main` imports it once the flags are parsed, so
-# that defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
-CONFIGS = (PretrainingConfig, PretrainRunConfig, GoogleTpuFlags)  # its flags' definitions
-
-
-def define_flags():
-    cli_flags.define_flags(PretrainingConfig)
-    cli_flags.define_run_flags(PretrainRunConfig, modes=("train", "eval"), counts="steps")
-
-
-# The main every task command ends with (deliberately the same): flags → config → the
-# library.
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import pretraining, runner
-
-    config = cli_flags.from_flags(PretrainingConfig, FLAGS)
-    run_config = cli_flags.run_config(FLAGS, PretrainRunConfig)
-    runner.run_task(pretraining.PretrainingTask, config, run_config)
-
+from official_bert.commands import registry
 
 if __name__ == "__main__":
     registry.run_command("pretrain")

@@ -9,7 +9,19 @@ before any work.
 
 Each command's module has its docstring (its `--help`: what it does and an
 example), `CONFIGS` (the configs its flags come from), `define_flags()` and
-`main(argv)`; nothing runs when it is imported.
+`main(argv)`; nothing runs when it is imported. Two kinds of command are
+made from data instead, their module holding the docstring alone, or with
+its flags:
+
+  - a task family's (`task`: its row, `tasks.families.TaskSpec`): its
+    flags, inputs, phases and its main (`task_main`: flags → configs →
+    `tasks.runner.run_task`) all come from the row. The built-in families'
+    commands are listed here in pipeline order; a family registered outside
+    the library (`families.register`, loaded with $OFFICIAL_BERT_TASKS) joins
+    at the end, with its `bert` command, flags and flag reference;
+  - a job's (`job`: "module:function" of a library call that takes the
+    command's config and returns what it wrote, {what: path}, which the main
+    prints a line each).
 
 A `Command`'s `outputs` maps each output flag to its kind:
 
@@ -40,6 +52,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import json
+
+from official_bert.tasks import families
 
 # The output kinds that a file this project did not write may already hold:
 # the commands with one of them take --overwrite (`configs.OutputConfig`).
@@ -64,6 +79,8 @@ class Command:
     outputs: dict = dataclasses.field(default_factory=dict)
     phases: tuple = ()
     inputs: dict = dataclasses.field(default_factory=dict)
+    task: families.TaskSpec | None = None
+    job: str | None = None
 
     def __post_init__(self):
         assert set(self.outputs.values()) <= set(OUTPUT_KINDS), self
@@ -72,7 +89,8 @@ class Command:
 
     @property
     def module_name(self) -> str:
-        return f"{_PACKAGE}.{self.module}"
+        """The module whose docstring is `--help` (a task family's, its row's)."""
+        return self.task.module if self.task else f"{_PACKAGE}.{self.module}"
 
     @property
     def takes_overwrite(self) -> bool:
@@ -80,17 +98,28 @@ class Command:
         return any(kind in OVERWRITABLE for kind in self.outputs.values())
 
 
-# The training commands' outputs and phases.
+# The training commands' outputs.
 _RUN = {"output_dir": "run_dir", "export_dir": "export_dir"}
 # The model files a command may be given (a checkpoint, a path prefix, is model_files').
 _MODEL = {"bert_config_file": "file", "vocab_file": "file"}
-# A fine-tuning command's inputs.
-_TASK = {**_MODEL, "train_file": "file", "eval_file": "file", "predict_file": "file",
-         "distill_text": "file"}
-_PRETRAIN = {**_MODEL, "input_file": "file", "eval_input_file": "file", "distill_text": "file"}
+
+
+def task_command(spec: families.TaskSpec) -> Command:
+    """A task family's command, from its row: it reads the model files, its
+    --<mode>_file flags (or its row's inputs) and --distill_text; trains,
+    evaluates and predicts as its modes say, and exports."""
+    names = {f.name for f in dataclasses.fields(spec.config)}
+    inputs = {**_MODEL, **{f"{mode}_file": "file" for mode in spec.modes
+                           if f"{mode}_file" in names}}
+    if spec.reads_distill_text:
+        inputs["distill_text"] = "file"
+    phases = ("read", "train", *[m for m in ("eval", "predict") if m in spec.modes], "export")
+    return Command(spec.command, spec.module.removeprefix(f"{_PACKAGE}."), spec.summary,
+                   spec.google_script, _RUN, phases, {**inputs, **spec.inputs}, task=spec)
+
 
 # In pipeline order (`bert --help` lists them so).
-COMMANDS = (
+_BUILT_IN = (
     Command("download", "download",
             "fetch GLUE, SQuAD, SWAG, WNUT-17, XNLI (checksums, resume, mirrors)",
             # A cache of datasets, locked while in use, each one never replaced (download.py):
@@ -112,28 +141,15 @@ COMMANDS = (
             "masked-LM + next-sentence TFRecords", google_script="create_pretraining_data.py",
             outputs={"output_file": "file_prefix"}, phases=("read", "data", "write"),
             inputs={"input_file": "file", "vocab_file": "file"}),
-    Command("pretrain", "pretrain", "pre-train BERT (masked LM + next sentence)",
-            google_script="run_pretraining.py", outputs=_RUN,
-            phases=("read", "train", "eval", "export"), inputs=_PRETRAIN),
-    Command("distill", "distill", "a smaller BERT that learns a teacher on a corpus (general "
-            "distillation)", outputs=_RUN, phases=("read", "train", "eval", "export"),
-            inputs=_PRETRAIN),
-    Command("classify", "classify", "fine-tune / evaluate / predict GLUE or your own CSV/TSV",
-            google_script="run_classifier.py", outputs=_RUN,
-            phases=("read", "train", "eval", "predict", "export"),
-            inputs={**_TASK, "data_dir": "dir"}),
-    Command("squad", "squad", "question answering, SQuAD v1.1 and v2.0",
-            google_script="run_squad.py", outputs=_RUN,
-            phases=("read", "train", "predict", "export"),
-            inputs={name: way for name, way in _TASK.items() if name != "eval_file"}),
+    task_command(families.PRETRAINING),
+    task_command(families.DISTILLATION),
+    task_command(families.CLASSIFICATION),
+    task_command(families.SQUAD),
     Command("squad-split", "squad_split", "split a SQuAD file into train and dev by article",
             outputs={"train_output": "file", "dev_output": "file"}, phases=("read", "write"),
             inputs={"input_file": "file"}),
-    Command("swag", "swag", "multiple choice (SWAG layout)", google_script="run_swag.py",
-            outputs=_RUN, phases=("read", "train", "eval", "predict", "export"), inputs=_TASK),
-    Command("ner", "ner", "token tagging (CoNLL files), fine-tuned or feature-based",
-            google_script="run_ner.py", outputs=_RUN,
-            phases=("read", "train", "eval", "predict", "export"), inputs=_TASK),
+    task_command(families.MULTIPLE_CHOICE),
+    task_command(families.NER),
     Command("glue-submission", "glue_submission",
             "the GLUE leaderboard's zip from a directory of predicted runs",
             outputs={"output_file": "file"}, phases=("read", "write"),
@@ -149,13 +165,14 @@ COMMANDS = (
             "sentence embeddings of a text file (.npy / .jsonl) and a SavedModel that embeds",
             outputs={"output_file": "file", "export_dir": "export_dir"},
             phases=("read", "predict", "write", "export"),
-            inputs={**_MODEL, "input_file": "file"}),
+            inputs={**_MODEL, "input_file": "file"}, job="official_bert.tasks.embeddings:run"),
     Command("export-encoder", "export_encoder",
             "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) from a checkpoint",
             # --output_dir holds SavedModels (preprocessor/, encoder/), each never overwritten
             # (serving/hub.py), as --export_dir's versions: not one directory replaced whole.
             outputs={"output_dir": "export_dir", "export_dir": "export_dir"},
-            phases=("read", "export"), inputs=_MODEL),
+            phases=("read", "export"), inputs=_MODEL,
+            job="official_bert.serving.encoder:export_checkpoint"),
     Command("compare", "compare",
             "models side by side on your labelled file: task metric, latency, throughput, size",
             outputs={"json_output": "file", "plot_output": "file"},
@@ -173,12 +190,27 @@ COMMANDS = (
             phases=("read", "data", "train", "eval", "export")),
 )
 
-BY_NAME = {command.name: command for command in COMMANDS}
+def commands() -> tuple:
+    """Every command: the built-in ones, then those of the task families
+    registered outside the library ($OFFICIAL_BERT_TASKS loaded first)."""
+    families.load_declared()
+    listed = {cmd.name for cmd in _BUILT_IN}
+    return _BUILT_IN + tuple(task_command(spec) for spec in families.FAMILIES.values()
+                             if spec.command and spec.command not in listed)
+
+
+def __getattr__(name: str):
+    # `COMMANDS` and `BY_NAME`, read when asked: a family registered since is in them.
+    if name == "COMMANDS":
+        return commands()
+    if name == "BY_NAME":
+        return {cmd.name: cmd for cmd in commands()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def command(name: str) -> Command:
     """The command `bert <name>` (KeyError for an unknown one)."""
-    return BY_NAME[name]
+    return {cmd.name: cmd for cmd in commands()}[name]
 
 
 def define_flags(cmd: Command):
@@ -188,21 +220,30 @@ def define_flags(cmd: Command):
     from official_bert.configs import OutputConfig
 
     module = importlib.import_module(cmd.module_name)
-    module.define_flags()
+    spec = cmd.task
+    if spec is None:
+        module.define_flags()
+    else:  # a task family's, from its row
+        cli_flags.define_flags(spec.config, group=cmd.module_name)
+        cli_flags.define_run_flags(spec.run_config, modes=spec.modes, counts=spec.counts,
+                                   distillation=spec.distils is not None,
+                                   distill_text=spec.reads_distill_text, group=cmd.module_name)
     if cmd.takes_overwrite:
         cli_flags.define_flags(OutputConfig, group=cmd.module_name)
     return module
 
 
 def configs_of(cmd: Command) -> tuple:
-    """The configs `cmd`'s flags come from: its module's `CONFIGS`, and
+    """The configs `cmd`'s flags come from: its module's `CONFIGS` (a task
+    family's: its two configs and google's TPU flags), and
     `configs.OutputConfig` (--overwrite) when it takes it."""
-    module = importlib.import_module(cmd.module_name)
-    if not cmd.takes_overwrite:
-        return tuple(module.CONFIGS)
-    from official_bert.configs import OutputConfig
+    from official_bert.configs import GoogleTpuFlags, OutputConfig
 
-    return (*module.CONFIGS, OutputConfig)
+    if cmd.task is not None:
+        configs = (cmd.task.config, cmd.task.run_config, GoogleTpuFlags)
+    else:
+        configs = tuple(importlib.import_module(cmd.module_name).CONFIGS)
+    return (*configs, OutputConfig) if cmd.takes_overwrite else configs
 
 
 def check_outputs(cmd: Command) -> None:
@@ -226,13 +267,64 @@ def prepared_inputs(cmd: Command):
 
 
 def job(cmd: Command, module):
-    """`module.main`, with `cmd`'s outputs checked first (the flags are parsed by then)."""
+    """The command's main (its module's, or made from its row: `task_main`,
+    `job_main`), with `cmd`'s outputs checked first (the flags are parsed by
+    then)."""
+    command_main = (task_main(cmd) if cmd.task else job_main(cmd) if cmd.job else module.main)
 
-    @functools.wraps(module.main)  # (its __module__ gives `--help` the command's docstring)
+    @functools.wraps(command_main)  # (its __module__ gives `--help` the command's docstring)
     def main(argv):
         check_outputs(cmd)  # into the job's output plan, which `app.run` put in force
         with prepared_inputs(cmd):
-            return module.main(argv)
+            return command_main(argv)
+    return main
+
+
+def task_main(cmd: Command):
+    """The one main of every task family's command: flags → the family's
+    configs → `tasks.runner.run_task` of its task (or of its variant's: NER's
+    --feature_based); a row that says so prints the scores the run returns."""
+    spec = cmd.task
+
+    def main(argv):
+        from absl import flags
+
+        from official_bert.commands import app, cli_flags
+
+        app.refuse_arguments(argv)
+        # (the run loads TensorFlow: imported once the flags are parsed, so that defining
+        # them, and `--help`, stays fast)
+        from official_bert.tasks import runner
+
+        config = cli_flags.from_flags(spec.config, flags.FLAGS)
+        family = spec.for_config(config)
+        scores = runner.run_task(family.task_class(), config,
+                                 cli_flags.run_config(flags.FLAGS, spec.run_config))
+        if scores and spec.prints_scores:
+            print(json.dumps(scores), flush=True)
+
+    main.__module__ = cmd.module_name
+    return main
+
+
+def job_main(cmd: Command):
+    """The main of a command whose job is one library call (`cmd.job`) on its
+    config: prints what it wrote, a line each (what, tab, path)."""
+
+    def main(argv):
+        from absl import flags
+
+        from official_bert.commands import app, cli_flags
+
+        app.refuse_arguments(argv)
+        module, _, name = cmd.job.partition(":")
+        config_class = configs_of(cmd)[0]
+        written = getattr(importlib.import_module(module), name)(
+            cli_flags.from_flags(config_class, flags.FLAGS))
+        for what, path in written.items():
+            print(f"{what}\t{path}", flush=True)
+
+    main.__module__ = cmd.module_name
     return main
 
 

@@ -15,40 +15,10 @@ bundled all-MiniLM-L6-v2, as the README sets it):
     --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad
 """
 
-from __future__ import annotations
+# Its flags and main are made from its task family's row (`tasks.families`) by
+# `commands.registry`: this module is its `--help` and `python -m` name.
 
-import json
-
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
-from official_bert.configs import GoogleTpuFlags, SquadConfig, SquadRunConfig
-
-# tasks.squad loads TensorFlow: `main` imports it once the flags are parsed, so
-# that defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
-CONFIGS = (SquadConfig, SquadRunConfig, GoogleTpuFlags)  # its flags' definitions
-
-
-def define_flags():
-    cli_flags.define_flags(SquadConfig)
-    cli_flags.define_run_flags(SquadRunConfig, modes=("train", "predict"))
-
-
-# The main every task command ends with (deliberately the same): flags → config → the
-# library; this one then prints the official scores the library returns.
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import runner, squad
-
-    config = cli_flags.from_flags(SquadConfig, FLAGS)
-    scores = runner.run_task(squad.SpanLabelingTask, config,
-                             cli_flags.run_config(FLAGS, SquadRunConfig))
-    if scores:  # the official metric of --predict_file, when it has answers
-        print(json.dumps(scores), flush=True)
-
+from official_bert.commands import registry
 
 if __name__ == "__main__":
     registry.run_command("squad")

@@ -13,36 +13,10 @@ README sets it):
     --train_batch_size=16 --learning_rate=5e-5 --num_train_epochs=1 --output_dir=/tmp/swag
 """
 
-from __future__ import annotations
+# Its flags and main are made from its task family's row (`tasks.families`) by
+# `commands.registry`: this module is its `--help` and `python -m` name.
 
-from absl import flags
-
-from official_bert.commands import app, cli_flags, registry
-from official_bert.configs import GoogleTpuFlags, MultipleChoiceConfig, SwagRunConfig
-
-# tasks.multiple_choice loads TensorFlow: `main` imports it once the flags are parsed, so
-# that defining the flags (and `--help`) stays fast.
-
-FLAGS = flags.FLAGS
-
-CONFIGS = (MultipleChoiceConfig, SwagRunConfig, GoogleTpuFlags)  # its flags' definitions
-
-
-def define_flags():
-    cli_flags.define_flags(MultipleChoiceConfig)
-    cli_flags.define_run_flags(SwagRunConfig)
-
-
-# The main every task command ends with (deliberately the same): flags → config → the
-# library.
-def main(argv):
-    app.refuse_arguments(argv)
-    from official_bert.tasks import multiple_choice, runner
-
-    config = cli_flags.from_flags(MultipleChoiceConfig, FLAGS)
-    run_config = cli_flags.run_config(FLAGS, SwagRunConfig)
-    runner.run_task(multiple_choice.MultipleChoiceTask, config, run_config)
-
+from official_bert.commands import registry
 
 if __name__ == "__main__":
     registry.run_command("swag")

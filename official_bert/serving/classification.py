@@ -57,7 +57,7 @@ from official_bert import checkpoints, io
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
-from official_bert.run_directory import CLASSIFIER_CONFIG, RunDirectory
+from official_bert.run_directory import CLASSIFIER_CONFIG, run_of
 from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
 from official_bert.serving.versions import latest_version_dir
 from official_bert.text import text_layers
@@ -223,7 +223,7 @@ class ClassifierPredictor:
             self._load_tflite(path)
         elif saved_model is not None:
             self._load_saved_model(saved_model)
-        elif RunDirectory(path).is_classifier_run():
+        elif io.isdir(path) and run_of(path).is_classifier_run():
             self._load_run(path)
         else:
             raise ValueError(f"{path} is neither a SavedModel (saved_model.pb, or "
@@ -280,7 +280,7 @@ class ClassifierPredictor:
         self.source = f"TFLite {path}"
 
     def _load_run(self, path):
-        run = RunDirectory(path)
+        run = run_of(path)  # (a directory: read, never written)
         config = json.loads(io.read_text(run.classifier_config))
         if run.latest_checkpoint() is None:
             raise ValueError(f"{path} holds no checkpoint yet: train it first (--do_train)")

@@ -17,6 +17,7 @@ which `bert glue-submission` collects into the zip gluebenchmark.com takes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import tensorflow as tf
@@ -30,9 +31,9 @@ from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import WINDOW_POOLINGS, BertClassifier
 from official_bert.run_directory import CLASSIFIER_CONFIG
 from official_bert.serving import classification as serving
-from official_bert.tasks import base, teacher
+from official_bert.tasks import base, families, teacher
 from official_bert.configs import LONG_DOCUMENTS, ClassificationConfig, RunConfig
-from official_bert.training import distillation, input_pipeline
+from official_bert.training import distillation
 
 
 class ClassificationTask(base.Task):
@@ -56,19 +57,16 @@ class ClassificationTask(base.Task):
     3
     """
 
-    family = "classification"
-    distils = "outputs"
-    reads_distill_text = True
+    spec = families.CLASSIFICATION
 
     def __init__(self, config: ClassificationConfig | None = None,
                  run_config: RunConfig | None = None, *, num_classes: int | None = None,
-                 model_files=None, bert_config=None):
-        super().__init__(run_config or RunConfig(), model_files=model_files,
-                         bert_config=bert_config)
-        self.config = config or ClassificationConfig()
+                 model_files=None, run_directory=None, bert_config=None):
+        super().__init__(config, run_config, model_files=model_files,
+                         run_directory=run_directory, bert_config=bert_config)
         # The data_prep.glue.TaskSpec of --task_name (a custom task's labels settle
         # once its training file is read: `_settle_labels`).
-        self.spec = self._task_spec(self.config) if self.config.task_name else None
+        self.glue = _glue_task(self.config) if self.config.task_name else None
         self._num_classes = num_classes
         self.train_examples = None
         self.distill_examples = []  # --distill_text's rows (no labels)
@@ -81,24 +79,17 @@ class ClassificationTask(base.Task):
     def num_classes(self) -> int:
         if self._num_classes is not None:
             return self._num_classes
-        return 1 if self.spec.is_regression else len(self.spec.labels)
+        return 1 if self.glue.is_regression else len(self.glue.labels)
 
     @property
     def is_regression(self) -> bool:
         return self.num_classes == 1
 
-    def jit_compile(self) -> bool:
-        # The windows with a token are picked at run time (a shape XLA cannot fix).
-        if self.run_config.jit_compile and self.config.windows:
-            logging.warning("--jit_compile is off with --long_document=windows (each batch has "
-                            "its own number of windows)")
-            return False
-        return self.run_config.jit_compile
-
-    def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
+    def build_model(self, bert_config=None):
+        bert_config = bert_config or self.bert_config
+        encoder = BertEncoder.from_bert_config(bert_config, dtype=self.run_config.dtype_policy)
         model = BertClassifier(encoder, self.num_classes,
-                               dropout=self.bert_config.hidden_dropout_prob,
+                               dropout=bert_config.hidden_dropout_prob,
                                window_pooling=self.config.window_pooling)
         model(dummy_inputs())
         return model
@@ -108,7 +99,7 @@ class ClassificationTask(base.Task):
             return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
         return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
 
-    def teacher_loss(self, teacher_logits, logits):
+    def teacher_loss(self, teacher_logits, logits, features):
         """Per example: T² · KL(teacher_T ‖ student_T), or the squared
         difference of the two scores for regression."""
         if self.is_regression:
@@ -122,13 +113,10 @@ class ClassificationTask(base.Task):
     def loss_and_metrics(self, model, features, normalizers, training):
         logits = model(features, training=training)
         labels = features["label"]
-        per_example = self.per_example_loss(logits, labels)
+        per_example = teacher.mixed_loss(self, self.per_example_loss(logits, labels), logits,
+                                         features)
         # The training file's rows (all of them, unless --distill_text adds more).
         labelled = features.get(teacher.LABELLED, tf.ones(tf.shape(labels), tf.float32))
-        if teacher.FEATURE in features:  # task distillation (--teacher)
-            per_example = distillation.task_loss(
-                per_example, self.teacher_loss(features[teacher.FEATURE], logits),
-                self.run_config.distill_alpha, features.get(teacher.LABELLED))
         loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
         count = tf.reduce_sum(labelled)
         if self.is_regression:
@@ -139,58 +127,43 @@ class ClassificationTask(base.Task):
 
     # --- inputs ---------------------------------------------------------------------
 
-    @staticmethod
-    def _task_spec(config) -> glue.TaskSpec:
-        if config.task_name.strip().lower() == glue.CUSTOM:
-            return glue.custom_task(config.text_a_column, config.text_b_column,
-                                    config.label_column, config.labels, config.regression)
-        spec = glue.get_task(config.task_name)
-        if config.labels and tuple(config.labels) != spec.labels:
-            raise UserError(f"--labels does not apply to {spec.name}, whose labels are "
-                            f"fixed: {', '.join(spec.labels or ['(regression score)'])}")
-        return spec
-
     @classmethod
     def check_flags(cls, config, run_config):
         if not config.task_name:
             raise UserError(f"--task_name is required; known tasks: "
                             f"{', '.join(glue.known_task_names())}")
-        spec = cls._task_spec(config)
+        spec = _glue_task(config)
         for name in ("max_eval_examples", "max_predict_examples"):
             value = getattr(config, name)
             if value is not None and value <= 0:
                 raise UserError(f"--{name} must be positive, got {value}")
         _check_window_flags(config, spec)
 
-    def _split_files(self, split: str) -> list:
-        """[(suffix, path, required)] of `split` ("train", "dev", "test")."""
-        config, spec = self.config, self.spec
-        explicit = {"train": config.train_file, "dev": config.eval_file,
-                    "test": config.predict_file}[split]
-        names = {"train": [("", spec.train_file)], "dev": list(spec.dev_files),
-                 "test": list(spec.test_files)}[split]
-        flag = {"train": "train_file", "dev": "eval_file", "test": "predict_file"}[split]
-        files = []
-        for position, (suffix, name) in enumerate(names):
-            if position == 0 and explicit:
-                files.append((suffix, explicit, True))
-            elif config.data_dir:
-                files.append((suffix, glue.find_data_file(config.data_dir, name), position == 0))
-            elif position == 0:
-                raise UserError(f"pass --data_dir (with {name}) or --{flag}")
-        return files
+    @classmethod
+    def run_files(cls, config, run_config) -> base.RunFiles:
+        glue_task = _glue_task(config)
+        distill = [run_config.distill_text] if run_config.distill_text else []
+        training = ([path for _, path, _ in _split_files(config, glue_task, "train")]
+                    if run_config.do_train else [])
+        files = super().run_files(config, run_config)
+        return dataclasses.replace(
+            files, inputs=(("data_dir", config.data_dir), *files.inputs),
+            training=(*training, *distill),
+            results=tuple(f"test_results{'_' + suffix if suffix else ''}.tsv"
+                          for suffix, _ in glue_task.test_files) + tuple(
+                              name for _, name in glue_task.submission_files))
 
     def _read_split(self, split: str, limit: int | None) -> list:
         """[(suffix, path, examples)] for every file of the split that exists."""
         out = []
-        for suffix, path, required in self._split_files(split):
+        for suffix, path, required in _split_files(self.config, self.glue, split):
             if not required and not io.exists(path):
                 logging.info("%s not found: skipping the %s set", path, suffix)
                 continue
-            examples = glue.read_split(self.spec, path, split)
+            examples = glue.read_split(self.glue, path, split)
             if limit:
                 examples = examples[:limit]
-            logging.info("%s %s: %d examples from %s", split, suffix or self.spec.name,
+            logging.info("%s %s: %d examples from %s", split, suffix or self.glue.name,
                          len(examples), path)
             out.append((suffix, path, examples))
         return out
@@ -201,22 +174,27 @@ class ClassificationTask(base.Task):
             [(_, train_path, self.train_examples)] = self._read_split("train",
                                                                       run.max_train_examples)
         self._settle_labels()
-        if self.train_examples and self.spec.labels:
-            glue.check_labels(self.train_examples, self.spec.labels, train_path)
+        if self.train_examples and self.glue.labels:
+            glue.check_labels(self.train_examples, self.glue.labels, train_path)
         if run.do_train and run.distill_text:
-            self.distill_examples = glue.read_unlabelled(self.spec, run.distill_text)
+            self.distill_examples = glue.read_unlabelled(self.glue, run.distill_text)
             logging.info("distill_text: %d examples from %s", len(self.distill_examples),
                          run.distill_text)
         if run.do_eval:
             self.eval_sets = self._read_split("dev", self.config.max_eval_examples)
         if run.do_predict:
             self.predict_sets = self._read_split("test", self.config.max_predict_examples)
+        labels = list(self.glue.labels) if self.glue.labels else None
+        return base.InputRecord(
+            record=self._record_files(),
+            identity={"task_name": self.glue.name, "labels": labels,
+                      "regression": self.glue.is_regression, "windows": self.config.windows})
 
     def _settle_labels(self):
         """The final label list; a trained run directory's labels bind."""
         saved = self.run_directory.trained_text(CLASSIFIER_CONFIG)
         saved = json.loads(saved) if saved is not None else None
-        spec = self.spec
+        spec = self.glue
         if spec.name == glue.CUSTOM and spec.labels is None and not spec.is_regression:
             if saved and saved.get("labels"):
                 spec = spec.with_labels(saved["labels"])
@@ -233,7 +211,7 @@ class ClassificationTask(base.Task):
                                 f"trained with labels {saved.get('labels')}, not {labels}; "
                                 "use another --output_dir")
             self._check_saved_windows(saved)
-        self.spec = spec
+        self.glue = spec
 
     def _check_saved_windows(self, saved: dict) -> None:
         """A trained run is evaluated, predicted and exported as it was trained:
@@ -248,28 +226,13 @@ class ClassificationTask(base.Task):
                             f"--long_document={'windows ' + flags if trained else 'truncate'}; "
                             "pass the same flags (or use another --output_dir)")
 
-    def run_files(self) -> base.RunFiles:
-        spec, run = self.spec, self.run_config
-        files = super().run_files()
-        training = ([path for _, path, _ in self._split_files("train")] if run.do_train else [])
-        return base.RunFiles(
-            inputs=(("data_dir", self.config.data_dir), *files.inputs),
-            training=(*training, *self.distill_text_files()),
-            results=tuple(f"test_results{'_' + suffix if suffix else ''}.tsv"
-                          for suffix, _ in spec.test_files) + tuple(
-                              name for _, name in spec.submission_files),
-            record=self._record_files(),
-            identity={"task_name": spec.name,
-                      "labels": list(spec.labels) if spec.labels else None,
-                      "regression": spec.is_regression, "windows": self.config.windows})
-
     def _record_files(self) -> dict:
         saved = self.run_directory.trained_text(CLASSIFIER_CONFIG)
         if saved is not None:
             # A trained run keeps the file it was trained with (its labels were
             # checked by `_settle_labels`; its max_seq_length is the training one).
             return {CLASSIFIER_CONFIG: saved}
-        spec = self.spec
+        spec = self.glue
         custom = spec.name == "custom"
         config = {"task_name": spec.name, "labels": list(spec.labels) if spec.labels else None,
                   "regression": spec.is_regression, "pair": spec.is_pair,
@@ -291,7 +254,7 @@ class ClassificationTask(base.Task):
         windows = self.config.windows
         if windows:  # not cached: converting windows is as quick as reading them back
             arrays, cut = glue_features.convert_examples_windows(
-                examples, self._tokenizer, self.run_config.max_seq_length, self.spec.labels,
+                examples, self._tokenizer, self.run_config.max_seq_length, self.glue.labels,
                 windows["doc_stride"], windows["max_windows"])
             logging.info("%s: %d documents in %d windows", split, len(examples),
                          int(arrays["input_mask"][:, :, 0].sum()))
@@ -304,7 +267,7 @@ class ClassificationTask(base.Task):
         arrays = glue_features.cached_features(examples, self._tokenizer, files.vocab_file,
                                                files.do_lower_case,
                                                self.run_config.max_seq_length,
-                                               self.spec.labels, cache_dir, split,
+                                               self.glue.labels, cache_dir, split,
                                                log=logging.info)
         full = glue_features.truncated_fraction(arrays)
         if full > 0.05:
@@ -313,20 +276,11 @@ class ClassificationTask(base.Task):
                             self.run_config.max_seq_length)
         return arrays
 
-    def num_train_examples(self) -> int:
-        return len(self.train_examples) + len(self.distill_examples)
-
     def train_dataset(self):
-        arrays = self._features(self.train_examples, "train")
-        run = self.run_config
-        if self.teacher is not None:
-            arrays = self.teacher.with_logits(arrays, run.eval_batch_size)
-        if self.distill_examples:
-            arrays = teacher.join_unlabelled(arrays, self.teacher.with_logits(
-                self._features(self.distill_examples, "distill_text"), run.eval_batch_size))
-        return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
-                                            run.padding_multiple(),
-                                            micro_batches=run.gradient_accumulation_steps)
+        return base.TrainingSet(
+            self._features(self.train_examples, "train"),
+            self._features(self.distill_examples, "distill_text")
+            if self.distill_examples else None)
 
     # --- evaluation, prediction, export ---------------------------------------------
 
@@ -335,8 +289,9 @@ class ClassificationTask(base.Task):
         for suffix, path, examples in self.eval_sets:
             name = "dev" + (f"_{suffix}" if suffix else "")
             arrays = self._features(examples, name)
-            logits = self.predict_logits(trainer, arrays, self.run_config.eval_batch_size)
-            split_results = metrics.evaluate_logits(self.spec.metric_kind, logits,
+            logits = base.predict_logits(trainer, arrays, self.run_config.eval_batch_size,
+                                         self.run_config)
+            split_results = metrics.evaluate_logits(self.glue.metric_kind, logits,
                                                     arrays["label"])
             prefix = f"eval_{suffix}_" if suffix else "eval_"
             results.update({prefix + k: v for k, v in split_results.items()})
@@ -347,18 +302,19 @@ class ClassificationTask(base.Task):
     def predict(self, trainer) -> None:
         for suffix, path, examples in self.predict_sets:
             arrays = self._features(examples, "test" + (f"_{suffix}" if suffix else ""))
-            logits = self.predict_logits(trainer, arrays, self.run_config.predict_batch_size)
+            logits = base.predict_logits(trainer, arrays, self.run_config.predict_batch_size,
+                                         self.run_config)
             rows = logits[:, :1] if self.is_regression else metrics.softmax(logits)
             out = self.run_directory.file(f"test_results{'_' + suffix if suffix else ''}.tsv")
             io.atomic_write(out, "".join("\t".join(f"{p:.8f}" for p in row) + "\n"
                                          for row in rows))
             logging.info("Wrote %d predictions of %s to %s", len(rows), path, out)
-            name = glue.submission_file(self.spec, suffix)
+            name = glue.submission_file(self.glue, suffix)
             if name:
                 predictions = (logits[:, 0] if self.is_regression else
-                               [self.spec.labels[i] for i in logits.argmax(-1)])
+                               [self.glue.labels[i] for i in logits.argmax(-1)])
                 io.atomic_write(self.run_directory.file(name),
-                                glue.submission_text(self.spec, examples, predictions))
+                                glue.submission_text(self.glue, examples, predictions))
                 logging.info("Wrote GLUE's %s (bert glue-submission zips it)",
                              self.run_directory.file(name))
 
@@ -371,7 +327,7 @@ class ClassificationTask(base.Task):
     def export(self, model, export_dir, version):
         return serving.export_classifier(
             model, self.model_files.vocab_file, self.model_files.do_lower_case,
-            self.run_config.max_seq_length, self.spec.labels, self.spec.is_pair, export_dir,
+            self.run_config.max_seq_length, self.glue.labels, self.glue.is_pair, export_dir,
             version=version, windows=self.config.windows,
             int8=self.run_config.quantize)
 
@@ -393,3 +349,33 @@ def _check_window_flags(config, spec) -> None:
     if spec.is_pair:
         raise UserError(f"--long_document=windows reads one long text; {spec.name} "
                         "is a pair task (text_a and text_b): use --long_document=truncate")
+
+
+def _glue_task(config) -> glue.TaskSpec:
+    """The data_prep.glue.TaskSpec of --task_name (a custom task's: its columns and labels)."""
+    if (config.task_name or "").strip().lower() == glue.CUSTOM:
+        return glue.custom_task(config.text_a_column, config.text_b_column,
+                                config.label_column, config.labels, config.regression)
+    spec = glue.get_task(config.task_name)
+    if config.labels and tuple(config.labels) != spec.labels:
+        raise UserError(f"--labels does not apply to {spec.name}, whose labels are "
+                        f"fixed: {', '.join(spec.labels or ['(regression score)'])}")
+    return spec
+
+
+def _split_files(config, spec, split: str) -> list:
+    """[(suffix, path, required)] of `split` ("train", "dev", "test")."""
+    explicit = {"train": config.train_file, "dev": config.eval_file,
+                "test": config.predict_file}[split]
+    names = {"train": [("", spec.train_file)], "dev": list(spec.dev_files),
+             "test": list(spec.test_files)}[split]
+    flag = {"train": "train_file", "dev": "eval_file", "test": "predict_file"}[split]
+    files = []
+    for position, (suffix, name) in enumerate(names):
+        if position == 0 and explicit:
+            files.append((suffix, explicit, True))
+        elif config.data_dir:
+            files.append((suffix, glue.find_data_file(config.data_dir, name), position == 0))
+        elif position == 0:
+            raise UserError(f"pass --data_dir (with {name}) or --{flag}")
+    return files

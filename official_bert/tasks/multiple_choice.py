@@ -11,8 +11,6 @@ Files in --output_dir: `eval_results.txt` (eval_accuracy, eval_loss) and
 
 from __future__ import annotations
 
-import dataclasses
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -23,9 +21,9 @@ from official_bert import io
 from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import BertMultipleChoice
 from official_bert.serving import multiple_choice as serving
-from official_bert.tasks import base, teacher
-from official_bert.configs import MultipleChoiceConfig, RunConfig, SwagRunConfig
-from official_bert.training import distillation, input_pipeline
+from official_bert.tasks import base, families, teacher
+from official_bert.configs import MultipleChoiceConfig, RunConfig
+from official_bert.training import distillation
 
 
 class MultipleChoiceTask(base.Task):
@@ -35,21 +33,21 @@ class MultipleChoiceTask(base.Task):
     gold choice).
     """
 
-    family = "multiple choice"
-    distils = "outputs"
+    spec = families.MULTIPLE_CHOICE
 
     def __init__(self, config: MultipleChoiceConfig | None = None,
-                 run_config: RunConfig | None = None, *, model_files=None, bert_config=None):
-        super().__init__(run_config or SwagRunConfig(), model_files=model_files,
-                         bert_config=bert_config)
-        self.config = config or MultipleChoiceConfig()
+                 run_config: RunConfig | None = None, *, model_files=None, run_directory=None,
+                 bert_config=None):
+        super().__init__(config, run_config, model_files=model_files,
+                         run_directory=run_directory, bert_config=bert_config)
         self.examples = {}
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
-    def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
-        model = BertMultipleChoice(encoder, dropout=self.bert_config.hidden_dropout_prob)
+    def build_model(self, bert_config=None):
+        bert_config = bert_config or self.bert_config
+        encoder = BertEncoder.from_bert_config(bert_config, dtype=self.run_config.dtype_policy)
+        model = BertMultipleChoice(encoder, dropout=bert_config.hidden_dropout_prob)
         ones = tf.ones([1, 2, 8], tf.int32)
         model({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0})
         return model
@@ -59,21 +57,21 @@ class MultipleChoiceTask(base.Task):
 
     def loss_and_metrics(self, model, features, normalizers, training):
         logits = model(features, training=training)
-        per_example = keras.losses.sparse_categorical_crossentropy(
-            features["label"], logits, from_logits=True)
-        if teacher.FEATURE in features:  # task distillation (--teacher): over the choices
-            run = self.run_config
-            per_example = distillation.task_loss(per_example, distillation.soft_targets(
-                features[teacher.FEATURE], logits, run.distill_temperature), run.distill_alpha)
+        per_example = teacher.mixed_loss(self, keras.losses.sparse_categorical_crossentropy(
+            features["label"], logits, from_logits=True), logits, features)
         loss = tf.reduce_sum(per_example) / tf.maximum(normalizers["examples"], 1.0)
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
                                    features["label"]), tf.float32)
         return loss, {"accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct), tf.float32))}
 
+    def teacher_loss(self, teacher_logits, logits, features):
+        """Per example: the soft-target loss over its choices."""
+        return distillation.soft_targets(teacher_logits, logits,
+                                         self.run_config.distill_temperature)
+
     # --- inputs and data -------------------------------------------------------------
 
-    # check_flags and run_files' inputs: `base.Task`'s (--train_file, --eval_file,
-    # --predict_file).
+    # check_flags and run_files: `base.Task`'s (--train_file, --eval_file, --predict_file).
 
     def read_inputs(self):
         run, config = self.run_config, self.config
@@ -84,31 +82,20 @@ class MultipleChoiceTask(base.Task):
             self.examples["eval"] = swag.read_swag(config.eval_file)
         if run.do_predict:
             self.examples["predict"] = swag.read_swag(config.predict_file, require_label=False)
-
-    def run_files(self) -> base.RunFiles:
-        return dataclasses.replace(super().run_files(), results=("test_results.tsv",))
+        return base.InputRecord()
 
     def _arrays(self, split):
         return swag.convert_examples(self.examples[split], self.model_files.tokenizer(),
                                      self.run_config.max_seq_length)
 
-    def num_train_examples(self) -> int:
-        return len(self.examples["train"])
-
     def train_dataset(self):
         logging.info("train: %d examples, %d choices each", len(self.examples["train"]),
                      len(self.examples["train"][0].endings))
-        run = self.run_config
-        arrays = self._arrays("train")
-        if self.teacher is not None:
-            arrays = self.teacher.with_logits(arrays, run.eval_batch_size)
-        return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True,
-                                            run.seed, run.padding_multiple(),
-                                            micro_batches=run.gradient_accumulation_steps)
+        return base.TrainingSet(self._arrays("train"))
 
     def _log_probabilities(self, trainer, arrays, batch_size):
         """Log-probabilities [examples, choices] in file order."""
-        logits = self.predict_logits(trainer, arrays, batch_size)
+        logits = base.predict_logits(trainer, arrays, batch_size, self.run_config)
         return tf.nn.log_softmax(logits, axis=-1).numpy()
 
     # --- evaluation, prediction, export ---------------------------------------------

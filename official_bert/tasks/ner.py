@@ -40,36 +40,28 @@ from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertTokenClassifier, FeatureTagger
 from official_bert.run_directory import LABEL_LIST, run_of
 from official_bert.serving import ner as serving
-from official_bert.tasks import base, evaluation, teacher
+from official_bert.tasks import base, evaluation, families, teacher
 from official_bert.configs import LAYER_COMBINATIONS, NER_TASK_MODELS, NerConfig, RunConfig
 from official_bert.tasks.features import parse_layers
 from official_bert.training import distillation, input_pipeline
-from official_bert.training.input_pipeline import TEACHER_TOKEN_LOGITS
 
 
-def masked_token_loss(logits, labels, normalizer, soft_targets=None, alpha: float = 1.0,
-                      labelled=None):
-    """Cross-entropy over the labelled positions (`labels` >= 0; -1 = not
+def masked_token_loss(per_token, logits, labels, normalizer, labelled=None):
+    """`per_token` losses over the labelled positions (`labels` >= 0; -1 = not
     labelled: later sub-tokens, [CLS], [SEP], padding), summed and divided by
-    `normalizer` (the global batch's labelled positions). With `soft_targets`
-    (task distillation: per token, the soft-target loss against a teacher),
-    each position's loss is alpha · cross-entropy + (1 − alpha) · soft target;
-    in the rows where `labelled` ([batch], --distill_text) is 0, whose words'
-    tags are placeholders, the soft target alone (and no accuracy).
+    `normalizer` (the global batch's labelled positions), and the tags'
+    accuracy there, in the rows where `labelled` ([batch]) is not 0 (those
+    of --distill_text have placeholder tags).
 
     Returns:
         (loss, {"token_accuracy": (correct, labelled)}).
     """
     valid = labels >= 0
-    safe = tf.where(valid, labels, 0)
-    per_token = keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
-    rows = None if labelled is None else tf.cast(labelled, tf.float32)[:, None]
-    if soft_targets is not None:
-        per_token = distillation.task_loss(per_token, soft_targets, alpha, rows)
     weights = tf.cast(valid, tf.float32)
     loss = tf.reduce_sum(per_token * weights) / tf.maximum(normalizer, 1.0)
-    scored = weights if rows is None else weights * rows
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), safe), tf.float32)
+    scored = weights if labelled is None else weights * tf.cast(labelled, tf.float32)[:, None]
+    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
+                               tf.where(valid, labels, 0)), tf.float32)
     return loss, {"token_accuracy": (tf.reduce_sum(correct * scored), tf.reduce_sum(scored))}
 
 
@@ -86,28 +78,26 @@ class NerTask(base.Task):
             `config.labels` giving the tags.
     """
 
-    family = "ner"
-    distils = "outputs"
-    reads_distill_text = True
+    spec = families.NER
 
     def __init__(self, config: NerConfig | None = None, run_config: RunConfig | None = None,
-                 *, model_files=None, bert_config=None):
-        super().__init__(run_config or RunConfig(), model_files=model_files,
-                         bert_config=bert_config)
-        self.config = config or NerConfig()
+                 *, model_files=None, run_directory=None, bert_config=None):
+        super().__init__(config, run_config, model_files=model_files,
+                         run_directory=run_directory, bert_config=bert_config)
         self.label_list = list(self.config.labels) if self.config.labels else None
         self.data = {}  # split → data_prep.conll.ConllFile
         self._split_windows = {}  # split → its windows, made once
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
-    def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
+    def build_model(self, bert_config=None):
+        bert_config = bert_config or self.bert_config
+        encoder = BertEncoder.from_bert_config(bert_config, dtype=self.run_config.dtype_policy)
         # The pooler (C) gets no gradient from a token-level loss; the Trainer
         # needs a gradient for every trainable variable.
         encoder.pooler.trainable = False
         model = BertTokenClassifier(encoder, len(self.label_list),
-                                    dropout=self.bert_config.hidden_dropout_prob)
+                                    dropout=bert_config.hidden_dropout_prob)
         model(dummy_inputs())
         return model
 
@@ -116,13 +106,16 @@ class NerTask(base.Task):
 
     def loss_and_metrics(self, model, features, normalizers, training):
         logits = model(features, training=training)
-        soft = None
-        if TEACHER_TOKEN_LOGITS in features:  # task distillation (--teacher)
-            teacher_logits = tf.transpose(features[TEACHER_TOKEN_LOGITS], [0, 2, 1])
-            soft = distillation.soft_targets(teacher_logits, logits,
-                                             self.run_config.distill_temperature)
-        return masked_token_loss(logits, features["label_ids"], normalizers["tokens"], soft,
-                                 self.run_config.distill_alpha, features.get(teacher.LABELLED))
+        labels = features["label_ids"]
+        per_token = keras.losses.sparse_categorical_crossentropy(
+            tf.maximum(labels, 0), logits, from_logits=True)
+        return masked_token_loss(teacher.mixed_loss(self, per_token, logits, features), logits,
+                                 labels, normalizers["tokens"], features.get(teacher.LABELLED))
+
+    def teacher_loss(self, teacher_logits, logits, features):
+        """Per token: the soft-target loss over its tags."""
+        return distillation.soft_targets(teacher_logits, logits,
+                                         self.run_config.distill_temperature)
 
     # --- inputs ---------------------------------------------------------------------
 
@@ -155,6 +148,9 @@ class NerTask(base.Task):
                 if data.has_tags:
                     conll.check_tags(data, self.label_list)
                 self.data[split] = data
+        return base.InputRecord(record={LABEL_LIST: "".join(f"{label}\n"
+                                                            for label in self.label_list)},
+                                identity={"labels": list(self.label_list)})
 
     def _saved_label_list(self) -> list:
         for directory in (self.run_config.output_dir, self.run_config.init_checkpoint):
@@ -166,13 +162,6 @@ class NerTask(base.Task):
         raise UserError(f"no {LABEL_LIST} in --output_dir {self.run_config.output_dir}: train "
                         "first (--do_train) or point --output_dir at a trained run")
 
-    def run_files(self) -> base.RunFiles:
-        return dataclasses.replace(
-            super().run_files(),
-            results=("eval_predictions.conll", "test_predictions.conll", "test_results.txt"),
-            record={LABEL_LIST: "".join(label + "\n" for label in self.label_list)},
-            identity={"labels": list(self.label_list)})
-
     def _windows(self, split):
         if split not in self._split_windows:
             self._split_windows[split] = conll.convert_sentences(
@@ -182,10 +171,6 @@ class NerTask(base.Task):
 
     # --- training ---------------------------------------------------------------------
 
-    def num_train_examples(self) -> int:
-        return len(self._windows("train")) + (
-            len(self._windows("distill_text")) if "distill_text" in self.data else 0)
-
     def train_dataset(self):
         windows = self._windows("train")
         extra = sum(1 for i in range(1, len(windows))
@@ -193,22 +178,10 @@ class NerTask(base.Task):
         logging.info("train: %d sentences, %d windows (%d extra windows of long sentences), "
                      "labels %s", len(self.data["train"].sentences), len(windows), extra,
                      self.label_list)
-        run = self.run_config
-        arrays = conll.windows_to_arrays(windows)
-        if self.teacher is not None:
-            arrays = self._with_teacher(arrays)
-        if "distill_text" in self.data:
-            arrays = teacher.join_unlabelled(arrays, self._with_teacher(
-                conll.windows_to_arrays(self._windows("distill_text"))))
-        return input_pipeline.numpy_dataset(arrays, run.train_batch_size, True, run.seed,
-                                            run.padding_multiple(),
-                                            micro_batches=run.gradient_accumulation_steps)
-
-    def _with_teacher(self, arrays: dict) -> dict:
-        """`arrays` with the teacher's outputs, [windows, labels, tokens] (the
-        input pipeline cuts the last axis with the tokens')."""
-        logits = self.teacher.logits(arrays, self.run_config.eval_batch_size)
-        return {**arrays, TEACHER_TOKEN_LOGITS: np.transpose(logits, (0, 2, 1))}
+        return base.TrainingSet(
+            conll.windows_to_arrays(windows),
+            conll.windows_to_arrays(self._windows("distill_text"))
+            if "distill_text" in self.data else None)
 
     # --- evaluation, prediction, export ---------------------------------------------
 
@@ -293,8 +266,7 @@ class FeatureBasedNerTask(NerTask):
     sentences.
     """
 
-    family = "feature-based ner"
-    distils = None  # (its features are the frozen encoder's, made before training)
+    spec = families.FEATURE_BASED_NER
 
     @classmethod
     def check_flags(cls, config, run_config):
@@ -320,17 +292,7 @@ class FeatureBasedNerTask(NerTask):
         if not 0 <= config.task_dropout < 1:
             raise UserError(f"--task_dropout must be in [0, 1), got {config.task_dropout}")
 
-    def run_files(self) -> base.RunFiles:
-        files, config = super().run_files(), self.config
-        return dataclasses.replace(files, identity={
-            **files.identity, "layers": config.layers, "combine": config.combine,
-            "task_model": config.task_model, "lstm_units": config.lstm_units,
-            "task_model_layers": config.task_model_layers})
-
-    def has_head(self) -> bool:
-        return False  # the task model is never in --init_checkpoint
-
-    def build_model(self):
+    def build_model(self, bert_config=None):
         model = FeatureTagger(len(self.label_list), kind=self.config.task_model,
                               units=self.config.lstm_units,
                               num_layers=self.config.task_model_layers,
@@ -339,25 +301,18 @@ class FeatureBasedNerTask(NerTask):
                "word_mask": tf.ones([1, 2], tf.int32)})
         return model
 
-    def initialize(self, model, checkpoint) -> None:
-        pass  # --init_checkpoint is the frozen encoder, read by `prepare_features`
-
-    def jit_compile(self) -> bool:
-        """XLA on CPU keeps a copy of the sequence per LSTM step in the backward
-        pass: 2 x 768-unit BiLSTMs over batch 32 took 7.2 GB at 64 words (2.7
-        without XLA) and ran out of 24 GB on CoNLL's 124-word sentence, for no
-        gain in speed (3.8 s vs 3.6 s a step)."""
-        if self.run_config.jit_compile and self.config.task_model == "bilstm":
-            logging.warning("--jit_compile is not used for the BiLSTM task model: XLA's LSTM "
-                            "gradient needs memory growing with the sentence length, and is "
-                            "no faster")
-            return False
-        return self.run_config.jit_compile
+    def initialize(self, model, checkpoint):
+        # --init_checkpoint is the frozen encoder, read by `prepare`: the task model (the
+        # head) is never in it, so it is never usable untrained.
+        return None
 
     def read_inputs(self):
-        super().read_inputs()
-        self.layer_indexes = parse_layers(self.config.layers,
-                                          self.model_files.config.num_hidden_layers)
+        found, config = super().read_inputs(), self.config
+        self.layer_indexes = parse_layers(config.layers, self.model_files.config.num_hidden_layers)
+        return dataclasses.replace(found, identity={
+            **found.identity, "layers": config.layers, "combine": config.combine,
+            "task_model": config.task_model, "lstm_units": config.lstm_units,
+            "task_model_layers": config.task_model_layers})
 
     def prepare(self):
         """Runs the frozen encoder over every split (or reads the cache)."""
@@ -400,13 +355,12 @@ class FeatureBasedNerTask(NerTask):
                 np.save(f, value)
         return flat, offsets
 
-    def num_train_examples(self) -> int:
-        return len(self.data["train"].sentences)
-
     def train_dataset(self):
         run = self.run_config
-        return _feature_dataset(*self.prepared["train"], run.train_batch_size, True, run.seed,
-                                micro_batches=run.gradient_accumulation_steps)
+        return base.TrainingSet(
+            dataset_fn=_feature_dataset(*self.prepared["train"], run.train_batch_size, True,
+                                        run.seed, micro_batches=run.gradient_accumulation_steps),
+            size=len(self.data["train"].sentences))
 
     def _predict_split(self, trainer, split, batch_size):
         features, label_ids = self.prepared[split]

@@ -46,8 +46,8 @@ from official_bert.modeling.encoder import BertEncoder
 from official_bert.modeling.heads import PRETRAINING_INPUTS, BertPretrainer
 from official_bert.run_directory import TOKENIZER_CONFIG
 from official_bert.serving import pretraining as serving
-from official_bert.tasks import base
-from official_bert.configs import PretrainingConfig, PretrainRunConfig, RunConfig
+from official_bert.tasks import base, families
+from official_bert.configs import PretrainingConfig, RunConfig
 from official_bert.text import tokenization
 from official_bert.training import input_pipeline
 
@@ -85,15 +85,14 @@ class PretrainingTask(base.Task):
     'BertPretrainer'
     """
 
-    family = "pretraining"
-    required_tokens = ()  # google's files need no vocabulary; ours name theirs
-    vocab_required = False
+    spec = families.PRETRAINING
 
     def __init__(self, config: PretrainingConfig | None = None,
-                 run_config: RunConfig | None = None, *, model_files=None, bert_config=None):
-        super().__init__(run_config or PretrainRunConfig(), model_files=model_files,
-                         bert_config=bert_config)
-        self.config = config = config or PretrainingConfig()
+                 run_config: RunConfig | None = None, *, model_files=None, run_directory=None,
+                 bert_config=None):
+        super().__init__(config, run_config, model_files=model_files,
+                         run_directory=run_directory, bert_config=bert_config)
+        config = self.config
         self.train_files, self.eval_files = _input_files(config)
         self.text_columns = task_text.text_columns(config.text_column, config.input_format)
         # The generator's summary beside the first input that has one (or None).
@@ -111,19 +110,20 @@ class PretrainingTask(base.Task):
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
-    def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
+    def build_model(self, bert_config=None):
+        encoder = BertEncoder.from_bert_config(bert_config or self.bert_config,
+                                               dtype=self.run_config.dtype_policy)
         model = BertPretrainer(encoder)
         model._ensure_built()
         return model
 
-    def initialize(self, model, checkpoint) -> None:
+    def initialize(self, model, checkpoint):
         """The encoder and, when the checkpoint has them, the pre-training heads
         (Google `cls/*`, Hugging Face `BertForPreTraining`, a previous run); a
         line says where each head comes from."""
         checkpoints.assign_encoder_weights(model.encoder, checkpoint.weights)
-        self.head_report = model.load_head_weights(checkpoint)
-        heads = self.head_report.heads
+        report = model.load_head_weights(checkpoint)
+        heads = report.heads
         logging.info("Initialized the encoder%s from %s (%s checkpoint)",
                      " and the " + " and ".join(heads) + " head(s)" if heads else "",
                      checkpoint.path, checkpoint.kind)
@@ -132,9 +132,7 @@ class PretrainingTask(base.Task):
             "not used (the data has no sentence pairs: masked LM only)" if not self.next_sentence
             else "restored from the checkpoint" if "next_sentence" in heads
             else "initialized fresh (the checkpoint has none)"))
-
-    def has_head(self) -> bool:
-        return True  # evaluating a checkpoint's masked LM as it is, even a fresh head, is valid
+        return report
 
     def loss_normalizers(self, features):
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
@@ -277,19 +275,23 @@ class PretrainingTask(base.Task):
             packing="full_sentences" if self.task_text else "sentence_pairs")
 
     @classmethod
-    def fallback_vocab_file(cls, config):
-        """The vocabulary the generator's summary names (when --vocab_file and
-        the checkpoint give none)."""
-        vocab = (_summary_beside(_input_files(config)[0]) or {}).get("vocab_file")
-        return vocab if vocab and io.exists(str(vocab)) else None
-
-    def run_files(self) -> base.RunFiles:
+    def run_files(cls, config, run_config) -> base.RunFiles:
+        """The corpus and, as the vocabulary when --vocab_file and the checkpoint
+        give none, the one the generator's summary names."""
+        train_files, eval_files = _input_files(config)
+        vocab = (_summary_beside(train_files) or {}).get("vocab_file")
         return base.RunFiles(
-            inputs=tuple([("input_file", path) for path in self.train_files]
-                         + [("eval_input_file", path) for path in self.eval_files]),
-            training=tuple(self.train_files), record=self._record_files())
+            inputs=tuple([("input_file", path) for path in train_files]
+                         + [("eval_input_file", path) for path in eval_files]),
+            training=tuple(train_files), vocab=vocab if vocab and io.exists(str(vocab)) else None)
 
     def read_inputs(self):
+        self._check_inputs()
+        return base.InputRecord(record=self._record_files())
+
+    def _check_inputs(self):
+        """Reads the first record of every file (names, kinds, lengths), or
+        checks (or writes) the text it makes instances of."""
         if self.model_files.vocab_file is None:
             logging.warning("No vocabulary (--vocab_file): the output directory gets no "
                             "vocab.txt, and dynamic masking assumes Google's layout "
@@ -403,7 +405,8 @@ class PretrainingTask(base.Task):
     def train_dataset(self):
         run = self.run_config
         micro_batch = run.train_batch_size // run.gradient_accumulation_steps
-        return self._dataset_fn(self.corpus_files["input_file"], micro_batch, True)
+        return base.TrainingSet(
+            dataset_fn=self._dataset_fn(self.corpus_files["input_file"], micro_batch, True))
 
     def prepare(self):
         """Finds the unigram baseline's token: the most frequent among the

@@ -1,19 +1,19 @@
 """THE run flow: what every task does the same way.
 
     run_task(task_class, config, run_config)
-      1. check the flags (`RunConfig.validate`, `Task.check_flags`), and that
-         --output_dir and --export_dir can be written and --export_version is free;
-         unless --max_seq_length is given, a run that does not train reads at its
-         run's trained length
+      1. check the flags (`RunConfig.validate`, the family's row, then
+         `Task.check_flags` at the run's length) and that --output_dir and
+         --export_dir can be written and --export_version is free; the run's
+         --max_seq_length is decided here, once (`run_directory.length`: the
+         flag, the run's record, --init_checkpoint's record)
       2. resolve checkpoint / config / vocabulary and check they fit each other
-         (`model_files`); build the task from its configs and these files
-      3. read and validate every input file (`Task.read_inputs`); unless
-         --max_seq_length is given, a run fine-tuned from a checkpoint pre-trained
-         on its own training text trains at that checkpoint's length; with
+         (`model_files`); build the task, complete, from its configs, these
+         files and the run directory
+      3. read and validate every input file (`Task.read_inputs`); with
          --teacher, load the teacher and check it fits (`tasks.teacher`)
-      4. refuse an output that is one of the inputs (`Task.run_files`: one
-         `base.RunFiles` of the task's inputs, training files, result files,
-         record files and identity, for steps 4 and 5)
+      4. refuse an output that is one of the inputs (`Task.run_files`: the
+         task's inputs, training files and result files; `base.InputRecord`:
+         its record files and identity, for steps 4 and 5)
       5. refuse --output_dir if it holds another run (`run_directory`'s record,
          run.json: another task, labels, model, vocabulary, casing or length;
          other training settings without --allow_changed_settings) or a
@@ -21,18 +21,19 @@
          check again and only then write the record
       6. seed, dtype policy, distribution strategy, `Trainer` (which resumes
          from the latest checkpoint in --output_dir, or initializes the encoder
-         and any matching head from --init_checkpoint); then run.json records
+         and any matching head from --init_checkpoint: `Task.initialize`); with
+         --teacher, it trains `teacher.Distillation`; then run.json records
          this session
       7. evaluate the steps a killed run was to evaluate and did not; train
          (with --eval_every_steps: evaluations while training, the best model
          kept, early stopping: `evaluation.BestCheckpoint`; SIGINT / SIGTERM
          save and exit 130 / 75) → evaluate (eval_results.txt) → predict → export
 
-A task family (`tasks/classification.py`, `squad.py`, ...) subclasses
-`base.Task` and fills in only what is its own: how it reads its files, its
-model and loss (the `Trainer`'s protocol), its datasets, its metrics, its
-prediction files and its export. A new task is one such module and a thin
-`run_*.py` (docs/contributing.md shows one).
+A task family is a row (`tasks.families.TaskSpec`) and a `base.Task`
+subclass that fills in only what is its own: how it reads its files, its
+model and loss (the `Trainer`'s protocol), its training data, its metrics,
+its prediction files and its export. A new task is one such module, which
+registers its row (docs/contributing.md shows one).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -49,16 +51,17 @@ from absl import logging
 
 from official_bert import inputs, io, model_files
 from official_bert.errors import RunDirectoryError, UserError
+from official_bert.model_files import SPECIAL_TOKENS
 from official_bert.progress import duration
-from official_bert.run_directory import (TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory,
-                                         run_of)
+from official_bert.run_directory import TRAINING_SETTINGS, UNRECORDED, VOCAB, RunDirectory
 from official_bert.run_directory.checkpoints import model_mismatch, unrecorded_run_checkpoints
+from official_bert.run_directory.length import resolve_max_seq_length
 from official_bert.serving import edge
 from official_bert.serving.base import with_weights_in
 from official_bert.serving.versions import check_export_version_free
 from official_bert.tasks.evaluation import BestCheckpoint, final_evaluation
-from official_bert.tasks.teacher import Teacher
-from official_bert.training import distribution, optimization, precision
+from official_bert.tasks.teacher import Distillation, Teacher
+from official_bert.training import distribution, input_pipeline, optimization, precision
 from official_bert.training.budget import TimeBudget
 from official_bert.training.trainer import Trainer, training_config
 
@@ -68,47 +71,54 @@ def run_task(task_class, config, run_config) -> dict:
     own config and `run_config` (see the module docstring). Returns the eval
     results (empty without --do_eval), and the predictions' scores of a task
     that scores them (SQuAD's official metric of --predict_file)."""
-    # (with the trained length, for a run that does not train)
-    run_config = _check_flags(task_class, config, run_config)                     # 1
+    spec = task_class.spec
+    run_directory = _run_directory(run_config)
+    run_config = _check_flags(task_class, config, run_config, run_directory)     # 1
     _check_outputs(run_config)
     # Before any TensorFlow op (reading the inputs below runs some): logical devices,
     # and the collective ops of MultiWorkerMirroredStrategy, cannot be set up once
     # TensorFlow's runtime has started.
     strategy = make_strategy(run_config)
-    files = model_files.resolve_model_files(                                      # 2
-        run_config, task_class.required_tokens, task_class.vocab_required,
-        task_class.fallback_vocab_file(config), run_config.output_dir)
-    task = task_class(config, run_config, model_files=files)
-    task.read_inputs()                                                            # 3
-    if _use_adapted_length(task):
-        task.check_flags(task.config, task.run_config)  # (its checks again, at that length)
-    task.teacher = _teacher(task)  # (a tagger's labels come from its training file)
-    run_files = task.run_files()
-    _refuse_outputs_over_inputs(task, run_files)                                  # 4
+    files = task_class.run_files(config, run_config)
+    resolved = model_files.resolve_model_files(                                   # 2
+        run_config, SPECIAL_TOKENS if spec.required_tokens is None else spec.required_tokens,
+        spec.vocab_required, files.vocab, run_config.output_dir)
+    task = task_class(config, run_config, model_files=resolved, run_directory=run_directory)
+    found = task.read_inputs()                                                    # 3
+    teacher = _teacher(task, found)  # (a tagger's labels come from its training file)
+    _refuse_outputs_over_inputs(task, files, found)                               # 4
 
-    first = _check_run_directory(task, run_files)                                 # 5
+    first = _check_run_directory(task, files, found, teacher)                     # 5
     _check_unrecorded_model(task)
     # The chief owns the run directory (its lock and files); the other workers of a
     # multi-worker run write their checkpoints to scratch directories (Trainer).
     chief = distribution.is_chief(strategy)
-    run_directory = task.run_directory
     with run_directory.lock() if chief else contextlib.nullcontext():
         if chief:
             run_directory.remove_killed_leftovers()
         # Again: no other run can change it now (the data's fingerprints read once).
-        session = _check_run_directory(task, run_files, first.settings)
+        session = _check_run_directory(task, files, found, teacher, first.settings)
         if chief:
             run_directory.write_record(session.files)
-        return _train_evaluate_predict_export(task, strategy, session)            # 6, 7
+        return _train_evaluate_predict_export(task, teacher, strategy, session)   # 6, 7
 
 
-def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
+def _run_directory(run_config) -> RunDirectory:
+    """The run's --output_dir: where each of its files goes. One object for the
+    whole run (the flow, the `Trainer` and the task share it: it holds the
+    session's record until the first checkpoint)."""
+    run_config.validate()  # (--output_dir is required)
+    return RunDirectory(run_config.output_dir)
+
+
+def _train_evaluate_predict_export(task, teacher, strategy, session: "Session") -> dict:
     config = task.run_config
     _check_batch_size(config, strategy.num_replicas_in_sync)
     keras.utils.set_random_seed(config.seed)
     precision.use_policy(config.dtype_policy)
     task.prepare()
-    trainer = _start_trainer(task, strategy)
+    distilling = Distillation(task, teacher) if teacher is not None else None
+    trainer, data = _start_trainer(task, distilling, strategy)
     # Training alone writes the record (evaluating, predicting or exporting a run
     # never needs to: its run.json may be read-only); once the resume read its
     # checkpoint, and into run.json with the first save.
@@ -119,7 +129,7 @@ def _train_evaluate_predict_export(task, strategy, session: "Session") -> dict:
             session.adopted, _started_from(task))
     best = BestCheckpoint(task, trainer) if config.eval_every_steps else None
     if config.do_train:
-        _train(task, trainer, best)
+        _train(task, trainer, data, best, distilling)
     # The step whose weights the model now holds: the best one when it was kept.
     model_step = best.restore() if best is not None else None
     if model_step is None:
@@ -158,112 +168,67 @@ def _started_from(task) -> dict | None:
 # === The steps ===
 
 
-def _check_flags(task_class, task_config, config):
-    """Step 1: the shared flags, what the run is asked to do, the task's flags.
-    Returns the run's config (with the trained length, for a run that does not
-    train)."""
-    config.validate()
+def _check_flags(task_class, task_config, config, run_directory):
+    """Step 1: the shared flags, what the run is asked to do, the family's
+    flags at the run's length. Returns the run's config, resolved: its
+    --max_seq_length decided (`run_directory.length`), and --jit_compile off
+    for a model XLA does badly (the row's `xla_off`)."""
+    spec = task_class.spec
     model_files.check_model_source(config)
-    config = _use_trained_length(config)
     modes = [m for m in ("train", "eval", "predict") if getattr(config, f"do_{m}")]
     if not modes and not config.export_dir:
         raise UserError("nothing to do: set --do_train, --do_eval, --do_predict or --export_dir")
-    _check_distill_text(task_class, config)
+    _check_distill_text(spec, config)
+    length = resolve_max_seq_length(
+        run_directory, config, lambda: task_class.run_files(task_config, config).training)
+    why = config.jit_compile and spec.xla_off and spec.xla_off(task_config)
+    if why:
+        logging.warning("%s", why)
+    config = dataclasses.replace(config, max_seq_length=length,
+                                 jit_compile=config.jit_compile and not why)
     task_class.check_flags(task_config, config)
-    if config.eval_every_steps and not getattr(config, task_class.evaluation_flag()):
-        raise UserError(f"--eval_every_steps needs --{task_class.evaluation_flag()} (the data "
+    if config.eval_every_steps and not getattr(config, spec.evaluation_flag):
+        raise UserError(f"--eval_every_steps needs --{spec.evaluation_flag} (the data "
                         "to evaluate on)")
     if config.eval_every_steps and not config.do_train:
         raise UserError("--eval_every_steps evaluates while training: add --do_train")
     return config
 
 
-def _use_trained_length(config):
-    """Step 1 for a run that does not train: it evaluates, predicts and exports at
-    the --max_seq_length its run was trained with unless the flag is given, and
-    says which length it uses when the two differ. Returns the config to run."""
-    run_directory = RunDirectory(config.output_dir)
-    trained = None if config.do_train else run_directory.trained_length()
-    if trained is None or trained == config.max_seq_length:
-        return config
-    if "max_seq_length" in config.given:
-        logging.warning("--max_seq_length=%d: this run was trained at %d tokens, and now reads "
-                        "%d (leave the flag out to use the trained length)",
-                        config.max_seq_length, trained, config.max_seq_length)
-        return config
-    logging.info("--max_seq_length=%d: the length this run was trained with (%s; "
-                 "--max_seq_length=N reads another)", trained,
-                 os.path.basename(run_directory.run_record))
-    return dataclasses.replace(config, max_seq_length=trained)
-
-
-def _use_adapted_length(task) -> bool:
-    """Step 3 for fine-tuning from a checkpoint adapted to this task's own text (a
-    pre-training run of this project whose training data includes this run's
-    training file: task-adaptive pre-training): it trains at the length the
-    adaptation used unless --max_seq_length is given, and says so; the two steps
-    of adaptation cannot disagree. Returns whether it changed the length."""
-    config = task.run_config
-    if not (config.do_train and config.init_checkpoint) or "max_seq_length" in config.given:
-        return False
-    try:
-        if not io.isdir(config.init_checkpoint):
-            return False
-        record = run_of(config.init_checkpoint).read_run_record() or {}
-    except (UserError, OSError):
-        return False  # (step 2 reads the checkpoint, and says what is wrong with it)
-    identity, settings = record.get("identity") or {}, record.get("settings") or {}
-    adapted_on = set(settings.get("training_data") or {})
-    ours = {os.path.abspath(p) for p in task.run_files().training if p and io.is_local(p)}
-    length = identity.get("max_seq_length")
-    if identity.get("task") not in ADAPTING_TASKS or not adapted_on & ours or \
-            length in (None, config.max_seq_length):
-        return False
-    task.run_config = dataclasses.replace(config, max_seq_length=length)
-    logging.info("--max_seq_length=%d: the length %s was pre-trained with on this task's "
-                 "training text (--max_seq_length=N trains at another)", length,
-                 config.init_checkpoint)
-    return True
-
-
-# The run families whose run can be a checkpoint adapted to a task's text.
-ADAPTING_TASKS = ("pretraining", "distillation")
-
-
-def _check_distill_text(task_class, config) -> None:
+def _check_distill_text(spec, config) -> None:
     """--distill_text: with a teacher, on a task that reads it, an existing file."""
-    if config.distill_text and not (config.teacher and task_class.reads_distill_text):
+    if config.distill_text and not (config.teacher and spec.reads_distill_text):
         raise UserError("--distill_text is text a teacher labels for the student: add "
-                        "--teacher" if task_class.reads_distill_text else
-                        f"--distill_text: the {_family(task_class)} task does not read unlabelled "
+                        "--teacher" if spec.reads_distill_text else
+                        f"--distill_text: the {spec.name} task does not read unlabelled "
                         "text (classification and tagging do); leave it out")
     if config.distill_text and not io.isfile(config.distill_text):
         raise UserError(f"--distill_text: {config.distill_text} is not a file: give a file of "
                         "the training file's format (its text columns; labels are not needed)")
 
 
-def _teacher(task):
-    """Step 3's teacher (--teacher, task or general distillation): None without one."""
+def _teacher(task, found) -> Teacher | None:
+    """Step 3's teacher (--teacher, task or general distillation): None without
+    one. `found`: what the inputs say (the labels it must have)."""
     config = task.run_config
     if not config.teacher:
         return None
-    if not task.distils:
-        raise UserError(f"--teacher: the {_family(task)} task does not learn from a teacher "
+    if not task.spec.distils:
+        raise UserError(f"--teacher: the {task.spec.name} task does not learn from a teacher "
                         "(its features come from a frozen encoder); fine-tune with "
                         "without --feature_based to distil")
     if not config.do_train:
         raise UserError("--teacher is what a run learns from while it trains: add --do_train, "
                         "or leave it out to evaluate, predict or export")
-    return Teacher.load(config.teacher, task)
+    return Teacher.load(config.teacher, task, found.identity)
 
 
-def _refuse_outputs_over_inputs(task, run_files) -> None:
+def _refuse_outputs_over_inputs(task, run_files, found) -> None:
     """Step 4: no output (the run directory, its files, the export) may be one
     of the inputs (the task's and the model files)."""
     config = task.run_config
     outputs = {"--output_dir": config.output_dir, "--export_dir": config.export_dir,
-               **task.run_directory.overwritten_files([*run_files.record,
-                                                       *run_files.results])}
+               **task.run_directory.overwritten_files([*found.record, *run_files.results])}
     model_files.refuse_outputs_over_inputs(config, task.model_files, run_files.inputs,
                                            outputs, own_run_dir=config.output_dir)
     if config.export_dir and io.same_path(config.export_dir, config.output_dir):
@@ -295,7 +260,8 @@ class Session:
     adopted: list
 
 
-def _check_run_directory(task, run_files, settings: dict | None = None) -> Session:
+def _check_run_directory(task, run_files, found, teacher,
+                         settings: dict | None = None) -> Session:
     """Step 5's checks, which write nothing: the record's files
     (`RunDirectory.check_record`), what the run is and, when training, its
     settings (`RunDirectory.check_run`; `settings`: those an earlier check
@@ -305,11 +271,11 @@ def _check_run_directory(task, run_files, settings: dict | None = None) -> Sessi
     config, files, run_directory = task.run_config, task.model_files, task.run_directory
     adopted = unrecorded_run_checkpoints(run_directory) if run_directory.is_unrecorded() else []
     record_files = run_directory.record(files.config.to_json_string(), files.vocab_file,
-                                        run_files.record)
+                                        found.record)
     run_directory.check_record(record_files, {VOCAB: f"--vocab_file {files.vocab_file}"})
-    identity = _identity(task, run_files.identity, record_files.get(VOCAB))
+    identity = _identity(task, found.identity, record_files.get(VOCAB))
     if settings is None and config.do_train:
-        settings = _training_settings(task, run_files.training)
+        settings = _training_settings(task, run_files.training, teacher)
     if not config.do_train:  # evaluating or exporting at another length is not another run
         identity.pop("max_seq_length")
     changes = run_directory.check_run(identity, settings, config.allow_changed_settings)
@@ -347,13 +313,13 @@ def _refuse_loss_scaling_change(run_directory, changes: list) -> None:
 
 def _identity(task, task_identity: dict, vocab_text: str | None) -> dict:
     """What the run is (the record's identity): the task and what it adds
-    (`RunFiles.identity`), the model's config, the vocabulary, the casing
+    (`InputRecord.identity`), the model's config, the vocabulary, the casing
     and --max_seq_length; for a student made now from --init_checkpoint, the
     teacher's layers it kept (--student_layers: 1,3,5 is another model than
     0,2,4 of the same config; a resume from the run's own checkpoint does not
     say, and is not compared)."""
     files = task.model_files
-    identity = {"task": _family(task), **task_identity,
+    identity = {"task": task.spec.name, **task_identity,
                 "bert_config": json.loads(files.config.to_json_string()),
                 "vocab_sha256": (hashlib.sha256(vocab_text.encode("utf-8")).hexdigest()
                                  if vocab_text is not None else None),
@@ -364,14 +330,14 @@ def _identity(task, task_identity: dict, vocab_text: str | None) -> dict:
     return identity
 
 
-def _training_settings(task, training_files) -> dict:
+def _training_settings(task, training_files, teacher) -> dict:
     """The training settings of the record (`run_directory.TRAINING_SETTINGS`)
     and the training data: each file's absolute path, size and content
     (`io.content_fingerprint`: a same-size edit is a change too)."""
     config = task.run_config
     settings = {name: getattr(config, name, None) for name in TRAINING_SETTINGS}
-    if task.teacher is not None:  # the checkpoint read, not the path given (a run trains on)
-        settings["teacher"] = task.teacher.path
+    if teacher is not None:  # the checkpoint read, not the path given (a run trains on)
+        settings["teacher"] = teacher.path
     else:
         settings.update(distill_alpha=None, distill_temperature=None)  # (they do nothing)
     # (A stream spooled by the input policy is known by the name it was given.)
@@ -407,15 +373,9 @@ def _check_unrecorded_model(task) -> None:
     if mismatch:
         raise RunDirectoryError(
             f"--output_dir {run_directory.path} {UNRECORDED}, and its checkpoint "
-            f"{os.path.basename(latest)} is not this {_family(task)} task's "
+            f"{os.path.basename(latest)} is not this {task.spec.name} task's "
             f"model ({mismatch}): it is another task's or another model's run; nothing was "
             "changed. Use another --output_dir")
-
-
-def _family(task) -> str:
-    """The task family's name (of a task or its class)."""
-    task_class = task if isinstance(task, type) else type(task)
-    return task_class.family or task_class.__name__
 
 
 def _check_batch_size(config, replicas: int) -> None:
@@ -431,30 +391,76 @@ def _check_batch_size(config, replicas: int) -> None:
                  config.gradient_accumulation_steps)
 
 
-def _start_trainer(task, strategy):
-    """Step 6: the `Trainer` (resumed, or initialized from --init_checkpoint);
-    refuses to evaluate, predict or export a head that is still random."""
+def _start_trainer(task, distilling, strategy):
+    """Step 6: the `Trainer` (resumed, or initialized from --init_checkpoint), of
+    the task or, with a teacher, of its `Distillation`; refuses to evaluate,
+    predict or export a head that is still random. Returns it and the training
+    data (None when not training)."""
     config = task.run_config
     num_train_steps = num_warmup_steps = 0
+    data = task.train_dataset() if config.do_train else None
     if config.do_train:
-        num_train_steps = task.train_steps()
-        num_warmup_steps = task.warmup_steps(num_train_steps)
+        num_train_steps = train_steps(task.spec, config, data.examples)
+        num_warmup_steps = warmup_steps(config, num_train_steps)
         logging.info("train: %sbatch %d, %d steps (%d warm-up)",
-                     "" if config.num_train_steps else f"{task.num_train_examples()} examples, ",
+                     "" if config.num_train_steps else f"{data.examples} examples, ",
                      config.train_batch_size, num_train_steps, num_warmup_steps)
-    trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train)
+    initialize = Initialization(task)
+    trainer = make_trainer(task, strategy, num_train_steps, num_warmup_steps, config.do_train,
+                           distilling=distilling, init_fn=initialize)
     _say_what_was_restored(config, trainer)
     precision.log_precision(trainer.model, config.dtype)
-    if not config.do_train and trainer.resumed_from is None and not task.has_head():
+    usable = task.spec.head_always_usable or bool(initialize.report)
+    if not config.do_train and trainer.resumed_from is None and not usable:
         source = (f"--init_checkpoint {config.init_checkpoint} " + (
-            task.head_report.what_the_checkpoint_holds() if task.head_report is not None else
+            initialize.report.what_the_checkpoint_holds() if initialize.report is not None else
             f"holds no trained {type(task).__name__} head for this task")
             if config.init_checkpoint else "There is no --init_checkpoint")
         raise UserError(
             f"{source}, and --output_dir holds no checkpoint: evaluating or exporting "
             "now would use a random head. Add --do_train, or point --init_checkpoint / "
             "--output_dir at a fine-tuned run")
-    return trainer
+    return trainer, data
+
+
+class Initialization:
+    """The `Trainer`'s `init_fn`: --init_checkpoint into the model
+    (`Task.initialize`), keeping what the task's head got (`report`: None when
+    nothing was read, or no head looked for)."""
+
+    def __init__(self, task):
+        self.task, self.report = task, None
+        self.checkpoint = task.model_files.checkpoint if task.model_files else None
+
+    def __call__(self, model) -> None:
+        if self.checkpoint is not None:
+            self.report = self.task.initialize(model, self.checkpoint)
+
+
+def train_steps(spec, config, examples: int | None) -> int:
+    """Optimizer updates of the run: --num_train_steps when given, else
+    google-research/bert's int(examples / batch * epochs) (rounded up, for a
+    family that counts so: `spec.round_steps_up`)."""
+    if config.num_train_steps:
+        return config.num_train_steps
+    if examples is None:
+        raise UserError(f"--num_train_steps is required: the {spec.name} task does not count "
+                        "its training examples")
+    if spec.round_steps_up:
+        return max(1, math.ceil(examples * config.num_train_epochs / config.train_batch_size))
+    steps = int(examples / config.train_batch_size * config.num_train_epochs)
+    if steps <= 0:
+        raise UserError(f"{examples} training examples make no step of --train_batch_size="
+                        f"{config.train_batch_size} over --num_train_epochs="
+                        f"{config.num_train_epochs}; lower the batch size or add data")
+    return steps
+
+
+def warmup_steps(config, num_train_steps: int) -> int:
+    """--num_warmup_steps, or --warmup_proportion of the run's steps."""
+    if config.num_warmup_steps is not None:
+        return config.num_warmup_steps
+    return int(num_train_steps * config.warmup_proportion)
 
 
 def _say_what_was_restored(config, trainer) -> None:
@@ -481,9 +487,11 @@ def _say_what_was_restored(config, trainer) -> None:
                      init)
 
 
-def _train(task, trainer, best: BestCheckpoint | None) -> None:
-    """Step 7's training (evaluating on the way with --eval_every_steps), after
-    the evaluations a killed run left undone (`BestCheckpoint.evaluate_missed`)."""
+def _train(task, trainer, data, best: BestCheckpoint | None, distilling) -> None:
+    """Step 7's training on `data` (a `base.TrainingSet`; with --teacher, once
+    `distilling` labelled it), evaluating on the way with --eval_every_steps,
+    after the evaluations a killed run left undone
+    (`BestCheckpoint.evaluate_missed`)."""
     config = task.run_config
     start = time.time()
     if best is not None:
@@ -495,17 +503,31 @@ def _train(task, trainer, best: BestCheckpoint | None) -> None:
         logging.info("This run stopped early at step %d (no better %s in %d evaluations): "
                      "nothing more to train", best.state["stopped_at"], best.metric,
                      config.early_stopping_patience)
-    else:
-        dataset = task.train_dataset()  # (with --teacher: its labelling pass too)
-        prepared = time.time()
-        trainer.train(dataset, config.train_batch_size, evaluate_every=config.eval_every_steps,
-                      on_evaluate=best.evaluate if best else None)
-        # The steps' time is what the progress lines count as elapsed; the data's before.
-        logging.info("Training took %s: %s preparing the training data, %s of steps",
-                     duration(time.time() - start), duration(prepared - start),
-                     duration(time.time() - prepared))
+        logging.info("Training took %s", duration(time.time() - start))
         return
-    logging.info("Training took %s", duration(time.time() - start))
+    if distilling is not None:  # the teacher's pass over the training data
+        data = distilling.labelled(data)
+    dataset = training_batches(task.spec, config, data)
+    prepared = time.time()
+    trainer.train(dataset, config.train_batch_size, evaluate_every=config.eval_every_steps,
+                  on_evaluate=best.evaluate if best else None)
+    # The steps' time is what the progress lines count as elapsed; the data's before.
+    logging.info("Training took %s: %s preparing the training data, %s of steps",
+                 duration(time.time() - start), duration(prepared - start),
+                 duration(time.time() - prepared))
+
+
+def training_batches(spec, config, data):
+    """The `dataset_fn` of a `base.TrainingSet`: the task's own pipeline, or
+    its in-memory features shuffled, repeated and batched (cut to each batch's
+    longest sequence with --dynamic_padding, where the family allows:
+    `spec.trims_padding`; split for gradient accumulation)."""
+    if data.dataset_fn is not None:
+        return data.dataset_fn
+    return input_pipeline.numpy_dataset(
+        data.features, config.train_batch_size, True, config.seed,
+        config.padding_multiple() if spec.trims_padding else None,
+        micro_batches=config.gradient_accumulation_steps)
 
 
 # === The strategy, the trainer, preemption ===
@@ -518,10 +540,13 @@ def make_strategy(config):
                                      tpu_zone=config.tpu_zone, gcp_project=config.gcp_project)
 
 
-def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, train: bool):
-    """The `Trainer` of a run, with BERT's optimizer recipe (when `train`)."""
+def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, train: bool,
+                 *, distilling=None, init_fn=None):
+    """The `Trainer` of a run, with BERT's optimizer recipe (when `train`): of
+    the task, or of its `teacher.Distillation` (`distilling`). `init_fn`:
+    --init_checkpoint's (default: `Initialization(task)`)."""
     config = task.run_config
-    trainer_config = training_config(config, max(num_train_steps, 1), task.jit_compile())
+    trainer_config = training_config(config, max(num_train_steps, 1), config.jit_compile)
     optimizer_fn = budget = None
     if train and config.max_train_minutes:
         budget = TimeBudget.of_run(strategy, config.max_train_minutes, num_train_steps,
@@ -530,10 +555,6 @@ def make_trainer(task, strategy, num_train_steps: int, num_warmup_steps: int, tr
         optimizer_fn = lambda: optimization.create_optimizer(  # noqa: E731
             optimization.OptimizerConfig.of_run(config, num_train_steps, num_warmup_steps,
                                                 time_budget=budget))
-    checkpoint = task.model_files.checkpoint if task.model_files else None
-    init_fn = (lambda model: task.initialize(model, checkpoint)) if checkpoint else None
-    return Trainer(task, strategy, trainer_config, optimizer_fn=optimizer_fn, init_fn=init_fn,
-                   loss_scale=config.dtype == "float16", time_budget=budget,
-                   run_directory=task.run_directory)
-
-
+    return Trainer(distilling or task, strategy, trainer_config, optimizer_fn=optimizer_fn,
+                   init_fn=init_fn or Initialization(task), loss_scale=config.dtype == "float16",
+                   time_budget=budget, run_directory=task.run_directory)

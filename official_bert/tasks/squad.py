@@ -19,9 +19,7 @@ threshold).
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 
 import numpy as np
 import tensorflow as tf
@@ -34,8 +32,8 @@ from official_bert.metrics import squad as squad_metrics
 from official_bert.modeling.encoder import ENCODER_INPUTS, BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertSpanLabeler
 from official_bert.serving import squad as serving
-from official_bert.tasks import base
-from official_bert.configs import RunConfig, SquadConfig, SquadRunConfig
+from official_bert.tasks import base, families, teacher
+from official_bert.configs import RunConfig, SquadConfig
 from official_bert.training import distillation, input_pipeline
 
 
@@ -51,22 +49,21 @@ class SpanLabelingTask(base.Task):
         bert_config: for using the model and loss alone (tests, tools).
     """
 
-    family = "squad"
-    distils = "outputs"
+    spec = families.SQUAD
 
     def __init__(self, config: SquadConfig | None = None, run_config: RunConfig | None = None,
-                 *, model_files=None, bert_config=None):
-        super().__init__(run_config or SquadRunConfig(), model_files=model_files,
-                         bert_config=bert_config)
-        self.config = config or SquadConfig()
+                 *, model_files=None, run_directory=None, bert_config=None):
+        super().__init__(config, run_config, model_files=model_files,
+                         run_directory=run_directory, bert_config=bert_config)
         self.train_examples = self.predict_examples = None
         self.eval_results = None
         self._train_windows = None  # the training windows' arrays, made once
 
     # --- the model and its loss (the Trainer's protocol) ------------------------
 
-    def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
+    def build_model(self, bert_config=None):
+        encoder = BertEncoder.from_bert_config(bert_config or self.bert_config,
+                                               dtype=self.run_config.dtype_policy)
         # The span head never reads the pooled output, so the pooler gets no
         # gradient (google's optimizer skips such variables): not trainable here.
         encoder.pooler.trainable = False
@@ -85,25 +82,26 @@ class SpanLabelingTask(base.Task):
     def loss_and_metrics(self, model, features, normalizers, training):
         inputs = {k: features[k] for k in ENCODER_INPUTS}
         logits = model(inputs, training=training)
-        losses, metrics = [], {}
-        run = self.run_config
+        per_example, metrics = 0.0, {}
         for name in ("start", "end"):
             labels = features[f"{name}_positions"]
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            per_example += tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=labels, logits=logits[f"{name}_logits"])
-            if f"teacher_{name}_logits" in features:  # task distillation (--teacher)
-                soft = distillation.position_soft_targets(
-                    features[f"teacher_{name}_logits"], logits[f"{name}_logits"],
-                    run.distill_temperature, features["input_mask"])
-                per_example = distillation.task_loss(per_example, soft, run.distill_alpha)
-            losses.append(tf.reduce_sum(per_example))
             correct = tf.cast(tf.equal(tf.argmax(logits[f"{name}_logits"], -1,
                                                  output_type=tf.int32), labels), tf.float32)
             metrics[f"{name}_accuracy"] = (tf.reduce_sum(correct),
                                            tf.cast(tf.size(correct), tf.float32))
+        per_example = teacher.mixed_loss(self, per_example, logits, features)
         # total_loss = (start_loss + end_loss) / 2.0, each a mean over examples.
-        loss = (losses[0] + losses[1]) / 2.0 / tf.cast(normalizers["examples"], tf.float32)
+        loss = tf.reduce_sum(per_example) / 2.0 / tf.cast(normalizers["examples"], tf.float32)
         return loss, metrics
+
+    def teacher_loss(self, teacher_logits, logits, features):
+        """Per example: the soft-target losses of the start and of the end
+        distributions over the window's positions, summed (as its labels' are)."""
+        return sum(distillation.position_soft_targets(
+            teacher_logits[key], logits[key], self.run_config.distill_temperature,
+            features["input_mask"]) for key in ("start_logits", "end_logits"))
 
     # --- inputs ---------------------------------------------------------------------
 
@@ -140,10 +138,7 @@ class SpanLabelingTask(base.Task):
                 version_2_with_negative=config.version_2_with_negative)
             if config.max_predict_examples:
                 self.predict_examples = self.predict_examples[:config.max_predict_examples]
-
-    def run_files(self) -> base.RunFiles:
-        return dataclasses.replace(super().run_files(), results=(
-            "predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json"))
+        return base.InputRecord()
 
     def _windows(self, examples, is_training, stats=None):
         features = squad.convert_examples_to_features(
@@ -167,33 +162,12 @@ class SpanLabelingTask(base.Task):
             self._train_windows = {k: v for k, v in arrays.items() if k != "unique_ids"}
         return self._train_windows
 
-    def num_train_examples(self) -> int:
-        return len(self._train_arrays()["input_word_ids"])
-
-    def train_steps(self) -> int:
-        # Windows, rounded up, as the reference implementation counts them.
-        if self.run_config.num_train_steps:
-            return self.run_config.num_train_steps
-        return max(1, math.ceil(self.num_train_examples() * self.run_config.num_train_epochs
-                                / self.run_config.train_batch_size))
-
     def train_dataset(self):
-        # Shuffled before it is repeated, so each epoch sees every window once.
-        run = self.run_config
-        arrays = self._train_arrays()
-        if self.teacher is not None:  # the teacher's start and end logits of each window
-            outputs = self.teacher.logits({k: arrays[k] for k in ENCODER_INPUTS},
-                                          run.eval_batch_size)
-            arrays = {**arrays, **{f"teacher_{k}": v for k, v in outputs.items()}}
-        return input_pipeline.numpy_dataset(arrays, run.train_batch_size,
-                                            training=True, seed=run.seed,
-                                            micro_batches=run.gradient_accumulation_steps)
+        # Steps count windows, rounded up (`spec.round_steps_up`), as the reference
+        # implementation counts them; each epoch sees every window once.
+        return base.TrainingSet(self._train_arrays())
 
     # --- prediction (and the official metric) -----------------------------------------
-
-    @classmethod
-    def evaluation_flag(cls) -> str:
-        return "do_predict"  # SQuAD evaluates its predictions of --predict_file
 
     def evaluate(self, trainer) -> dict | None:
         """The official metric of --predict_file's predictions (during training,

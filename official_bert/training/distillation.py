@@ -142,10 +142,18 @@ def attention_relation_loss(teacher_qkv, student_qkv, num_relation_heads: int, m
 def attention_relation_divergences(teacher_qkv, student_qkv, num_relation_heads: int, mask):
     """`attention_relation_loss` per token (its row of each relation), before
     the mean over the real tokens: [batch, tokens]."""
+    return relation_divergences(
+        [self_attention_relations(t, num_relation_heads, mask) for t in teacher_qkv],
+        student_qkv, mask)
+
+
+def relation_divergences(teacher_relations, student_qkv, mask):
+    """`attention_relation_divergences` from the teacher's relations computed
+    already (`self_attention_relations`, [batch, heads, tokens, tokens]
+    each): the student's are split into as many heads. [batch, tokens]."""
     total = 0.0
-    for teacher, student in zip(teacher_qkv, student_qkv):
-        teacher_log = self_attention_relations(teacher, num_relation_heads, mask)
-        student_log = self_attention_relations(student, num_relation_heads, mask)
+    for teacher_log, student in zip(teacher_relations, student_qkv):
+        student_log = self_attention_relations(student, teacher_log.shape[1], mask)
         kl = ops.sum(ops.exp(teacher_log) * (teacher_log - student_log), axis=-1)
         total = total + ops.mean(kl, axis=1)  # over the heads
     return total

@@ -20,12 +20,6 @@ def bucketed_length(longest: int, multiple: int, full: int) -> int:
     return min(full, -(-max(int(longest), 1) // multiple) * multiple)
 
 
-# A teacher's per-token outputs (task distillation of a tagger, `tasks.teacher`),
-# stored [examples, labels, tokens] so that cutting a batch's padding (its last
-# axis) cuts them with the tokens.
-TEACHER_TOKEN_LOGITS = "teacher_token_logits"
-
-
 def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
                   trim_padding_multiple: int | None = None, micro_batches: int = 1):
     """A `dataset_fn` over in-memory feature arrays (all of one length).
@@ -41,7 +35,8 @@ def numpy_dataset(arrays: dict, batch_size: int, training: bool, seed: int,
     that many (`split_into_micro_batches`): an update still sees `batch_size`
     examples.
     """
-    sequence_keys = text_layers.PACKED_KEYS + ("label_ids", TEACHER_TOKEN_LOGITS)
+    # (A teacher's outputs, `tasks.teacher.OUTPUTS`, stay whole: its loss cuts them.)
+    sequence_keys = text_layers.PACKED_KEYS + ("label_ids",)
 
     def trim(batch):
         return text_layers.trim_padding(batch, trim_padding_multiple, keys=sequence_keys)

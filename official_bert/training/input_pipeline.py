@@ -76,7 +76,7 @@ from official_bert.errors import BadFileError, UserError
 from official_bert.text import tokenization
 # The fine-tuning half (in-memory features): importable from here too, as the tasks do.
 from official_bert.training.fine_tuning_input import (  # noqa: F401  (re-exported)
-    TEACHER_TOKEN_LOGITS, bucketed_length, numpy_dataset, split_into_micro_batches)
+    bucketed_length, numpy_dataset, split_into_micro_batches)
 from official_bert.training.masking import mask_batch
 
 STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",

@@ -12,6 +12,7 @@ import pytest
 
 from support import REPO_ROOT, processes
 
+from official_bert import configs
 from official_bert.commands import registry
 
 COMMANDS_DIR = REPO_ROOT / "official_bert" / "commands"
@@ -29,17 +30,36 @@ def test_every_command_module_is_registered_once():
 @pytest.mark.parametrize("command", registry.COMMANDS, ids=lambda c: c.name)
 def test_each_command_module_has_one_pattern(command):
     """Docstring, CONFIGS, define_flags(), main(argv), started by the registry;
-    no entry() of its own and no flag defined when it is imported."""
+    no entry() of its own and no flag defined when it is imported. A task
+    family's command is its row's (a docstring alone: flags and main come from
+    the row); a job's has no main (the registry's runs the job its row names)."""
     tree = ast.parse((COMMANDS_DIR / f"{command.module}.py").read_text())
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert {"define_flags", "main"} <= functions and "entry" not in functions
-    assert ast.get_docstring(tree)
-    assert any(isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "CONFIGS"
-               for node in tree.body)
+    assigned = {getattr(node.targets[0], "id", "") for node in tree.body
+                if isinstance(node, ast.Assign)}
+    assert ast.get_docstring(tree) and "entry" not in functions
+    if command.task is not None:
+        assert not functions and "CONFIGS" not in assigned
+    else:
+        assert {"define_flags"} <= functions and "CONFIGS" in assigned
+        assert ("main" in functions) == (command.job is None)
     top_level_calls = [ast.unparse(node) for node in tree.body if isinstance(node, ast.Expr)
                        and isinstance(node.value, ast.Call)]
     assert not [c for c in top_level_calls if "define" in c], top_level_calls
     assert f'registry.run_command("{command.name}")' in (COMMANDS_DIR / f"{command.module}.py").read_text()
+
+
+def test_the_task_commands_share_one_main_made_from_their_rows():
+    tasks = [command for command in registry.COMMANDS if command.task is not None]
+    assert {command.name for command in tasks} == {"pretrain", "distill", "classify", "squad",
+                                                   "swag", "ner"}
+    mains = [path.stem for path in COMMANDS_DIR.glob("*.py")
+             if re.search(r"^def main\b", path.read_text(), re.M)]
+    assert len(mains) <= 14, mains
+    for command in tasks:
+        assert command.task.command == command.name
+        assert registry.configs_of(command) == (command.task.config, command.task.run_config,
+                                                configs.GoogleTpuFlags)
 
 
 @pytest.mark.parametrize("command", registry.COMMANDS, ids=lambda c: c.name)

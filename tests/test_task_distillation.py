@@ -33,7 +33,6 @@ from official_bert.tasks.multiple_choice import MultipleChoiceTask
 from official_bert.tasks.ner import FeatureBasedNerTask, NerTask
 from official_bert.tasks.runner import run_task
 from official_bert.tasks.squad import SpanLabelingTask
-from official_bert.training.input_pipeline import TEACHER_TOKEN_LOGITS
 
 TINY = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                   intermediate_size=32, hidden_dropout_prob=0.0,
@@ -54,7 +53,7 @@ def test_the_loss_mixes_labels_and_soft_targets_as_written(alpha, temperature):
     features["label"] = tf.constant([0, 2, 1, 1])
     teacher_logits = np.array([[2.0, 0.1, -1.0], [0.0, 0.0, 3.0], [1.0, 1.5, 0.2],
                                [-2.0, 4.0, 0.0]], np.float32)
-    features[teacher_module.FEATURE] = tf.constant(teacher_logits)
+    features[teacher_module.OUTPUTS] = tf.constant(teacher_logits)
     loss, _ = task.loss_and_metrics(model, features, {"examples": tf.constant(4.0)},
                                     training=False)
     logits = model(features, training=False).numpy().astype(np.float64)
@@ -72,7 +71,7 @@ def test_regression_learns_the_teachers_score():
     model = task.build_model()
     features = dict(dummy_inputs(batch_size=3, seq_length=5))
     features["label"] = tf.constant([1.0, 4.0, 2.5])
-    features[teacher_module.FEATURE] = tf.constant([[0.5], [3.0], [2.0]])
+    features[teacher_module.OUTPUTS] = tf.constant([[0.5], [3.0], [2.0]])
     loss, _ = task.loss_and_metrics(model, features, {"examples": tf.constant(3.0)},
                                     training=False)
     score = model(features, training=False).numpy()[:, 0].astype(np.float64)
@@ -215,11 +214,12 @@ def _load_teacher(world, path, tmp_path, config=None):
 
     config = config or ClassificationConfig(task_name="sst-2", data_dir=str(world.path("glue")))
     run = RunConfig(**_settings(world, tmp_path / "student", do_train=True, teacher=str(path)))
-    files = model_files.resolve_model_files(run, ClassificationTask.required_tokens,
-                                            run_dir=run.output_dir)
-    task = ClassificationTask(config, run, model_files=files)
-    task.read_inputs()
-    return teacher_module.Teacher.load(str(path), task)
+    from official_bert.run_directory import RunDirectory
+
+    files = model_files.resolve_model_files(run, run_dir=run.output_dir)
+    task = ClassificationTask(config, run, model_files=files,
+                              run_directory=RunDirectory(run.output_dir))
+    return teacher_module.Teacher.load(str(path), task, task.read_inputs().identity)
 
 
 def test_a_teacher_is_checked_by_what_its_run_says(world, teacher_run, tmp_path, caplog):
@@ -295,8 +295,8 @@ def test_squad_learns_the_teachers_start_and_end_distributions(world, tmp_path):
 
 def test_the_tagger_loss_mixes_each_labelled_token(monkeypatch):
     """NER: per labelled token, alpha · cross-entropy + (1 − alpha) · T² · KL; the
-    teacher's outputs travel as [windows, labels, tokens] (so that cutting a
-    batch's padding cuts them too) and are read back per token."""
+    teacher's outputs travel at their full length, and are cut to the batch's
+    tokens (cut to its longest sequence by --dynamic_padding) by the loss."""
     task = NerTask(NerConfig(labels=["O", "B-X", "I-X"]), bert_config=TINY,
                    run_config=RunConfig(distill_alpha=0.4, distill_temperature=3.0))
     model = task.build_model()
@@ -305,7 +305,8 @@ def test_the_tagger_loss_mixes_each_labelled_token(monkeypatch):
     features["label_ids"] = tf.constant(labels)
     rng = np.random.default_rng(0)
     teacher_logits = rng.normal(size=(2, 5, 3)).astype(np.float32)
-    features[TEACHER_TOKEN_LOGITS] = tf.constant(np.transpose(teacher_logits, (0, 2, 1)))
+    padding = rng.normal(size=(2, 3, 3)).astype(np.float32)  # positions the batch's cut left out
+    features[teacher_module.OUTPUTS] = tf.constant(np.concatenate([teacher_logits, padding], 1))
     loss, _ = task.loss_and_metrics(model, features, task.loss_normalizers(features),
                                     training=False)
     logits = model(features, training=False).numpy().astype(np.float64)
@@ -360,7 +361,7 @@ def test_unlabelled_rows_learn_the_teacher_alone():
     features["label"] = tf.constant([0, 2, 0, 0])  # (rows 1 and 3: placeholders)
     teacher_logits = np.array([[2.0, 0.1, -1.0], [0.0, 0.0, 3.0], [1.0, 1.5, 0.2],
                                [-2.0, 4.0, 0.0]], np.float32)
-    features[teacher_module.FEATURE] = tf.constant(teacher_logits)
+    features[teacher_module.OUTPUTS] = tf.constant(teacher_logits)
     features[teacher_module.LABELLED] = tf.constant([1.0, 0.0, 1.0, 0.0])
     loss, metrics = task.loss_and_metrics(model, features, {"examples": tf.constant(4.0)},
                                           training=False)
@@ -384,7 +385,7 @@ def test_untagged_rows_of_the_tagger_learn_the_teacher_alone():
     labels = np.array([[-1, 1, 2, -1], [-1, 0, 0, -1]], np.int32)  # row 2: placeholders
     features["label_ids"] = tf.constant(labels)
     teacher_logits = np.random.default_rng(1).normal(size=(2, 4, 3)).astype(np.float32)
-    features[TEACHER_TOKEN_LOGITS] = tf.constant(np.transpose(teacher_logits, (0, 2, 1)))
+    features[teacher_module.OUTPUTS] = tf.constant(teacher_logits)
     features[teacher_module.LABELLED] = tf.constant([1.0, 0.0])
     loss, metrics = task.loss_and_metrics(model, features, task.loss_normalizers(features),
                                           training=False)

@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 
 from official_bert.errors import UserError
-from official_bert.tasks import base, evaluation
+from official_bert.run_directory import RunDirectory
+from official_bert.tasks import base, evaluation, families
 from official_bert.configs import RunConfig
 from test_run_classifier import (DEV, DEV_LABELS, TRAIN, TRAIN_LABELS, make_checkpoint, run,
                                  write_sst2)
@@ -29,8 +30,11 @@ class _Model(tf.Module):
 class _ScriptedTask(base.Task):
     """evaluate() returns the next scripted value and sets the model's weight to it."""
 
+    spec = families.TaskSpec("scripted", f"{__name__}:_ScriptedTask", RunConfig)
+
     def __init__(self, run_config, values, model):
-        super().__init__(run_config)
+        super().__init__(run_config, run_config,
+                         run_directory=RunDirectory(run_config.output_dir))
         self.values, self.model = list(values), model
 
     def evaluate(self, trainer):

@@ -184,12 +184,12 @@ def test_minilm_gets_a_fresh_masked_lm_head_tied_to_its_embeddings(minilm_dir, m
                                        bert_config=checkpoint.config)
     model = task.build_model()
     with caplog.at_level("INFO", logger="absl"):
-        task.initialize(model, checkpoint)
+        report = task.initialize(model, checkpoint)
     messages = [r.getMessage() for r in caplog.records]
     assert MLM_LINE in messages
     assert "Next-sentence head: not used (the data has no sentence pairs: masked LM only)" \
         in messages
-    assert task.head_report.heads == []
+    assert report.heads == []
 
     # The encoder is MiniLM's, unchanged; the output projection is its embedding matrix.
     assert len(model.encoder.weights) == len(minilm_encoder.weights)
@@ -372,6 +372,7 @@ def test_fine_tuning_from_a_checkpoint_adapted_to_its_own_text_trains_at_its_len
     from another kind of run, the flag's default stands."""
     from support import fault_kit as kit
     from official_bert.configs import NerConfig, PretrainRunConfig, RunConfig
+    from official_bert.run_directory import RunDirectory
     from official_bert.tasks import pretraining, runner
     from official_bert.tasks.ner import NerTask
 
@@ -387,13 +388,11 @@ def test_fine_tuning_from_a_checkpoint_adapted_to_its_own_text_trains_at_its_len
 
     def checked(train_file, **settings):
         config = NerConfig(train_file=str(train_file))
-        run = runner._check_flags(NerTask, config, RunConfig(  # (step 1)
-            output_dir=str(tmp_path / "ner"), init_checkpoint=str(adapted), do_train=True,
-            **settings))
-        task = NerTask(config, run)
-        task.read_inputs()  # (step 3, which then settles the length)
-        runner._use_adapted_length(task)
-        return task.run_config.max_seq_length
+        run = RunConfig(output_dir=str(tmp_path / "ner"), init_checkpoint=str(adapted),
+                        do_train=True, **settings)
+        # (step 1: the length decided once, before the task exists)
+        return runner._check_flags(NerTask, config, run, RunDirectory(run.output_dir)
+                                   ).max_seq_length
 
     with caplog.at_level(logging.INFO, logger="absl"):
         assert checked(conll) == 16

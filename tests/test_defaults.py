@@ -24,6 +24,7 @@ import pytest
 import data_prep
 import official_bert
 from official_bert import configs, settings
+from official_bert.commands import registry
 from official_bert.tasks import classification, multiple_choice, ner, pretraining, squad
 from official_bert.training import optimization, trainer
 
@@ -65,9 +66,8 @@ def _library_defaults(obj) -> dict:
 def _flag_defaults(command: str) -> dict:
     """{flag: default} of a command, from its `CONFIGS` (the first class with a
     name defines its flag, as `cli_flags` does)."""
-    module = importlib.import_module(f"official_bert.commands.{command}")
     defaults = {}
-    for config_class in module.CONFIGS:
+    for config_class in registry.configs_of(registry.command(command)):
         for setting in settings.settings_of(config_class):
             defaults.setdefault(setting.name, setting.default)
     return defaults

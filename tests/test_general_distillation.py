@@ -29,7 +29,7 @@ from official_bert.modeling.heads import BertPretrainer
 from official_bert.tasks.general_distillation import GeneralDistillationTask
 from official_bert.tasks.pretraining import PretrainingTask
 from official_bert.tasks.runner import run_task
-from official_bert.tasks.teacher import Teacher
+from official_bert.tasks.teacher import Distillation, Teacher, relation_heads_between
 from official_bert.training import distillation
 
 
@@ -59,11 +59,11 @@ def _features():
 
 
 def _task(student_config, teacher_model, has_head, **settings):
+    """The run's `Distillation` of a student of `student_config` and a teacher."""
     task = GeneralDistillationTask(run_config=PretrainRunConfig(**settings),
                                    bert_config=student_config)
-    task.teacher = Teacher("teacher", teacher_model, has_head)
-    task.next_sentence = True
-    return task
+    heads = relation_heads_between(teacher_model.encoder.config, student_config)
+    return Distillation(task, Teacher("teacher", teacher_model, has_head, relation_heads=heads))
 
 
 def _softmax(x, t=1.0):
@@ -119,8 +119,8 @@ def test_a_narrower_student_learns_the_last_layers_self_attention_relations():
     features = _features()
     normalizers = _normalizers(task, features)
     loss, _ = task.loss_and_metrics(student, features, normalizers, training=True)
-    pretraining, _ = PretrainingTask.loss_and_metrics(task, student, features, normalizers,
-                                                      training=True)
+    pretraining, _ = PretrainingTask.loss_and_metrics(task.task, student, features,
+                                                      normalizers, training=True)
 
     # The last (only) layer's queries, keys and values, from the embeddings, split into
     # the teacher's 4 heads (both widths divide by 4).
@@ -129,7 +129,7 @@ def test_a_narrower_student_learns_the_last_layers_self_attention_relations():
         attention = model.encoder.transformer_layers[-1].attention
         return attention.query(x), attention.key(x), attention.value(x)
 
-    assert task._relation_heads() == 4
+    assert task.teacher.relation_heads == 4
     relations = distillation.attention_relation_loss(qkv(teacher), qkv(student), 4,
                                                      features["input_mask"])
     assert float(relations) > 0
@@ -145,8 +145,8 @@ def test_a_teacher_identical_to_the_student_teaches_nothing_more_than_the_labels
     features = _features()
     normalizers = _normalizers(task, features)
     loss, metrics = task.loss_and_metrics(student, features, normalizers, training=True)
-    pretraining, _ = PretrainingTask.loss_and_metrics(task, student, features, normalizers,
-                                                      training=True)
+    pretraining, _ = PretrainingTask.loss_and_metrics(task.task, student, features,
+                                                      normalizers, training=True)
     masked_lm = metrics["masked_lm_loss"][0] / metrics["masked_lm_loss"][1]
     # alpha 0: the masked LM's share is the soft targets (0 here), next sentence as it was.
     assert float(loss) == pytest.approx(float(pretraining) - float(masked_lm), abs=1e-5)

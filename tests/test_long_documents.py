@@ -209,6 +209,7 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
     (nor with other ones), nor a truncating run with them."""
     import json
 
+    from official_bert.run_directory import RunDirectory
     from official_bert.tasks import classification
 
     saved = {"labels": ["alpha", "beta"], "long_document": "windows", "doc_stride": 14,
@@ -226,7 +227,8 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
         task = classification.ClassificationTask(
             classification.ClassificationConfig(task_name="custom", text_a_column="text",
                                                 labels=["alpha", "beta"], **flags),
-            RunConfig(output_dir=str(tmp_path), max_seq_length=16))
+            RunConfig(output_dir=str(tmp_path), max_seq_length=16),
+            run_directory=RunDirectory(str(tmp_path)))
         task.check_flags(task.config, task.run_config)
         with pytest.raises(UserError, match=re.escape(message)):
             task._settle_labels()
@@ -234,7 +236,8 @@ def test_a_trained_run_keeps_its_window_flags(tmp_path):
         classification.ClassificationConfig(task_name="custom", text_a_column="text",
                                             labels=["alpha", "beta"], long_document="windows",
                                             doc_stride=14, window_pooling="max"),
-        RunConfig(output_dir=str(tmp_path), max_seq_length=16))
+        RunConfig(output_dir=str(tmp_path), max_seq_length=16),
+        run_directory=RunDirectory(str(tmp_path)))
     (tmp_path / "classifier_config.json").write_text(json.dumps(saved))
     task.check_flags(task.config, task.run_config)
     task._settle_labels()  # the same flags: accepted

@@ -241,20 +241,20 @@ def test_head_restore_is_logged_weight_by_weight(caplog):
         caplog.clear()
         # absl.logging's logger is "absl": an earlier test in the process may have raised its level.
         with caplog.at_level(logging.INFO, logger="absl"):
-            task.initialize(model, checkpoint)
-        return task, [r.getMessage() for r in caplog.records]
+            report = task.initialize(model, checkpoint)
+        return report, [r.getMessage() for r in caplog.records]
 
-    task, log = initialize(2)
-    assert not task.has_head()
+    report, log = initialize(2)
+    assert not report
     assert "Task head: initialized output_weights (2, 16) (the checkpoint's does not fit)" in log
     assert "Task head: initialized output_bias (2,) (the checkpoint's does not fit)" in log
     assert ("Skipped output_weights of shape (3, 16) in mnli_run: this task's head needs "
             "(2, 16) (a head for another number of labels?)") in log
-    assert task.head_report.what_the_checkpoint_holds() == (
+    assert report.what_the_checkpoint_holds() == (
         "holds a head of shape (3, 16) (output_weights) that does not fit this task's (2, 16)")
 
-    task, log = initialize(3)
-    assert task.has_head() and not any(line.startswith("Skipped") for line in log)
+    report, log = initialize(3)
+    assert report and not any(line.startswith("Skipped") for line in log)
     assert [line for line in log if line.startswith("Task head:")] == [
         "Task head: restored output_weights (3, 16) from the checkpoint",
         "Task head: restored output_bias (3,) from the checkpoint"]

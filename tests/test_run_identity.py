@@ -24,7 +24,7 @@ from support import fault_kit as kit
 from official_bert import io
 from official_bert.errors import RunDirectoryError, UserError
 from official_bert.run_directory import RunDirectory
-from official_bert.tasks import base, evaluation
+from official_bert.tasks import base, evaluation, families
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.configs import (ClassificationConfig, MultipleChoiceConfig, NerConfig,
                                          RunConfig, SquadConfig, SquadRunConfig, SwagRunConfig)
@@ -404,6 +404,8 @@ def test_a_resume_evaluates_the_step_a_kill_left_unevaluated(world, tmp_path, mo
 def test_a_missed_step_whose_checkpoint_is_gone_is_said_in_one_line(tmp_path, caplog):
     """Steps 4 and 6 were due; 6 is the step the run resumes at, 4's checkpoint is gone."""
     class Task(base.Task):
+        spec = families.TaskSpec("scripted", "", RunConfig)
+
         def evaluate(self, trainer):
             return {"eval_loss": 1.0 / int(trainer.global_step.numpy())}
 
@@ -415,7 +417,8 @@ def test_a_missed_step_whose_checkpoint_is_gone_is_said_in_one_line(tmp_path, ca
     (tmp_path / "eval_history.jsonl").write_text('{"global_step": 2, "eval_loss": 0.5}\n')
     RunDirectory(str(tmp_path)).eval_schedule_start(2, 0, write=True)
     config = RunConfig(output_dir=str(tmp_path), eval_every_steps=2, keep_best_metric="eval_loss")
-    best = evaluation.BestCheckpoint(Task(config), Trainer())
+    best = evaluation.BestCheckpoint(Task(config, config, run_directory=RunDirectory(
+        str(tmp_path))), Trainer())
     with caplog.at_level(logging.INFO, logger="absl"):
         best.evaluate_missed(num_train_steps=10)
     lines = [r.getMessage() for r in caplog.records if "were to be evaluated" in r.getMessage()]

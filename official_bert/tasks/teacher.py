@@ -118,9 +118,9 @@ class Teacher:
         logging.info("Teacher: %s (%d layers, hidden size %d), %s", read,
                      ckpt.config.num_hidden_layers, ckpt.config.hidden_size,
                      "its head restored" if has_head else "without a masked-LM head")
-        return cls(os.fspath(read), model, has_head, label_order,
-                   _relation_heads(ckpt.config, task.bert_config) if kind == "representations"
-                   else None)
+        heads = (relation_heads_between(ckpt.config, task.bert_config)
+                 if kind == "representations" else None)
+        return cls(os.fspath(read), model, has_head, label_order, heads)
 
     # --- task distillation: its outputs on the training features, once -------------
 
@@ -273,7 +273,7 @@ def last_layer_qkv(encoder, outputs) -> tuple:
     return attention.query(inputs), attention.key(inputs), attention.value(inputs)
 
 
-def _relation_heads(teacher, student) -> int | None:
+def relation_heads_between(teacher, student) -> int | None:
     """The relation heads of MiniLMv2's loss between two configs; None when
     the widths match (the hidden states are compared)."""
     if teacher.hidden_size == student.hidden_size:

@@ -1,15 +1,23 @@
-"""A task written outside the library: multi-label classification.
+"""Multi-label classification with BERT: a task written outside the library.
 
 Each text has any number of labels (e.g. the topics of a news item, the
 tags of a comment), so the head scores every label on its own: one sigmoid
 per label on the pooled [CLS] vector, trained with binary cross-entropy.
-This module is all a new task needs; `run_multilabel.py` beside it is its
-script. The run flow (`official_bert.tasks.runner.run_task`) does the rest: model
-files, validation before anything is written, the run directory's lock,
-seeding, dtype, distribution, training, checkpoints and resume,
-eval_results.txt.
+This module is all a new task needs: its row (`TaskSpec`, registered) makes
+its command, `bert multilabel` (load it with
+OFFICIAL_BERT_TASKS=examples/multilabel/multilabel_task.py), its flags and
+its section of the flag reference, and gives it distillation (--teacher); the
+run flow does the rest: model files, validation before anything is written,
+the run directory's lock, seeding, dtype, distribution, training,
+checkpoints and resume, eval_results.txt. `run_multilabel.py` beside it is
+its script.
 
 Data: JSON lines, `{"text": "...", "labels": ["sports", "politics"]}`.
+
+Example:
+  OFFICIAL_BERT_TASKS=examples/multilabel/multilabel_task.py bert multilabel \\
+    --do_train --do_eval --train_file=train.jsonl --eval_file=dev.jsonl \\
+    --init_checkpoint=$MINILM --num_train_epochs=3 --output_dir=/tmp/multilabel
 """
 
 from __future__ import annotations
@@ -25,8 +33,7 @@ from official_bert.errors import BadFileError, UserError
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier
 from official_bert.settings import setting
-from official_bert.tasks import base
-from official_bert.configs import RunConfig
+from official_bert.tasks import base, families, teacher
 from official_bert.training import input_pipeline
 
 
@@ -60,14 +67,20 @@ def read_jsonl(path):
 class MultiLabelTask(base.Task):
     """Multi-label classification: the model and loss, the data, the metrics."""
 
-    def __init__(self, config: MultiLabelConfig, run_config: RunConfig, *, model_files=None):
-        super().__init__(run_config, model_files=model_files)
-        self.config, self.rows = config, {}
+    spec = families.register(families.TaskSpec(
+        "multilabel", f"{__name__}:MultiLabelTask", MultiLabelConfig, command="multilabel",
+        summary="multi-label classification of JSON lines (the guide's example of a new task)",
+        module=__name__, results=("predictions.jsonl",), distils="outputs"))
+
+    def __init__(self, config=None, run_config=None, **resolved):
+        super().__init__(config, run_config, **resolved)
+        self.rows = {}
 
     # The model and its loss (what the Trainer calls).
 
-    def build_model(self):
-        encoder = BertEncoder.from_bert_config(self.bert_config, dtype=self.run_config.dtype_policy)
+    def build_model(self, bert_config=None):
+        bert_config = bert_config or self.bert_config  # (a teacher's, of another size)
+        encoder = BertEncoder.from_bert_config(bert_config, dtype=self.run_config.dtype_policy)
         model = BertClassifier(encoder, len(self.labels))  # one logit per label
         model(dummy_inputs())
         return model
@@ -79,10 +92,19 @@ class MultiLabelTask(base.Task):
         logits = model(features, training=training)
         targets = tf.cast(features["label"], tf.float32)
         per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
-        loss = tf.reduce_sum(tf.reduce_mean(per_label, axis=-1)) / normalizers["examples"]
+        per_example = teacher.mixed_loss(self, tf.reduce_mean(per_label, axis=-1), logits,
+                                         features)  # (with --teacher: its outputs too)
+        loss = tf.reduce_sum(per_example) / normalizers["examples"]
         correct = tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), targets), tf.float32)
         return loss, {"label_accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct),
                                                                         tf.float32))}
+
+    def teacher_loss(self, teacher_logits, logits, features):
+        """Per example: each label's teacher probability (at temperature T) as its
+        target, scaled by T² as soft targets are."""
+        t = self.run_config.distill_temperature
+        return t * t * tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+            labels=tf.sigmoid(teacher_logits / t), logits=logits / t), axis=-1)
 
     # Inputs: read and checked before anything is written.
 
@@ -97,11 +119,9 @@ class MultiLabelTask(base.Task):
             self.labels = io.read_text(saved).split()
         else:
             raise UserError("no labels.txt in --output_dir: train first")
-
-    def run_files(self):
-        return dataclasses.replace(
-            super().run_files(), results=("predictions.jsonl",),
-            record={"labels.txt": "".join(f"{label}\n" for label in self.labels)})
+        # What the run's record keeps: a rerun must have the same labels.
+        return base.InputRecord(identity={"labels": self.labels}, record={
+            "labels.txt": "".join(f"{label}\n" for label in self.labels)})
 
     # Data.
 
@@ -120,12 +140,8 @@ class MultiLabelTask(base.Task):
                 "input_mask": np.asarray(mask, np.int32),
                 "input_type_ids": np.asarray(types, np.int32), "label": targets}
 
-    def num_train_examples(self):
-        return len(self.rows["train"])
-
     def train_dataset(self):
-        return input_pipeline.numpy_dataset(self._arrays("train"), self.run_config.train_batch_size,
-                                            True, self.run_config.seed)
+        return base.TrainingSet(self._arrays("train"))  # (the run batches it)
 
     def _probabilities(self, trainer, mode, batch_size):
         out = trainer.predict(input_pipeline.numpy_dataset(self._arrays(mode), batch_size, False,

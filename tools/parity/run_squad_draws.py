@@ -37,10 +37,13 @@ def main():
 
     from official_bert.training import input_pipeline
 
+    from official_bert.tasks import runner
+
     task = common.official_bert_squad_task(args, num_train_epochs=args.num_train_epochs)
-    num_windows, steps = task.num_train_examples(), task.train_steps()
+    num_windows = task.train_dataset().examples
+    steps = runner.train_steps(task.spec, task.run_config, num_windows)
     # As tasks.runner.run_task: seed, build the model (encoder, then head), then the data, whose
-    # shuffle is task.train_dataset()'s: the same numpy_dataset, over window indices.
+    # shuffle is the run's of task.train_dataset(): the same numpy_dataset, over window indices.
     keras.utils.set_random_seed(args.seed)
     if args.head == "keras":  # task.build_model() with a head that has no seed of its own
         from official_bert.modeling.encoder import BertEncoder, dummy_inputs

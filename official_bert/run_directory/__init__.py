@@ -77,7 +77,7 @@ class RunDirectory:
     """One run's --output_dir (module docstring): its paths, its lock, its record.
 
     The record is what a run was made with, as file name → text: the model's
-    config and vocabulary and the task's own files (`RunFiles.record`). A
+    config and vocabulary and the task's own files (`InputRecord.record`). A
     directory that holds a trained checkpoint binds a rerun to the same record
     (`check_record`); only then is it written (`write_record`).
 

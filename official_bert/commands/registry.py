@@ -30,9 +30,12 @@ A `Command`'s `outputs` maps each output flag to its kind:
     file_or_dir   a file, or a directory searched for files
     dir           a directory
 
-and `phases` lists what it does that a signal may interrupt: "read" (its
+`phases` lists what it does that a signal may interrupt: "read" (its
 inputs), "data" (generating data), "train", "eval", "predict", "export",
-"write" (its outputs).
+"write" (its outputs); and `reads_runs` the flags whose value may be a run
+directory that is still training (a model read through
+`run_directory.latest.read_latest`: its latest complete checkpoint, its step
+named, "still training" said).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class Command:
     outputs: dict = dataclasses.field(default_factory=dict)
     phases: tuple = ()
     inputs: dict = dataclasses.field(default_factory=dict)
+    reads_runs: tuple = ()
 
     def __post_init__(self):
         assert set(self.outputs.values()) <= set(OUTPUT_KINDS), self
@@ -107,33 +111,40 @@ COMMANDS = (
             "add a corpus's frequent words to a checkpoint's vocabulary (new embeddings: the "
             "mean of their old pieces')",
             outputs={"output_dir": "dir"}, phases=("read", "data", "write"),
-            inputs={**_MODEL, "input_file": "file"}),
+            inputs={**_MODEL, "input_file": "file"},
+            reads_runs=("init_checkpoint",)),
     Command("create-pretraining-data", "create_pretraining_data",
             "masked-LM + next-sentence TFRecords", google_script="create_pretraining_data.py",
             outputs={"output_file": "file_prefix"}, phases=("read", "data", "write"),
             inputs={"input_file": "file", "vocab_file": "file"}),
     Command("pretrain", "pretrain", "pre-train BERT (masked LM + next sentence)",
             google_script="run_pretraining.py", outputs=_RUN,
-            phases=("read", "train", "eval", "export"), inputs=_PRETRAIN),
+            phases=("read", "train", "eval", "export"), inputs=_PRETRAIN,
+            reads_runs=("init_checkpoint",)),
     Command("distill", "distill", "a smaller BERT that learns a teacher on a corpus (general "
             "distillation)", outputs=_RUN, phases=("read", "train", "eval", "export"),
-            inputs=_PRETRAIN),
+            inputs=_PRETRAIN,
+            reads_runs=("init_checkpoint",)),
     Command("classify", "classify", "fine-tune / evaluate / predict GLUE or your own CSV/TSV",
             google_script="run_classifier.py", outputs=_RUN,
             phases=("read", "train", "eval", "predict", "export"),
-            inputs={**_TASK, "data_dir": "dir"}),
+            inputs={**_TASK, "data_dir": "dir"},
+            reads_runs=("init_checkpoint", "teacher")),
     Command("squad", "squad", "question answering, SQuAD v1.1 and v2.0",
             google_script="run_squad.py", outputs=_RUN,
             phases=("read", "train", "predict", "export"),
-            inputs={name: way for name, way in _TASK.items() if name != "eval_file"}),
+            inputs={name: way for name, way in _TASK.items() if name != "eval_file"},
+            reads_runs=("init_checkpoint",)),
     Command("squad-split", "squad_split", "split a SQuAD file into train and dev by article",
             outputs={"train_output": "file", "dev_output": "file"}, phases=("read", "write"),
             inputs={"input_file": "file"}),
     Command("swag", "swag", "multiple choice (SWAG layout)", google_script="run_swag.py",
-            outputs=_RUN, phases=("read", "train", "eval", "predict", "export"), inputs=_TASK),
+            outputs=_RUN, phases=("read", "train", "eval", "predict", "export"), inputs=_TASK,
+            reads_runs=("init_checkpoint",)),
     Command("ner", "ner", "token tagging (CoNLL files), fine-tuned or feature-based",
             google_script="run_ner.py", outputs=_RUN,
-            phases=("read", "train", "eval", "predict", "export"), inputs=_TASK),
+            phases=("read", "train", "eval", "predict", "export"), inputs=_TASK,
+            reads_runs=("init_checkpoint",)),
     Command("glue-submission", "glue_submission",
             "the GLUE leaderboard's zip from a directory of predicted runs",
             outputs={"output_file": "file"}, phases=("read", "write"),
@@ -141,21 +152,25 @@ COMMANDS = (
     Command("predict", "predict", "labels for raw text lines from an export or a trained run",
             phases=("read", "predict"),  # writes to stdout only
             # Read as it comes: lines typed at a terminal are answered as they are typed.
-            inputs={"input_file": "stream"}),
+            inputs={"input_file": "stream"},
+            reads_runs=("model",)),
     Command("extract-features", "extract_features", "per-layer token vectors or sentence vectors",
             google_script="extract_features.py", outputs={"output_file": "file"},
-            phases=("read", "predict", "write"), inputs={**_MODEL, "input_file": "file"}),
+            phases=("read", "predict", "write"), inputs={**_MODEL, "input_file": "file"},
+            reads_runs=("init_checkpoint",)),
     Command("embed", "embed",
             "sentence embeddings of a text file (.npy / .jsonl) and a SavedModel that embeds",
             outputs={"output_file": "file", "export_dir": "export_dir"},
             phases=("read", "predict", "write", "export"),
-            inputs={**_MODEL, "input_file": "file"}),
+            inputs={**_MODEL, "input_file": "file"},
+            reads_runs=("init_checkpoint",)),
     Command("export-encoder", "export_encoder",
             "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) from a checkpoint",
             # --output_dir holds SavedModels (preprocessor/, encoder/), each never overwritten
             # (serving/hub.py), as --export_dir's versions: not one directory replaced whole.
             outputs={"output_dir": "export_dir", "export_dir": "export_dir"},
-            phases=("read", "export"), inputs=_MODEL),
+            phases=("read", "export"), inputs=_MODEL,
+            reads_runs=("init_checkpoint",)),
     Command("compare", "compare",
             "models side by side on your labelled file: task metric, latency, throughput, size",
             outputs={"json_output": "file", "plot_output": "file"},
@@ -166,7 +181,7 @@ COMMANDS = (
     Command("export-google", "export_google",
             "google-research/bert's TF1 files (bert_model.ckpt, bert_config.json, vocab.txt) "
             "from a checkpoint", outputs={"output_dir": "dir"}, phases=("read", "write"),
-            inputs=_MODEL),
+            inputs=_MODEL, reads_runs=("init_checkpoint",)),
     # Its --output_dir is resumed stage by stage (--restart starts over), as a run's is.
     Command("quickstart", "quickstart", "the end-to-end demo on bundled data",
             google_script="quickstart.py", outputs={"output_dir": "run_dir"},

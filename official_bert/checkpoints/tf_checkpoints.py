@@ -14,13 +14,15 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
-from official_bert.run_directory.latest import latest_checkpoint, listed_checkpoints
+from official_bert.run_directory.latest import latest_checkpoint, listed_checkpoints, readable
 
 def open_reader(prefix):
-    """The reader of the checkpoint at `prefix`. Not `tf.train.load_checkpoint`:
-    it takes a path that `tf.io.gfile.isdir` calls a directory for one, and
-    TensorFlow's `ram://` calls every prefix of a stored name one."""
-    return tf.compat.v1.train.NewCheckpointReader(prefix)
+    """The reader of the checkpoint at `prefix` (its files as this process holds
+    them, when it read them from a run that trains: `latest.readable`). Not
+    `tf.train.load_checkpoint`: it takes a path that `tf.io.gfile.isdir` calls a
+    directory for one, and TensorFlow's `ram://` calls every prefix of a stored
+    name one."""
+    return tf.compat.v1.train.NewCheckpointReader(readable(prefix))
 
 
 def checkpoint_files(prefix) -> list:

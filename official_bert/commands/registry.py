@@ -248,6 +248,9 @@ def job(cmd: Command, module):
 
     @functools.wraps(module.main)  # (its __module__ gives `--help` the command's docstring)
     def main(argv):
+        from official_bert import resources
+
+        resources.check(cmd)  # the limits of the process (the resource policy)
         check_outputs(cmd)
         app.name_outputs({f"--{flag}": getattr(flags.FLAGS, flag, None) for flag in cmd.outputs})
         with prepared_inputs(cmd):

@@ -32,6 +32,9 @@ import resource
 from official_bert.errors import UserError
 
 MiB = 1 << 20
+# The address space a process maps once TensorFlow is loaded (TensorFlow 2.21 on Linux:
+# 1.5 GB), whether or not it is loaded yet when the limits are checked.
+TENSORFLOW_MAPS = 1536 * MiB
 # The phases that run a TensorFlow model (registry.Command.phases).
 MODEL_PHASES = ("train", "eval", "predict", "export")
 
@@ -42,7 +45,7 @@ class Needs:
 
     cpus: int
     threads: int  # threads TensorFlow may start (its pools, tf.data, XLA's compiler)
-    address_space: int  # bytes beyond what the process maps when the job starts
+    address_space: int  # bytes beyond what the process maps with TensorFlow loaded
     open_files: int
 
 
@@ -130,12 +133,12 @@ def _address_space_problem(need: Needs) -> str | None:
     limit = _soft(resource.RLIMIT_AS)
     if limit is None:
         return None
-    mapped = _mapped()
+    mapped = max(_mapped(), TENSORFLOW_MAPS)  # (checked before TensorFlow may be loaded)
     if limit - mapped >= need.address_space:
         return None
     return (f"the address-space limit (ulimit -v {limit // 1024}, {limit // MiB} MB) leaves "
-            f"{max(limit - mapped, 0) // MiB} MB beyond the {mapped // MiB} MB this process "
-            f"maps already; TensorFlow's threads and buffers need about "
+            f"{max(limit - mapped, 0) // MiB} MB beyond the {mapped // MiB} MB a process maps "
+            f"with TensorFlow loaded; its threads and buffers need about "
             f"{need.address_space // MiB} MB more on {need.cpus} CPUs: raise it (ulimit -v "
             "unlimited)")
 

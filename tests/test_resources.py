@@ -32,7 +32,7 @@ def limits(monkeypatch):
     monkeypatch.setattr(resources.resource, "getrlimit", getrlimit)
     monkeypatch.setattr(resources.os, "getuid", lambda: 1000)  # (root is not held to -u)
     monkeypatch.setattr(resources, "threads_of_user", lambda uid: 3)
-    monkeypatch.setattr(resources, "_mapped", lambda: 1500 * MiB)
+    monkeypatch.setattr(resources, "_mapped", lambda: 300 * MiB)  # (TensorFlow not loaded)
     for which in (resource.RLIMIT_NPROC, resource.RLIMIT_AS, resource.RLIMIT_NOFILE):
         values[which] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
     return values
@@ -57,6 +57,15 @@ def test_limits_that_leave_enough_pass(limits):
     limits[resource.RLIMIT_NOFILE] = (1024, 1024)
     for command in registry.COMMANDS:
         resources.check(command)
+
+
+def test_the_address_space_counts_tensorflow_before_it_is_loaded(limits):
+    """The limits are checked before a command imports TensorFlow, when the process maps
+    a few hundred MB: a 3 GB limit would look roomy, and the run would abort later."""
+    limits[resource.RLIMIT_AS] = (3 << 30, 3 << 30)
+    with pytest.raises(errors.UserError, match=r"beyond the 1536 MB a process maps with "
+                                               r"TensorFlow loaded"):
+        resources.check(registry.command("classify"))
 
 
 def test_the_estimate_grows_with_the_cpus():

@@ -35,10 +35,41 @@ flag and a kind, and the phases a signal can interrupt) x every fault of a class
       stdin       the input as `-`, its content on standard input: it works
       empty       an empty file: refused in one line naming the flag
       empty-stdin `-` with nothing on standard input: refused with the same line
+      fifo-no-writer  a FIFO nobody ever writes: one line once the input policy's
+                  wait ends (OFFICIAL_BERT_INPUT_WAIT, 15 s here), never a hang
+      nul-bytes   a run of 4096 NUL bytes after the first line (a crash's hole in a
+                  file): it works, or one line naming the input; never a hang
       loop        a symbolic link to itself: one line ("a loop of symbolic links")
       unreadable  a file without read permission: one line
-      (fifo, stdin, empty and empty-stdin for the inputs read as a file or a stream;
-      loop and unreadable for every input)
+      vanishing   the input (a copy of the control's) deleted once the phase after
+                  reading begins: it works on what it read, or one line naming the
+                  input (training saves its steps first); put back, the same command
+                  finishes (resuming from the checkpoint the line names)
+      changing    likewise, the input rewritten in place at its size (its lines after
+                  the first rotated by one: a vocabulary's ids shift, rows trade
+                  places): it works, and no file it wrote holds the changed version
+                  (two versions in one run, silently), or one line
+      (fifo, stdin, empty, empty-stdin, fifo-no-writer and nul-bytes for the inputs
+      read as a file or a stream; loop, unreadable, vanishing and changing for every
+      input)
+    readers of a live run, for each flag a command declares in `registry.Command.
+    reads_runs` (--model, --init_checkpoint, --teacher):
+      live-run    the flag names a classify run that trains meanwhile, saving every
+                  step and keeping one checkpoint (each save rotates the last away): it
+                  works, names the checkpoint and its step, says that the run is still
+                  training, never calls a rotated checkpoint damaged; a reader that
+                  trains keeps the run and the step in its record (started_from)
+    resource limits and the standard output, for every command:
+      rlimit-as, rlimit-nproc, rlimit-nofile
+                  a 2 GiB address space (ulimit -v), 16 threads and processes (ulimit
+                  -u; as root, under another real user id without CAP_SYS_RESOURCE),
+                  8 open files (ulimit -n): it works, or one line naming the limit (or
+                  memory), no dump of threads; then, without the limit, the same
+                  command finishes
+      closed-stdout  stdout a pipe whose reader is gone (`| head -c0`): it works, or
+                  ends quietly (exit 141, no line) or in one line; nothing left
+                  half-written, and the same command then finishes
+      no-stdout   descriptor 1 not open at all (`>&-`): likewise
     run-record faults, for a command that trains into a run_dir, on a run it trained:
       record      run.json missing (correct handling), with fields of the wrong type or
                   "format": 99 (refused, run.json kept), read-only (an evaluation works)

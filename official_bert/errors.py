@@ -32,6 +32,24 @@ import signal
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
+# errno values of an OSError that mean a limit of the machine or the process, not the file:
+# too many open files (the process's, the system's), no memory, a resource temporarily
+# unavailable (a thread that cannot start); and how the C library words them (TensorFlow's
+# errors carry the words, not the number).
+MACHINE_LIMIT_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN)
+_MACHINE_LIMIT_WORDS = ("too many open files", "cannot allocate memory",
+                        "resource temporarily unavailable")
+
+
+def is_machine_limit(error: BaseException) -> bool:
+    """Whether `error` is a limit of the machine or the process (`MACHINE_LIMIT_ERRNOS`),
+    not a problem of the file it was reading: a reader must never call the file
+    damaged for it."""
+    if isinstance(error, OSError) and error.errno in MACHINE_LIMIT_ERRNOS:
+        return True
+    return any(words in str(error).lower() for words in _MACHINE_LIMIT_WORDS)
+
+
 class UserError(ValueError):
     """Bad user input: the message names the input and the fix."""
 

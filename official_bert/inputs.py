@@ -28,7 +28,10 @@ that ended before its first byte (`empty_error`).
 Nothing waits forever on a stream: while no byte comes (a FIFO nobody has
 opened yet, a writer that stalls) a line every `WAIT_LOG_SECONDS` says what is
 awaited, and after `wait_seconds()` (OFFICIAL_BERT_INPUT_WAIT, default 10
-minutes) without a byte the command stops in one line.
+minutes) without a byte the command stops in one line. A "stream" input read
+as it comes is opened by `open_stream`: a FIFO without its writer is waited
+for so, up to its first byte; after it, the stream is read as it comes (a
+person typing is waited for).
 
 An input that vanishes or changes while a command runs is the reader's to
 detect (training names it and keeps a checkpoint: `training.trainer`); a
@@ -224,6 +227,46 @@ def spool(path: str, flag: str, kind: str = PIPE) -> Iterator[str]:
         io.remove(copy)
         show_path_as(copy, None)
         _SPOOLS.pop(copy, None)
+
+
+def open_stream(path: str, flag: str):
+    """A binary file object that reads the "stream" input `path` once, as it
+    comes. A FIFO is opened without waiting for its writer (an open would wait
+    forever when none comes): until its first byte (or its writer's end) a line
+    every `WAIT_LOG_SECONDS` says what is awaited, and after `wait_seconds()`
+    the command stops in one line naming `flag`. Anything else is opened as a
+    file is."""
+    if path in STDIN_NAMES or classify(path) != PIPE:
+        return io.open_file(path, "rb")
+    fd = _open_stream(path, flag)
+    try:
+        _await_first_byte(fd, path, flag)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _await_first_byte(fd: int, path: str, flag: str) -> None:
+    """Returns once the stream `fd` has a byte to read, or has ended (its writer
+    came and went); a line every WAIT_LOG_SECONDS meanwhile; `UserError` after
+    `wait_seconds()`."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    limit, start = wait_seconds(), time.monotonic()
+    last_line = start
+    while not poller.poll(min(1.0, WAIT_LOG_SECONDS) * 1000):
+        now = time.monotonic()
+        if now - start >= limit:
+            raise UserError(
+                f"{flag} {path} ({_words(path, PIPE)}) gave nothing for {limit:.0f} s: its "
+                "writer is gone or stuck; start the writer, or give a file "
+                "(OFFICIAL_BERT_INPUT_WAIT sets the wait)")
+        if now - last_line >= WAIT_LOG_SECONDS:
+            last_line = now
+            logging.info("waiting for %s %s (%s): nothing yet after %.0f s (stops after "
+                         "%.0f s)", flag, path, _words(path, PIPE), now - start, limit)
 
 
 def _open_stream(path: str, flag: str) -> int:

@@ -135,6 +135,33 @@ def test_a_fifo_nobody_writes_is_a_line_after_the_wait_not_a_hang(tmp_path, monk
             os.path.join(inputs.tempfile.gettempdir(), inputs.SPOOL_DIRECTORY)))
 
 
+def test_a_stream_read_as_it_comes_waits_for_its_fifos_writer_in_a_line_not_forever(
+        tmp_path, monkeypatch, caplog):
+    """predict's --input_file (a "stream"): a FIFO nobody writes was an open() that waited
+    forever. `open_stream` opens it without waiting: lines while nothing comes, one
+    line after the wait."""
+    monkeypatch.setenv("OFFICIAL_BERT_INPUT_WAIT", "1.5")
+    monkeypatch.setattr(inputs, "WAIT_LOG_SECONDS", 0.5)
+    start = time.monotonic()
+    with caplog.at_level("INFO", logger="absl"):
+        with pytest.raises(UserError, match=r"--input_file .*fifo \(a pipe\) gave nothing for "
+                                            r"2 s: its writer is gone or stuck"):
+            inputs.open_stream(_fifo(tmp_path), "--input_file")
+    assert time.monotonic() - start < 10
+    assert "waiting for --input_file" in caplog.text
+
+
+@pytest.mark.parametrize("stays", [True, False])
+def test_a_stream_read_as_it_comes_reads_all_its_fifos_writer_wrote(tmp_path, stays):
+    """The writer comes later, and stays, or writes and is gone before the first read."""
+    fifo = _fifo(tmp_path)
+    _write_later(fifo, b"one\ntwo\n")
+    with inputs.open_stream(fifo, "--input_file") as stream:
+        if not stays:
+            time.sleep(1.0)  # (the writer has closed its end by now)
+        assert stream.read() == b"one\ntwo\n"
+
+
 def test_the_boundary_spools_each_stream_of_a_list_and_leaves_globs(tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
     fifo = _fifo(tmp_path)

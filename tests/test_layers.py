@@ -18,7 +18,8 @@ from support import REPO_ROOT
 LAYERS = [
     ("official_bert.errors", "official_bert.settings", "official_bert.configs",
      "official_bert.run_settings",
-     "official_bert.progress", "official_bert.interruption", "data_prep.configs"),
+     "official_bert.progress", "official_bert.interruption", "official_bert.resources",
+     "data_prep.configs"),
     ("official_bert.io", "official_bert.file_sets", "official_bert.outputs", "official_bert.inputs",
      "official_bert.run_directory.layout", "official_bert.run_directory.lock",
      "official_bert.metrics"),

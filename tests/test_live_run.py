@@ -105,27 +105,53 @@ def test_a_killed_runs_lock_file_is_no_training_run(tmp_path):
     assert RunLock(str(run)).holder() is None
 
 
-def test_a_checkpoint_rotated_away_while_read_is_not_called_damaged(tmp_path, monkeypatch,
-                                                                    caplog):
-    """The trainer rotates the chosen checkpoint away before the reader opens
-    it: the newest is read instead, and nothing says "damaged"."""
+def test_a_checkpoint_rotated_away_while_read_is_read_whole_as_it_was_opened(
+        tmp_path, monkeypatch, caplog):
+    """The trainer rotates the chosen checkpoint away (deletes its files) while the
+    reader reads it: the reader holds the files it opened, so it reads them whole, at
+    the step it chose, and nothing says "damaged"; a second read (the head's weights, an
+    export) reads the same files."""
     from official_bert import checkpoints
-    from official_bert.checkpoints import read
+    from official_bert.checkpoints import read, tf_checkpoints
 
     run = _write_run(tmp_path / "run", [10, 20])
     original, opened = read._read_tensorflow, []
 
-    def rotated_first(path, prefix, config):
+    def rotated_while_read(path, prefix, config):
         opened.append(prefix.rsplit("/", 1)[-1])
-        if len(opened) == 1:
-            _rotate(run, 20, 30)  # (and ckpt-10, the older, is kept: keep=2)
+        _rotate(run, 20, 30)  # ckpt-20's files are deleted now (ckpt-10, the older, kept)
+        _rotate(run, 10, 40)
+        assert not (run / "ckpt-20.index").exists()
         return original(path, prefix, config)
 
-    monkeypatch.setattr(read, "_read_tensorflow", rotated_first)
+    monkeypatch.setattr(read, "_read_tensorflow", rotated_while_read)
     with caplog.at_level(logging.INFO, logger="absl"):
         ckpt = checkpoints.read_checkpoint(str(run))
-    assert opened == ["ckpt-20", "ckpt-30"]
-    assert ckpt.step == 30
+    assert opened == ["ckpt-20"]
+    assert (ckpt.step, ckpt.prefix) == (20, str(run / "ckpt-20"))
+    assert tf_checkpoints.open_reader(ckpt.prefix).get_variable_to_shape_map()
+    assert "copy or download" not in caplog.text and "damaged" not in caplog.text
+
+
+def test_a_checkpoint_rotated_away_before_it_was_opened_gives_way_to_the_newest(
+        tmp_path, monkeypatch, caplog):
+    """Rotated away between being chosen and being opened: the newest is read."""
+    from official_bert import checkpoints
+    from official_bert.run_directory import latest
+
+    run = _write_run(tmp_path / "run", [10, 20])
+    hold, tried = latest.hold, []
+
+    def rotated_first(prefix):
+        tried.append(prefix.rsplit("/", 1)[-1])
+        if len(tried) == 1:
+            _rotate(run, 20, 30)
+        return hold(prefix)
+
+    monkeypatch.setattr(latest, "hold", rotated_first)
+    with caplog.at_level(logging.INFO, logger="absl"):
+        ckpt = checkpoints.read_checkpoint(str(run))
+    assert tried == ["ckpt-20", "ckpt-30"] and ckpt.step == 30
     assert "rotated away" in caplog.text and "copy or download" not in caplog.text
 
 

@@ -38,18 +38,25 @@ def test_every_registered_command_gets_a_case_of_every_class(command):
         assert sorted(g.target for g in mine if g.klass == klass) == sorted(command.phases)
     for flag, way in matrix.input_flags(command).items():  # the registry's inputs
         hit = {g.klass for g in mine if g.target == f"--{flag}"}
-        assert {"loop", "unreadable"} <= hit, flag
+        assert set(matrix.ANY_INPUT_FAULTS) <= hit, flag
         if way in matrix.CONTENT_WAYS:
             assert set(matrix.INPUT_FAULTS) <= hit, flag
+    # every flag that may name a run still training (the registry's reads_runs)
+    assert sorted(g.target for g in mine if g.klass == "live-run") == sorted(
+        f"--{flag}" for flag in command.reads_runs)
+    # every command: each resource limit, and a standard output closed two ways
+    for klass in (*matrix.LIMITS, *matrix.STDOUT_FAULTS):
+        assert sum(g.klass == klass for g in mine) == 1, klass
 
 
 def test_a_command_without_a_control_case_still_gets_its_cases(tmp_path):
     """Coverage follows the registry: a new command's cases are made, and report that
     the sweep has no good run of it yet."""
     new = matrix.Command("new-thing", {"output_file": "file", "output_dir": "run_dir"},
-                         ("read", "train"))
+                         ("read", "train"), reads_runs=("init_checkpoint",))
     made = matrix.generate([new])
-    assert len(made) == matrix.expected_count(new) == 2 * 9 + 2 * len(matrix.SIGNALS) + 4
+    assert len(made) == matrix.expected_count(new) == (
+        2 * 9 + 2 * len(matrix.SIGNALS) + 4 + 1 + len(matrix.LIMITS) + len(matrix.STDOUT_FAULTS))
     world = tmp_path / "world"
     world.mkdir()
     row = matrix.run_generated(world, tmp_path, 0, made[0])

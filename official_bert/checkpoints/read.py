@@ -23,7 +23,8 @@ from official_bert.checkpoints.tf_checkpoints import (checkpoint_prefix,
                                                       damaged_checkpoint_error, open_reader)
 from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
-from official_bert.run_directory.latest import checkpoint_step, latest_checkpoint, read_latest
+from official_bert.run_directory.latest import (checkpoint_step, latest_checkpoint, read_latest,
+                                                readable)
 
 
 def read_checkpoint(path, config: BertConfig | None = None) -> BertCheckpoint:
@@ -152,7 +153,7 @@ def _read_official_bert(path, prefix, config):
     encoder = BertEncoder.from_bert_config(config)
     encoder(dummy_inputs())
     try:
-        status = tf.train.Checkpoint(encoder=encoder).read(prefix)
+        status = tf.train.Checkpoint(encoder=encoder).read(readable(prefix))
         status.expect_partial()
         status.assert_existing_objects_matched()
     except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:

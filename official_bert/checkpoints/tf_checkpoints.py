@@ -14,13 +14,16 @@ import tensorflow as tf
 
 from official_bert import io
 from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
-from official_bert.run_directory.latest import latest_checkpoint, listed_checkpoints
+from official_bert.errors import is_machine_limit
+from official_bert.run_directory.latest import latest_checkpoint, listed_checkpoints, readable
 
 def open_reader(prefix):
-    """The reader of the checkpoint at `prefix`. Not `tf.train.load_checkpoint`:
-    it takes a path that `tf.io.gfile.isdir` calls a directory for one, and
-    TensorFlow's `ram://` calls every prefix of a stored name one."""
-    return tf.compat.v1.train.NewCheckpointReader(prefix)
+    """The reader of the checkpoint at `prefix` (its files as this process holds
+    them, when it read them from a run that trains: `latest.readable`). Not
+    `tf.train.load_checkpoint`: it takes a path that `tf.io.gfile.isdir` calls a
+    directory for one, and TensorFlow's `ram://` calls every prefix of a stored
+    name one."""
+    return tf.compat.v1.train.NewCheckpointReader(readable(prefix))
 
 
 def checkpoint_files(prefix) -> list:
@@ -55,19 +58,25 @@ def checkpoint_prefix(path):
 
 def checkpoint_damage(prefix) -> tuple | None:
     """(file, what is wrong) when the checkpoint `prefix` cannot be read back
-    whole (its index, then every tensor: a truncated or corrupt file), else None."""
+    whole (its index, then every tensor: a truncated or corrupt file), else None.
+    A limit of the machine met while reading (too many open files, no memory:
+    `errors.is_machine_limit`) is no damage: its error is raised as it is."""
     index = prefix + ".index"
     if not io.exists(index):
         return index, "is missing"
     try:
         reader = open_reader(prefix)
     except (tf.errors.OpError, ValueError, IndexError) as e:
+        if is_machine_limit(e):
+            raise
         return index, f"is damaged: truncated or corrupt ({first_line(e)})"
     data_files = io.glob(glob.escape(prefix) + ".data-*")
     try:
         for name in reader.get_variable_to_shape_map():
             reader.get_tensor(name)
     except (tf.errors.OpError, ValueError, IndexError) as e:
+        if is_machine_limit(e):
+            raise
         where = data_files[0] if len(data_files) == 1 else prefix + ".data-*"
         return where, f"is damaged: truncated or corrupt ({first_line(e)})"
     return None
@@ -79,7 +88,11 @@ def damaged_checkpoint_error(prefix, error: BaseException | None = None,
     whether an earlier checkpoint beside it is intact: when `resuming` a run
     in its directory, how to resume from that one; else (an
     --init_checkpoint) how to use it instead. None when the checkpoint reads
-    back whole (then `error` was something else)."""
+    back whole (then `error` was something else). An `error` that is a limit of
+    the machine (`errors.is_machine_limit`: too many open files, no memory) is
+    raised as it is: the boundary names the limit, and the checkpoint is fine."""
+    if error is not None and is_machine_limit(error):
+        raise error
     damage = checkpoint_damage(prefix)
     if damage is None:
         return None

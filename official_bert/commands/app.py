@@ -12,7 +12,8 @@ with 75, google's preemption status, for the others). A later signal during
 that stop is noted in one line and changes nothing. A closed stdout (`bert ... |
 head`, SIGPIPE's case) ends any command quietly with the shell's status for
 SIGPIPE, 141 (`closed_output_ends_quietly`; `bert flags-reference` and the
-usage too). Four kinds of stop are printed as one `error: ...` line with exit
+usage too); a standard stream that is not open at all (`>&-`) is /dev/null
+(`standard_streams_open`). Four kinds of stop are printed as one `error: ...` line with exit
 status 1:
 
 * mistakes in what the user gave: `official_bert.errors.UserError` and its
@@ -241,6 +242,25 @@ def closed_output_ends_quietly():
         raise
 
 
+def standard_streams_open() -> None:
+    """A standard stream that is not open (`>&-`, `<&-`, a launcher that closed it) is
+    /dev/null from here on: else the next file the job opens takes its descriptor, and
+    what is written to that stream (a print, TensorFlow's native lines) lands in that
+    file; and Python, which made the stream None, would fail at its first use."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if opened != fd:
+            os.dup2(opened, fd)
+            os.close(opened)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 def refuse_arguments(argv) -> None:
     """`UserError` for words left on the command line after the flags: every
     command takes flags only, and a word that was meant as a flag's value
@@ -274,6 +294,7 @@ def run(main, argv=None):
     """`absl.app.run(main)`, with user errors printed as one line,
     `--help` grouped (see `grouped_help`) and quiet logs (`configure_logging`)."""
     args = sys.argv if argv is None else argv
+    standard_streams_open()
     quiet_tensorflow(args)
     if any(a in HELP_FLAGS for a in args[1:]):
         module = sys.modules.get(getattr(main, "__module__", "__main__"))

@@ -179,7 +179,7 @@ def main(argv):
                                fix="check --input_file")
         if io.isdir(FLAGS.input_file):
             raise BadFileError(FLAGS.input_file, "is a directory", fix="check --input_file")
-        source, name = io.open_file(FLAGS.input_file, "rb"), FLAGS.input_file
+        source, name = inputs.open_stream(FLAGS.input_file, "--input_file"), FLAGS.input_file
     predictor = _load(FLAGS.model)
     logging.info("Predicting %s with %s", name, FLAGS.model)
     if FLAGS.output_format == "tsv" and FLAGS.header:

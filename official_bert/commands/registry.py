@@ -42,9 +42,12 @@ A `Command`'s `outputs` maps each output flag to its kind:
     file_or_dir   a file, or a directory searched for files
     dir           a directory
 
-and `phases` lists what it does that a signal may interrupt: "read" (its
+`phases` lists what it does that a signal may interrupt: "read" (its
 inputs), "data" (generating data), "train", "eval", "predict", "export",
-"write" (its outputs).
+"write" (its outputs); and `reads_runs` the flags whose value may be a run
+directory that is still training (a model read through
+`run_directory.latest.read_latest`: its latest complete checkpoint, its step
+named, "still training" said).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class Command:
     inputs: dict = dataclasses.field(default_factory=dict)
     task: families.TaskSpec | None = None
     job: str | None = None
+    reads_runs: tuple = ()
 
     def __post_init__(self):
         assert set(self.outputs.values()) <= set(OUTPUT_KINDS), self
@@ -114,8 +118,10 @@ def task_command(spec: families.TaskSpec) -> Command:
     if spec.reads_distill_text:
         inputs["distill_text"] = "file"
     phases = ("read", "train", *[m for m in ("eval", "predict") if m in spec.modes], "export")
+    reads_runs = ("init_checkpoint", "teacher") if spec.distils else ("init_checkpoint",)
     return Command(spec.command, spec.module.removeprefix(f"{_PACKAGE}."), spec.summary,
-                   spec.google_script, _RUN, phases, {**inputs, **spec.inputs}, task=spec)
+                   spec.google_script, _RUN, phases, {**inputs, **spec.inputs}, task=spec,
+                   reads_runs=reads_runs)
 
 
 # In pipeline order (`bert --help` lists them so).
@@ -136,7 +142,8 @@ _BUILT_IN = (
             "add a corpus's frequent words to a checkpoint's vocabulary (new embeddings: the "
             "mean of their old pieces')",
             outputs={"output_dir": "dir"}, phases=("read", "data", "write"),
-            inputs={**_MODEL, "input_file": "file"}),
+            inputs={**_MODEL, "input_file": "file"},
+            reads_runs=("init_checkpoint",)),
     Command("create-pretraining-data", "create_pretraining_data",
             "masked-LM + next-sentence TFRecords", google_script="create_pretraining_data.py",
             outputs={"output_file": "file_prefix"}, phases=("read", "data", "write"),
@@ -157,21 +164,25 @@ _BUILT_IN = (
     Command("predict", "predict", "labels for raw text lines from an export or a trained run",
             phases=("read", "predict"),  # writes to stdout only
             # Read as it comes: lines typed at a terminal are answered as they are typed.
-            inputs={"input_file": "stream"}),
+            inputs={"input_file": "stream"},
+            reads_runs=("model",)),
     Command("extract-features", "extract_features", "per-layer token vectors or sentence vectors",
             google_script="extract_features.py", outputs={"output_file": "file"},
-            phases=("read", "predict", "write"), inputs={**_MODEL, "input_file": "file"}),
+            phases=("read", "predict", "write"), inputs={**_MODEL, "input_file": "file"},
+            reads_runs=("init_checkpoint",)),
     Command("embed", "embed",
             "sentence embeddings of a text file (.npy / .jsonl) and a SavedModel that embeds",
             outputs={"output_file": "file", "export_dir": "export_dir"},
             phases=("read", "predict", "write", "export"),
-            inputs={**_MODEL, "input_file": "file"}, job="official_bert.tasks.embeddings:run"),
+            inputs={**_MODEL, "input_file": "file"}, reads_runs=("init_checkpoint",),
+            job="official_bert.tasks.embeddings:run"),
     Command("export-encoder", "export_encoder",
             "TF Hub's preprocessor + encoder pair (and TF Serving, TFLite, ONNX) from a checkpoint",
             # --output_dir holds SavedModels (preprocessor/, encoder/), each never overwritten
             # (serving/hub.py), as --export_dir's versions: not one directory replaced whole.
             outputs={"output_dir": "export_dir", "export_dir": "export_dir"},
             phases=("read", "export"), inputs=_MODEL,
+            reads_runs=("init_checkpoint",),
             job="official_bert.serving.encoder:export_checkpoint"),
     Command("compare", "compare",
             "models side by side on your labelled file: task metric, latency, throughput, size",
@@ -183,7 +194,7 @@ _BUILT_IN = (
     Command("export-google", "export_google",
             "google-research/bert's TF1 files (bert_model.ckpt, bert_config.json, vocab.txt) "
             "from a checkpoint", outputs={"output_dir": "dir"}, phases=("read", "write"),
-            inputs=_MODEL),
+            inputs=_MODEL, reads_runs=("init_checkpoint",)),
     # Its --output_dir is resumed stage by stage (--restart starts over), as a run's is.
     Command("quickstart", "quickstart", "the end-to-end demo on bundled data",
             google_script="quickstart.py", outputs={"output_dir": "run_dir"},
@@ -274,6 +285,9 @@ def job(cmd: Command, module):
 
     @functools.wraps(command_main)  # (its __module__ gives `--help` the command's docstring)
     def main(argv):
+        from official_bert import resources
+
+        resources.check(cmd)  # the limits of the process (the resource policy)
         check_outputs(cmd)  # into the job's output plan, which `app.run` put in force
         with prepared_inputs(cmd):
             return command_main(argv)

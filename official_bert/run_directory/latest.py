@@ -10,21 +10,31 @@ A command that reads a run directory (predict, export-encoder, export-google,
 --init_checkpoint, --teacher) may do so while the run trains. `read_latest`
 reads the latest complete checkpoint, names its step in the log and says when
 the run is still training (another process holds its lock). A training run
-rotates its checkpoints (--keep_checkpoint_max): one deleted between being
-chosen and being opened is not damaged, so the newest is read instead, once.
-A checkpoint already opened is kept: its files stay readable while open.
+rotates its checkpoints (--keep_checkpoint_max), and a command reads its
+checkpoint more than once (its variables, then its weights; an export copies
+it; a teacher is read as the student trains), so the chosen checkpoint is held
+(`hold`): each of its files is opened at once and read through that open
+descriptor for as long as the command runs, so a rotation that deletes it
+deletes nothing the command still reads. One deleted between being chosen and
+being opened is not damaged: the newest is chosen instead. Where files cannot
+be held so (an object store, a system without /proc/self/fd), a checkpoint
+rotated away while read is read again as the newest, once.
 """
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import re
+import shutil
+import tempfile
 
 import tensorflow as tf
 from absl import logging
 
 from official_bert import io
+from official_bert.errors import show_path_as
 from official_bert.run_directory import layout
 from official_bert.run_directory.lock import RunLock
 
@@ -91,18 +101,96 @@ def checkpoint_step(prefix: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+# How many times a checkpoint may be chosen again because the run rotated it away
+# between being chosen and being opened (each try takes a few system calls).
+HOLD_TRIES = 20
+# Where an open descriptor can be named as a path (Linux; elsewhere nothing is held).
+_OPEN_FILES = "/proc/self/fd"
+# The checkpoints this process holds: (temporary directory, descriptors), released at exit.
+_HELD: list = []
+# A held checkpoint's prefix -> the prefix of its held files (`readable`).
+_HELD_AS: dict = {}
+
+
+def readable(prefix):
+    """The prefix to open the checkpoint `prefix` by: its held files (`hold`) when
+    this process holds it, else `prefix` itself. Every TensorFlow read of a
+    checkpoint goes through it (`tf_checkpoints.open_reader`, ...), so that what
+    the command opened once stays what it reads, rotated away or not."""
+    if prefix is None:
+        return None
+    return _HELD_AS.get(os.fspath(prefix), prefix)
+
+
+def hold(prefix: str) -> str | None:
+    """A prefix naming the files of checkpoint `prefix` as they are now, for as long
+    as this process runs: each file is opened at once, and named in a temporary
+    directory by a link to its open descriptor, so a rotation that deletes the
+    checkpoint leaves it readable (what the command opened, it keeps). None when
+    its files cannot be held so (not a local path, no `/proc/self/fd`); "" when
+    a file is gone already (rotated away: choose again)."""
+    if not io.is_local(prefix) or not os.path.isdir(_OPEN_FILES):
+        return None
+    local = io.local_path(prefix)
+    names = [local + ".index"] + sorted(glob.glob(glob.escape(local) + ".data-*"))
+    descriptors = []
+    try:
+        for name in names:
+            descriptors.append(os.open(name, os.O_RDONLY))
+    except FileNotFoundError:
+        for fd in descriptors:
+            os.close(fd)
+        return ""
+    if not _HELD:
+        atexit.register(_release)
+    directory = tempfile.mkdtemp(prefix="official_bert-reading-")
+    _HELD.append((directory, descriptors))
+    for name, fd in zip(names, descriptors):
+        os.symlink(f"{_OPEN_FILES}/{fd}", os.path.join(directory, os.path.basename(name)))
+        show_path_as(os.path.join(directory, os.path.basename(name)), name)
+    held = os.path.join(directory, os.path.basename(local))
+    show_path_as(held, prefix)
+    _HELD_AS[os.fspath(prefix)] = held
+    return held
+
+
+def _release() -> None:
+    _HELD_AS.clear()
+    while _HELD:
+        directory, descriptors = _HELD.pop()
+        shutil.rmtree(directory, ignore_errors=True)
+        for fd in descriptors:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def read_latest(directory: str, read):
     """(prefix, `read(prefix)`) of the latest complete checkpoint of the run
-    directory `directory` (module docstring). Its step, and whether the run
-    is still training, are logged. `read`'s error stands unless the checkpoint
-    was rotated away meanwhile (its .index is gone and a newer one is listed):
-    then the newest is read, once."""
+    directory `directory` (module docstring), held (`hold`) before it is read:
+    `read` and every later reader open it through `readable(prefix)`. Its step,
+    and whether the run is still training, are logged. Where it cannot be held,
+    `read`'s error stands unless the checkpoint was rotated away meanwhile (its
+    .index is gone and a newer one is listed): then the newest is read, once."""
     prefix = latest_checkpoint(directory)
+    held = hold(prefix) if prefix else None
+    for _ in range(HOLD_TRIES):
+        if held != "":
+            break
+        newer = latest_checkpoint(directory)  # rotated away before it was opened
+        logging.info("%s was rotated away by its run before it was read (nothing is "
+                     "damaged): reading the newest, %s", os.path.basename(prefix),
+                     os.path.basename(newer) if newer else None)
+        prefix = newer
+        held = hold(prefix) if prefix else None
+    if held == "":
+        held = None
     try:
         value = read(prefix)
     except (ValueError, tf.errors.OpError):  # (a CheckpointError is a ValueError)
         newer = latest_checkpoint(directory)
-        if io.exists(prefix + ".index") or newer in (None, prefix):
+        if held or io.exists(prefix + ".index") or newer in (None, prefix):
             raise
         logging.info("%s was rotated away by its run while it was read (nothing is damaged): "
                      "reading the newest, %s", os.path.basename(prefix), os.path.basename(newer))

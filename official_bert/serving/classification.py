@@ -58,6 +58,7 @@ from official_bert.modeling.configs import BertConfig
 from official_bert.modeling.encoder import BertEncoder, dummy_inputs
 from official_bert.modeling.heads import BertClassifier, pool_window_logits
 from official_bert.run_directory import CLASSIFIER_CONFIG, run_of
+from official_bert.run_directory.latest import readable
 from official_bert.serving.base import MAX_BATCH_SIZE, ExportModule
 from official_bert.serving.versions import latest_version_dir
 from official_bert.text import text_layers
@@ -290,7 +291,8 @@ class ClassifierPredictor:
         model = BertClassifier(encoder, 1 if labels is None else len(labels))
         model(dummy_inputs())
         # (The run may be training: its latest complete checkpoint, step logged.)
-        latest, status = run.read_latest(tf.train.Checkpoint(model=model).read)
+        checkpoint = tf.train.Checkpoint(model=model)
+        latest, status = run.read_latest(lambda prefix: checkpoint.read(readable(prefix)))
         status.expect_partial()
         try:
             status.assert_existing_objects_matched()

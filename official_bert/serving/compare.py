@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import statistics
 import time
 
@@ -83,7 +84,15 @@ def open_model(path: str, threads: int) -> Model:
     dtypes = {v.dtype.name for v in signature.variables}
 
     def run(ids, _loaded=loaded):  # (keeps the restored objects alive)
-        out = signature(**{k: tf.constant(v) for k, v in ids.items()})
+        try:
+            out = signature(**{k: tf.constant(v) for k, v in ids.items()})
+        except tf.errors.InvalidArgumentError as e:  # the export's own checks of a request
+            said = re.search(r"longer than the model\\?'s (\d+) positions", e.message)
+            if not said:
+                raise
+            raise UserError(f"{path} reads at most {said.group(1)} tokens, and the requests were "
+                            f"{ids['input_word_ids'].shape[-1]} long: give --seq_length="
+                            f"{said.group(1)} or less") from None
         return {k: v.numpy() for k, v in out.items() if v.dtype != tf.string}
 
     size = sum(io.size(os.path.join(root, f)) for root, _, files in os.walk(version)

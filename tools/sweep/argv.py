@@ -150,3 +150,12 @@ def download(*args, source="src", manifest="manifest.json", output=None):
 
 def quickstart(*extra, output="gen/qs"):
     return ["bert quickstart", f"--output_dir={at(output)}", *extra]
+
+
+def compare(*extra, models="export", data_file=None):
+    """bert compare: the world's classifier export on glue/dev.tsv, timed briefly."""
+    return ["bert compare", f"--models={at(models)}",
+            f"--data_file={data_file or at('glue', 'dev.tsv')}", "--task_name=sst-2",
+            "--seq_length=16", "--rounds=1", "--b1_calls=2",
+            f"--json_output={at('gen', 'compare.json')}",
+            f"--plot_output={at('gen', 'compare.png')}", *extra]

@@ -35,10 +35,41 @@ flag and a kind, and the phases a signal can interrupt) x every fault of a class
       stdin       the input as `-`, its content on standard input: it works
       empty       an empty file: refused in one line naming the flag
       empty-stdin `-` with nothing on standard input: refused with the same line
+      fifo-no-writer  a FIFO nobody ever writes: one line once the input policy's
+                  wait ends (OFFICIAL_BERT_INPUT_WAIT, 15 s here), never a hang
+      nul-bytes   a run of 4096 NUL bytes after the first line (a crash's hole in a
+                  file): it works, or one line naming the input; never a hang
       loop        a symbolic link to itself: one line ("a loop of symbolic links")
       unreadable  a file without read permission: one line
-      (fifo, stdin, empty and empty-stdin for the inputs read as a file or a stream;
-      loop and unreadable for every input)
+      vanishing   the input (a copy of the control's) deleted once the phase after
+                  reading begins: it works on what it read, or one line naming the
+                  input (training saves its steps first); put back, the same command
+                  finishes (resuming from the checkpoint the line names)
+      changing    likewise, the input rewritten in place at its size (its lines after
+                  the first rotated by one: a vocabulary's ids shift, rows trade
+                  places): it works, and no file it wrote holds the changed version
+                  (two versions in one run, silently), or one line
+      (fifo, stdin, empty, empty-stdin, fifo-no-writer and nul-bytes for the inputs
+      read as a file or a stream; loop, unreadable, vanishing and changing for every
+      input)
+    readers of a live run, for each flag a command declares in `registry.Command.
+    reads_runs` (--model, --init_checkpoint, --teacher):
+      live-run    the flag names a classify run that trains meanwhile, saving every
+                  step and keeping one checkpoint (each save rotates the last away): it
+                  works, names the checkpoint and its step, says that the run is still
+                  training, never calls a rotated checkpoint damaged; a reader that
+                  trains keeps the run and the step in its record (started_from)
+    resource limits and the standard output, for every command:
+      rlimit-as, rlimit-nproc, rlimit-nofile
+                  a 2 GiB address space (ulimit -v), 16 threads and processes (ulimit
+                  -u; as root, under another real user id without CAP_SYS_RESOURCE),
+                  8 open files (ulimit -n): it works, or one line naming the limit (or
+                  memory), no dump of threads; then, without the limit, the same
+                  command finishes
+      closed-stdout  stdout a pipe whose reader is gone (`| head -c0`): it works, or
+                  ends quietly (exit 141, no line) or in one line; nothing left
+                  half-written, and the same command then finishes
+      no-stdout   descriptor 1 not open at all (`>&-`): likewise
     run-record faults, for a command that trains into a run_dir, on a run it trained:
       record      run.json missing (correct handling), with fields of the wrong type or
                   "format": 99 (refused, run.json kept), read-only (an evaluation works)
@@ -69,9 +100,11 @@ import json
 import os
 import pathlib
 import re
+import resource
 import shutil
 import signal
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -100,14 +133,15 @@ class Command:
     outputs: dict  # output flag (without --) -> kind
     phases: tuple
     inputs: dict = dataclasses.field(default_factory=dict)  # input flag -> how it is read
+    reads_runs: tuple = ()  # flags that may name a run directory still training
 
 
 def registered_commands() -> list:
     """Every registered command, in the registry's order."""
     from official_bert.commands import registry
 
-    return [Command(c.name, dict(c.outputs), tuple(c.phases), dict(c.inputs))
-            for c in registry.COMMANDS]
+    return [Command(c.name, dict(c.outputs), tuple(c.phases), dict(c.inputs),
+                    tuple(c.reads_runs)) for c in registry.COMMANDS]
 
 
 # === Each command's good run: the hand-written control case, with every phase in it ===
@@ -168,6 +202,7 @@ def output_name(control: Case | None, flag: str) -> str:
 # === A generated case ===
 
 REFUSE, WORK, EITHER, STOP, RACE = "refuse", "work", "either", "stop", "race"
+LIVE, QUIET = "live", "quiet"  # a live run's reader; a closed stdout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +213,8 @@ class Generated:
         fault), the table's column and the case's name.
     case: the command line, its setup and follow-up (`Case`: the sweep's own).
     expect: REFUSE (one clean line), WORK (exit 0), EITHER, STOP (a signal's exit status
-        and line) or RACE (two writers).
+        and line), RACE (two writers), LIVE (exit 0, naming the live run's step and that it
+        still trains) or QUIET (exit 0, or the closed stdout's quiet 141, or one line).
     check: (ctx, result) -> a problem, or None: what must hold after the run (the foreign
         file kept, the device still a device, no temporaries).
     launch: (ctx, case) -> kit.Result: how the command runs (once, under a signal, twice).
@@ -475,31 +511,188 @@ def _loop(path):
     return lambda c: os.symlink(c.p(path), c.p(path))
 
 
+def _fifo_without_writer(path):
+    """A setup: a FIFO at `path` that nobody ever opens to write."""
+    def setup(c):
+        os.mkfifo(c.p(path))
+    return setup
+
+
+NUL_RUN = 4096  # bytes of NUL: a file system's hole after a crash, a block of zeros
+
+
+def _with_nuls(path, original):
+    """A setup: the control's input with a run of NUL bytes after its first line (what a
+    crash leaves in a file whose end was not written back)."""
+    def setup(c):
+        data = pathlib.Path(c.resolve([original])[0]).read_bytes()
+        cut = data.find(b"\n") + 1 or len(data) // 2
+        kit.write(c.p(path), data[:cut] + b"\0" * NUL_RUN + data[cut:])
+    return setup
+
+
+def _copied_input(path, original):
+    """A setup: the control's input `original` (a file or a directory) copied to `path`,
+    which the command reads in its place (the world's stays, to restore it from)."""
+    def setup(c):
+        source, target = c.resolve([original])[0], c.p(path)
+        if os.path.isdir(source):
+            shutil.copytree(source, target, symlinks=True)
+        else:
+            shutil.copy2(source, target)
+    return setup
+
+
+def changed_bytes(data: bytes) -> bytes:
+    """`data` changed, its size kept (an edit that a size check cannot see): its lines
+    after the first rotated by one (the last one moved up to second: a header stays
+    first, rows trade places, every id of a vocabulary after it shifts); the bytes
+    reversed when there are fewer than three whole lines."""
+    lines = data.splitlines(keepends=True)
+    if len(lines) >= 3 and lines[-1].endswith(b"\n"):
+        changed = lines[0] + lines[-1] + b"".join(lines[1:-1])
+        if changed != data:
+            return changed
+    return data[::-1] if data[::-1] != data else bytes(b ^ 1 for b in data)
+
+
+def _files_of(path) -> list:
+    path = pathlib.Path(path)
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    return [path]
+
+
+def _vanish(path):
+    """An act: the input at `path` is deleted (a directory with all it holds)."""
+    def act(ctx, process):
+        target = ctx.p(path)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        else:
+            os.unlink(target)
+    return act
+
+
+def _change(path):
+    """An act: each file of the input at `path` is rewritten in place with
+    `changed_bytes` (same size, same inode: a reader holding it open sees the change)."""
+    def act(ctx, process):
+        for f in _files_of(ctx.p(path)):
+            data = f.read_bytes()
+            with open(f, "r+b") as out:
+                out.write(changed_bytes(data))
+    return act
+
+
+def during_phase(command) -> str:
+    """The phase in which an input vanishes or changes: the first the command declares
+    after "read" (the input has been opened by then: training, generating, writing)."""
+    later = [p for p in command.phases if p != "read"]
+    return later[0] if later else "read"
+
+
+def _restored_rerun(path, original):
+    """A follow-up: after a refusal, the input is put back as it was and the same
+    command is run again: it must finish (resuming from the checkpoint the line
+    names). After a run that worked, nothing."""
+    def after(ctx, case):
+        if not getattr(ctx, "stop_line", ""):
+            return True, ""
+        target, source = ctx.p(path), ctx.resolve([original])[0]
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            os.unlink(target)
+        _copied_input(path, original)(ctx)
+        ok, note = rerun_finishes(ctx, case)
+        return ok, f"input put back, {note}" if ok else note
+    return after
+
+
+def no_changed_copy(path, original):
+    """A check after a run that began on the input and saw it change: no file it wrote
+    holds the changed version (a vocabulary copied into an export after the change,
+    while the model was trained on the original's ids: two versions, silently)."""
+    def check(ctx, result):
+        if result.returncode == 0:
+            before = {f.read_bytes() for f in _files_of(ctx.resolve([original])[0])}
+            changed = {changed_bytes(b) for b in before} - before
+            sizes = {len(b) for b in changed}
+            inside = pathlib.Path(ctx.p(path))
+            for f in sorted(pathlib.Path(ctx.root).rglob("*")):
+                if (f.is_file() and not f.is_symlink() and f != inside
+                        and inside not in f.parents and f.stat().st_size in sizes
+                        and f.read_bytes() in changed):
+                    return SILENT, (f"{f.relative_to(ctx.root)} holds the changed input, in a "
+                                    "run that began on the original")
+        return no_temporaries(ctx, result)
+    return check
+
+
+def _during(command, flag, klass, name, act, check, target):
+    """A Generated input fault during the run: the control's input copied to mx/<name>,
+    and `act` done to it once `during_phase` has begun."""
+    original = _original(command, flag)
+    phase = during_phase(command)
+    made = _input_fault(command, flag, klass, f"mx/{name}", EITHER,
+                        _copied_input(f"mx/{name}", original), f"{target} during {phase}",
+                        launch=_under_driver(phase, act))
+    case = dataclasses.replace(made.case, after=_restored_rerun(f"mx/{name}", original))
+    return dataclasses.replace(made, case=case, check=check)
+
+
 def input_faults(command, flag, way) -> list:
     name = os.path.basename(_original(command, flag).rstrip("/")) or flag
+    original = _original(command, flag)
     made = []
     if way in CONTENT_WAYS:
         made += [
             _input_fault(command, flag, "fifo", f"mx/{name}", WORK,
-                         _fifo_fed(f"mx/{name}", _original(command, flag)),
-                         "a FIFO its writer fills"),
+                         _fifo_fed(f"mx/{name}", original), "a FIFO its writer fills"),
             _input_fault(command, flag, "stdin", "-", WORK, target="- (standard input)",
-                         launch=_with_stdin(_original(command, flag))),
+                         launch=_with_stdin(original)),
             _input_fault(command, flag, "empty", f"mx/{name}", REFUSE,
                          _write(f"mx/{name}", ""), "an empty file"),
             _input_fault(command, flag, "empty-stdin", "-", REFUSE,
                          target="- with nothing on standard input", launch=_with_stdin(None)),
+            _input_fault(command, flag, "fifo-no-writer", f"mx/{name}", REFUSE,
+                         _fifo_without_writer(f"mx/{name}"),
+                         f"a FIFO nobody writes ({INPUT_WAIT} s wait)",
+                         launch=_waiting(INPUT_WAIT)),
+            _input_fault(command, flag, "nul-bytes", f"mx/{name}", EITHER,
+                         _with_nuls(f"mx/{name}", original),
+                         f"{NUL_RUN} NUL bytes after the first line"),
         ]
     made += [
         _input_fault(command, flag, "loop", f"mx/{name}", REFUSE, _loop(f"mx/{name}"),
                      "a symbolic link to itself"),
         _input_fault(command, flag, "unreadable", f"ro/{name}", REFUSE,
                      (_mkdir("ro"), _unreadable(f"ro/{name}")), "no read permission"),
+        _during(command, flag, "vanishing", name, _vanish(f"mx/{name}"), no_temporaries,
+                "deleted"),
+        _during(command, flag, "changing", name, _change(f"mx/{name}"),
+                no_changed_copy(f"mx/{name}", original), "rewritten, same size,"),
     ]
     return made
 
 
-INPUT_FAULTS = ("fifo", "stdin", "empty", "empty-stdin", "loop", "unreadable")
+# How long the input policy waits for a silent stream in the matrix (OFFICIAL_BERT_INPUT_WAIT).
+INPUT_WAIT = 15
+
+
+def _waiting(seconds):
+    """A launch: the command with OFFICIAL_BERT_INPUT_WAIT=`seconds`."""
+    def launch(ctx, case) -> kit.Result:
+        return kit.run(kit.command(*ctx.resolve(case.argv)), timeout=case.timeout,
+                       env={"OFFICIAL_BERT_INPUT_WAIT": str(seconds)})
+    return launch
+
+
+# Content inputs (CONTENT_WAYS) get them all; the others (a directory) from "loop" on.
+INPUT_FAULTS = ("fifo", "stdin", "empty", "empty-stdin", "fifo-no-writer", "nul-bytes", "loop",
+                "unreadable", "vanishing", "changing")
+ANY_INPUT_FAULTS = ("loop", "unreadable", "vanishing", "changing")
 
 
 # === Signals ===
@@ -748,9 +941,254 @@ def record(command, flag, kind, name):
     return made
 
 
+# === Readers of a live run (the flags a command declares in `reads_runs`) ===
+
+LIVE_RUN = ("mx", "live")
+# The run that trains while the reader reads it: classify's control, for as long as it is
+# needed, saving a checkpoint every step and keeping one (each save rotates the one before
+# away: a reader that chose it finds it gone, the race that used to read as "damaged").
+LIVE_TRAINER = ("--num_train_epochs=100000", "--save_checkpoints_steps=1",
+                "--keep_checkpoint_max=1", "--log_steps=1000")
+LIVE_WAIT = 600  # seconds the live run may take to save its first checkpoint
+# What a reader of a live run must say: the checkpoint, its step, and that the run trains on.
+LIVE_LINE = re.compile(r"Reading (\S+) \(step (\d+)\), the latest checkpoint of (\S+) so far: "
+                       r"the run is still training")
+DAMAGED = "copy or download the checkpoint again"
+
+
+def live_flags(command) -> list:
+    """The flags of `command` that may name a run still training (`reads_runs`). The
+    live run is a classifier, so only a classifier takes it as its --teacher (a teacher
+    of another family is refused by design, not a reader's fault)."""
+    return [flag for flag in command.reads_runs
+            if flag != "teacher" or command.name == "classify"]
+
+
+def live_trainer_argv() -> list:
+    control = next(c for c in _hand_written()["classify"] if c.control)
+    argv = with_flag(control.argv, "output_dir", at(*LIVE_RUN))
+    for flag in LIVE_TRAINER:
+        name, value = flag[2:].split("=", 1)
+        argv = with_flag(argv, name, value)
+    return argv
+
+
+def _has_checkpoint(directory: str) -> bool:
+    return os.path.exists(os.path.join(directory, "checkpoint")) and any(
+        n.endswith(".index") for n in os.listdir(directory))
+
+
+def while_training(ctx, case) -> kit.Result:
+    """A launch: the command, once the live run (`live_trainer_argv`) has saved a
+    checkpoint, while it trains on; the live run is stopped (SIGTERM) after."""
+    live = ctx.p(*LIVE_RUN)
+    argv = kit.command(*ctx.resolve(live_trainer_argv()))
+    trainer = processes.start(argv, env=_env(), cwd=kit.REPO)
+    start = time.time()
+    try:
+        while (time.time() - start < LIVE_WAIT and trainer.poll() is None
+               and not (os.path.isdir(live) and _has_checkpoint(live))):
+            time.sleep(0.2)
+        if trainer.poll() is not None or not _has_checkpoint(live):
+            raise RuntimeError("the live run saved no checkpoint")
+        result = run_once(ctx, case)
+        result.still_training = trainer.poll() is None
+        return result
+    except Exception as e:  # noqa: BLE001 - reported as the case's setup
+        result = kit.Result(argv, -1, "", f"setup failed: {e}", time.time() - start)
+        result.setup_failed = str(e)
+        return result
+    finally:
+        trainer.send_signal(signal.SIGTERM)
+        _result(trainer, argv, time.time(), 120)
+
+
+def judge_live(generated, result) -> tuple:
+    if getattr(result, "setup_failed", None):
+        return SETUP_FAILED, result.setup_failed
+    if result.traceback:
+        return TRACEBACK, _tail(result)
+    if DAMAGED in result.stderr:
+        return LOST, "a checkpoint the live run rotated away was called damaged: " + _tail(result)
+    if result.returncode != 0:
+        outcome, why = kit.classify(result, True, names=_names(generated))
+        return (REFUSED, why) if outcome == kit.CLEAN else (_KIT[outcome], why)
+    said = LIVE_LINE.search(result.stderr)
+    if not said:
+        return SILENT, ("exit 0, and no line named the live run's step or said that it still "
+                        "trains")
+    if not getattr(result, "still_training", True):
+        return SETUP_FAILED, "the live run had stopped before the reader ended"
+    return OK, f"read {said.group(1)} (step {said.group(2)}) of a run still training"
+
+
+def _started_from_check(command, flag):
+    runs = [f for f, kind in command.outputs.items() if kind == "run_dir"]
+    if flag != "init_checkpoint" or not runs or "train" not in command.phases:
+        return no_temporaries
+
+    def check(ctx, result):
+        out = flag_value(result.command, runs[0])
+        record = pathlib.Path(out, RUN_RECORD)
+        try:
+            started = json.loads(record.read_text()).get("started_from") or {}
+        except (OSError, ValueError) as e:
+            return f"{RUN_RECORD} of the reader's run cannot be read ({e})"
+        said = LIVE_LINE.search(result.stderr)
+        if started.get("path") != ctx.p(*LIVE_RUN) or (
+                said and started.get("step") != int(said.group(2))):
+            return SILENT, (f"the reader's {RUN_RECORD} does not keep the live run and the "
+                            f"step it started from: started_from = {started}")
+        return no_temporaries(ctx, result)
+    return check
+
+
+def live_run(command, flag) -> Generated:
+    control = control_case(command.name)
+    name = f"--{flag}: a run still training"
+    if control is None:
+        return Generated("live-run", f"--{flag}", Case(name, [], command=command.name), LIVE)
+    argv = with_flag(control.argv, flag, at(*LIVE_RUN))
+    case = dataclasses.replace(control, name=name, argv=argv, setup=(control.setup, _mkdir("mx")),
+                               names=(f"--{flag}", "live"), timeout=max(control.timeout, 600))
+    return Generated("live-run", f"--{flag}", case, LIVE, _started_from_check(command, flag),
+                     launch=while_training)
+
+
+# === Resource limits and a closed standard output (every command) ===
+
+GiB = 1 << 30
+# class -> (resource, the limit, in words): each low enough to be reached by a tiny run.
+LIMITS = {
+    "rlimit-as": (resource.RLIMIT_AS, 2 * GiB, "a 2 GiB address-space limit (ulimit -v)"),
+    "rlimit-nproc": (resource.RLIMIT_NPROC, 16, "16 processes and threads (ulimit -u)"),
+    "rlimit-nofile": (resource.RLIMIT_NOFILE, 8, "8 open files (ulimit -n)"),
+}
+# What the line for a limit names (the limit to raise, or memory).
+LIMIT_NAMES = ("ulimit", "out of memory")
+
+
+def _real_process(ctx, case, argv, preexec=None, stdout=subprocess.PIPE, env=None):
+    """`argv` as its own process (not the fork server's: its limits and standard output
+    are the case's), its stdin the case's; a `kit.Result` (stdout "" when not captured)."""
+    start = time.time()
+    process = subprocess.Popen(argv, env=env or _env(), cwd=kit.REPO, stdout=stdout,
+                               stderr=subprocess.PIPE, preexec_fn=preexec,
+                               stdin=subprocess.PIPE if case.stdin is not None
+                               else subprocess.DEVNULL)
+    try:
+        out, err = process.communicate(case.stdin, timeout=case.timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        err = (err or b"") + f"\n[timed out after {case.timeout} s]".encode()
+        return kit.Result(argv, -9, "", err.decode("utf-8", "replace"), time.time() - start)
+    decode = lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes) else ""  # noqa
+    return kit.Result(argv, process.returncode, decode(out), decode(err), time.time() - start)
+
+
+def _another_user(ctx) -> int:
+    """A user id of its own for the case (RLIMIT_NPROC counts the threads of every
+    process of the real user: cases run at once must not share one)."""
+    return 61000 + int(ctx.root.name.rsplit("-", 1)[-1]) % 4000
+
+
+def limited(klass: str):
+    """A launch: the command under the limit of `klass` (LIMITS). A limit on threads
+    binds only a user that is not root: as root the command runs with another real
+    user id, without the capabilities that ignore the limit (its effective id stays
+    root, so that it reads the same files)."""
+    which, value, _ = LIMITS[klass]
+
+    def launch(ctx, case) -> kit.Result:
+        argv = kit.command(*ctx.resolve(case.argv))
+        env = _env()
+        if which == resource.RLIMIT_NPROC and os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                raise RuntimeError("setpriv is needed to limit threads as root")
+            uid = _another_user(ctx)
+            for path in (ctx.root.parent, ctx.root):  # (the real user id must reach the world)
+                os.chmod(path, 0o755)
+            # (a real user's own config directory: matplotlib's is root's home)
+            env["MPLCONFIGDIR"] = ctx.p(".mpl")
+            argv = ["setpriv", f"--ruid={uid}", "--bounding-set=-sys_resource,-sys_admin",
+                    "--", *argv]
+
+        def preexec():
+            resource.setrlimit(which, (value, value))
+        return _real_process(ctx, case, argv, preexec, env=env)
+    return launch
+
+
+def limit_case(command, klass) -> Generated:
+    control = control_case(command.name)
+    name = LIMITS[klass][2]
+    if control is None:
+        return Generated(klass, "limit", Case(name, [], command=command.name), EITHER)
+    case = dataclasses.replace(control, name=name, names=LIMIT_NAMES, after=_rerun_if_refused)
+    return Generated(klass, "limit", case, EITHER, no_temporaries, launch=limited(klass))
+
+
+def _rerun_if_refused(ctx, case) -> tuple:
+    """A follow-up: after a refusal or a stop, the same command without the fault
+    finishes (resuming what was saved); after a run that worked, nothing."""
+    if not getattr(ctx, "stop_line", ""):
+        return True, ""
+    return rerun_finishes(ctx, case)
+
+
+# class -> (the case's name, how stdout is closed)
+STDOUT_FAULTS = {
+    "closed-stdout": "| head -c0 (the reader gone before the first byte)",
+    "no-stdout": ">&- (no standard output at all)",
+}
+
+
+def without_stdout(klass: str):
+    """A launch: the command with its standard output a pipe whose reader is gone
+    (`| head -c0`, head ended first), or closed (`>&-`: descriptor 1 not open)."""
+    def launch(ctx, case) -> kit.Result:
+        argv = kit.command(*ctx.resolve(case.argv))
+        if klass == "no-stdout":
+            return _real_process(ctx, case, argv, lambda: os.close(1), stdout=None)
+        read, write = os.pipe()
+        subprocess.run(["head", "-c0"], stdin=read, check=False)  # it reads nothing, ends
+        os.close(read)
+        try:
+            return _real_process(ctx, case, argv, stdout=write)
+        finally:
+            os.close(write)
+    return launch
+
+
+QUIET_STATUS = 141  # the shell's status for SIGPIPE: a closed stdout ends a command quietly
+
+
+def judge_quiet(generated, result) -> tuple:
+    if result.traceback:
+        return TRACEBACK, _tail(result)
+    if result.returncode == 0:
+        return OK, ""
+    if result.returncode == QUIET_STATUS and not result.error_lines and "Fatal" not in \
+            result.stderr:
+        return CLEAN, f"ended quietly (exit {QUIET_STATUS}) when its standard output closed"
+    outcome, why = kit.classify(result, True)
+    return _KIT[outcome], why
+
+
+def stdout_case(command, klass) -> Generated:
+    control = control_case(command.name)
+    name = STDOUT_FAULTS[klass]
+    if control is None:
+        return Generated(klass, "stdout", Case(name, [], command=command.name), QUIET)
+    case = dataclasses.replace(control, name=name, names=(), after=_rerun_if_refused)
+    return Generated(klass, "stdout", case, QUIET, no_temporaries, launch=without_stdout(klass))
+
+
 # === The matrix ===
 
-CLASSES = (*OUTPUT_FAULTS, *INPUT_FAULTS, *SIGNALS, "record")
+CLASSES = (*OUTPUT_FAULTS, *INPUT_FAULTS, "live-run", *SIGNALS, "record", *LIMITS,
+           *STDOUT_FAULTS)
 
 
 def generate(commands: list | None = None, classes=CLASSES) -> list:
@@ -766,9 +1204,13 @@ def generate(commands: list | None = None, classes=CLASSES) -> list:
                 made += record(command, flag, kind, name)
         for flag, way in input_flags(command).items():
             made += [g for g in input_faults(command, flag, way) if g.klass in classes]
+        if "live-run" in classes:
+            made += [live_run(command, flag) for flag in live_flags(command)]
         for klass in SIGNALS:
             if klass in classes:
                 made += [signal_case(command, klass, phase) for phase in command.phases]
+        made += [limit_case(command, klass) for klass in LIMITS if klass in classes]
+        made += [stdout_case(command, klass) for klass in STDOUT_FAULTS if klass in classes]
     return made
 
 
@@ -778,8 +1220,10 @@ def expected_count(command: Command, classes=CLASSES) -> int:
     n = sum(per_output.get(k, 1) for k in OUTPUT_FAULTS if k in classes) * len(command.outputs)
     n += sum(len(command.phases) for k in SIGNALS if k in classes)
     for way in input_flags(command).values():
-        kinds = INPUT_FAULTS if way in CONTENT_WAYS else ("loop", "unreadable")
+        kinds = INPUT_FAULTS if way in CONTENT_WAYS else ANY_INPUT_FAULTS
         n += sum(k in classes for k in kinds)
+    n += len(live_flags(command)) if "live-run" in classes else 0
+    n += sum(k in classes for k in (*LIMITS, *STDOUT_FAULTS))
     return n + (len(RECORD_FAULTS) * len(recorded_runs(command)) if "record" in classes else 0)
 
 
@@ -855,6 +1299,12 @@ def signalled(signum: int, phase: str):
     """A launch: the command under DRIVER; `signum` once `phase` has begun (a terminal's
     SIGINT, SIGQUIT or SIGHUP to its process group; SIGTERM and the others to it alone, as
     a supervisor or a scheduler sends them: `processes.send_as_a_session_does`)."""
+    return _under_driver(phase, lambda ctx, process: _send(process, signum))
+
+
+def _under_driver(phase: str, act):
+    """A launch: the command under DRIVER; `act(ctx, process)` once `phase` has begun
+    (while the driver holds the command there). The result says whether it was reached."""
     def launch(ctx, case) -> kit.Result:
         full = kit.command(*ctx.resolve(case.argv))
         noted = pathlib.Path(str(ctx.root) + ".phase")
@@ -869,7 +1319,7 @@ def signalled(signum: int, phase: str):
             time.sleep(0.05)
         reached = noted.exists()
         if reached:
-            _send(process, signum)
+            act(ctx, process)
         result = _result(process, full, start, case.timeout)
         result.reached = reached
         return result
@@ -885,6 +1335,10 @@ def _send(process, signum):
     processes.send_as_a_session_does(process, signum)  # a terminal's: the workers get it too
 
 
+# A line that says a checkpoint was kept: a stop's, an input lost while training.
+SAVED = re.compile(r"is saved|the run saved ckpt-")
+
+
 def rerun_finishes(ctx, case) -> tuple:
     """After a stop: the same command again finishes the job, and resumes it from the
     checkpoint that the stop's line says was saved."""
@@ -893,7 +1347,7 @@ def rerun_finishes(ctx, case) -> tuple:
         return False, "the rerun failed: " + _last_line(result)
     # (The quickstart says "resumed" in its summary, on stdout.)
     resumed = "Resumed from" in result.stderr or "resumed the " in result.stdout
-    if "is saved" in getattr(ctx, "stop_line", "") and not resumed:
+    if SAVED.search(getattr(ctx, "stop_line", "")) and not resumed:
         return False, "the rerun finished but did not resume from the saved checkpoint"
     return True, "the rerun finished" + (" (resumed)" if resumed else "")
 
@@ -965,10 +1419,17 @@ def judge_once(generated, result) -> tuple:
 
 
 def judge(generated, result) -> tuple:
+    if not getattr(result, "reached", True):
+        return UNREACHED, (f"ended (exit {result.returncode}) before the phase began: "
+                           + _last_line(result))
     if generated.expect == STOP:
         return judge_stop(generated, result)
     if generated.expect == RACE:
         return judge_race(generated, result)
+    if generated.expect == LIVE:
+        return judge_live(generated, result)
+    if generated.expect == QUIET:
+        return judge_quiet(generated, result)
     return judge_once(generated, result)
 
 
@@ -1005,8 +1466,9 @@ def _outcome(ctx, generated) -> tuple:
     if outcome not in GOOD:
         return outcome, why
     problem = generated.check(ctx, result) if generated.check else None
-    if problem:
-        return LOST, f"{problem} ({why})"[:300]
+    if problem:  # a problem (data lost), or (the outcome, the problem)
+        outcome, problem = problem if isinstance(problem, tuple) else (LOST, problem)
+        return outcome, f"{problem} ({why})"[:300]
     if not case.after:
         return outcome, why
     ctx.stop_line = why  # (what a stop said it kept: the rerun must resume from it)

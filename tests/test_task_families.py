@@ -7,13 +7,15 @@ between families, and the run builds it complete."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import re
 import sys
 
+import pytest
+
 from support import REPO_ROOT, processes, tiny_config
-from support.toy_family import ToyConfig, ToyTask
 from official_bert.commands import cli, registry
 from official_bert.configs import RunConfig
 from official_bert.tasks import base, families
@@ -23,6 +25,15 @@ TOY_FAMILY = str(REPO_ROOT / "tests" / "support" / "toy_family.py")
 VOCAB = "[PAD] [UNK] [CLS] [SEP] [MASK] the a movie is was good bad very fun dull".split()
 ROWS = ["1\tthe movie is good", "0\ta bad movie", "1\tvery good fun", "0\tdull , dull",
         "1\tgood", "0\tthe movie was bad", "1\ta good movie", "0\tvery dull"]
+
+
+@pytest.fixture
+def toy():
+    """tests/support/toy_family.py, imported (its row registered) for the test alone:
+    the other tests' commands are the library's."""
+    yield importlib.import_module("support.toy_family")
+    families.FAMILIES.pop("toy", None)
+    sys.modules.pop("support.toy_family", None)
 
 
 def test_the_task_class_keeps_only_what_differs_between_families():
@@ -46,13 +57,13 @@ def test_no_module_assigns_a_tasks_attributes_from_outside_its_class():
     assert not found
 
 
-def test_a_registered_family_is_a_bert_command_with_its_rows_flags(monkeypatch):
-    toy = registry.command("toy")
-    assert toy.task is ToyTask.spec is families.family("toy")
-    assert toy.inputs == {"bert_config_file": "file", "vocab_file": "file",
+def test_a_registered_family_is_a_bert_command_with_its_rows_flags(toy, monkeypatch):
+    command = registry.command("toy")
+    assert command.task is toy.ToyTask.spec is families.family("toy")
+    assert command.inputs == {"bert_config_file": "file", "vocab_file": "file",
                           "train_file": "file", "eval_file": "file", "predict_file": "file"}
-    assert toy.phases == ("read", "train", "eval", "predict", "export")
-    assert toy.outputs == {"output_dir": "run_dir", "export_dir": "export_dir"}
+    assert command.phases == ("read", "train", "eval", "predict", "export")
+    assert command.outputs == {"output_dir": "run_dir", "export_dir": "export_dir"}
     # In a fresh `bert`, through $OFFICIAL_BERT_TASKS: its flags, the reference's source.
     monkeypatch.setenv(families.DECLARED_ENV, TOY_FAMILY)
     groups = cli.command_flags("toy")
@@ -76,7 +87,7 @@ def _checkpoint(directory):
     return directory
 
 
-def test_a_toy_family_runs_end_to_end_and_distils(tmp_path):
+def test_a_toy_family_runs_end_to_end_and_distils(toy, tmp_path):
     ckpt = _checkpoint(tmp_path / "ckpt")
     data = tmp_path / "toy.tsv"
     data.write_text("\n".join(ROWS) + "\n")
@@ -100,7 +111,7 @@ def test_a_toy_family_runs_end_to_end_and_distils(tmp_path):
 
     # Distillation, by declaring it: the first run teaches a student of one layer.
     student = tmp_path / "student"
-    run_task(ToyTask, ToyConfig(train_file=str(data)), RunConfig(
+    run_task(toy.ToyTask, toy.ToyConfig(train_file=str(data)), RunConfig(
         do_train=True, output_dir=str(student), teacher=str(teacher), student_layers=["1"],
         **settings))
     record = json.loads((student / "run.json").read_text())

@@ -8,8 +8,18 @@ of the suite needs neither.
 
 import json
 import os
+import signal
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# The signal tests send a command what a terminal or a supervisor sends; the commands they
+# start inherit this process's ignored signals. A suite started in the background by a
+# shell without job control (`pytest &`, `nohup pytest`) ignores SIGINT and SIGQUIT (and
+# SIGHUP), and the signal policy rightly keeps an ignored signal ignored: the suite starts
+# from the defaults, whoever started it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+for _name in ("SIGQUIT", "SIGHUP"):
+    signal.signal(getattr(signal, _name), signal.SIG_DFL)
 
 import pytest
 

@@ -68,7 +68,9 @@ def hidden_temporaries(directory: pathlib.Path) -> list:
 
 
 @pytest.mark.parametrize("name, workers", [
-    *[(name, workers) for name in ("SIGINT", "SIGTERM") for workers in (1, 2)],
+    # (by a terminal's signal with one worker and two; a supervisor's SIGTERM in the slow set)
+    ("SIGINT", 1), ("SIGINT", 2), pytest.param("SIGTERM", 1, marks=pytest.mark.slow),
+    pytest.param("SIGTERM", 2, marks=pytest.mark.slow),
     # A closed terminal: its SIGHUP reaches the whole group, as Ctrl-C does.
     ("SIGHUP", 2)])
 def test_a_signal_during_data_generation_keeps_nothing_half_written(w, name, workers):

@@ -43,7 +43,7 @@ def test_every_registered_command_gets_a_case_of_every_class(command):
             assert set(matrix.INPUT_FAULTS) <= hit, flag
     # every flag that may name a run still training (the registry's reads_runs)
     assert sorted(g.target for g in mine if g.klass == "live-run") == sorted(
-        f"--{flag}" for flag in command.reads_runs)
+        f"--{flag}" for flag in matrix.live_flags(command))
     # every command: each resource limit, and a standard output closed two ways
     for klass in (*matrix.LIMITS, *matrix.STDOUT_FAULTS):
         assert sum(g.klass == klass for g in mine) == 1, klass

@@ -35,13 +35,19 @@ person typing is waited for).
 
 An input that vanishes or changes while a command runs is the reader's to
 detect (training names it and keeps a checkpoint: `training.trainer`); a
-spooled input cannot change: it is the command's own copy.
+spooled input cannot change: it is the command's own copy. A file the job
+reads more than once by name (a vocabulary: by the model's files at the
+start, by an export at the end) must be the same each time: a reader calls
+`same_as_first_read`, which refuses, in one line naming the file, a second
+read whose content differs from the job's first (an export would otherwise
+hold a vocabulary whose ids are not the ones the model was trained with).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import select
 import stat as _stat_mode
@@ -53,7 +59,7 @@ from typing import Any, Iterator, Mapping
 from absl import logging
 
 from official_bert import file_sets, io
-from official_bert.errors import UserError, show_path_as
+from official_bert.errors import BadFileError, UserError, show_path_as
 from official_bert.outputs import flag_value
 
 # How a command reads an input (`Command.inputs`' values).
@@ -76,6 +82,25 @@ SPOOL_DIRECTORY = "official_bert-spool"
 
 # The spools of this process: their path → the path the user gave (`given_path`).
 _SPOOLS: dict[str, str] = {}
+# While a job runs (`prepared`): each file read by `same_as_first_read` → the digest of
+# what the job read first. None outside a job (a library caller rereads as it likes).
+_FIRST_READS: dict[str, str] | None = None
+
+
+def same_as_first_read(path: str, content) -> None:
+    """`BadFileError` naming `path` when the job read it before with other
+    content (it changed while the command ran); nothing outside a job."""
+    if _FIRST_READS is None or not io.is_local(path):
+        return
+    data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+    digest = hashlib.sha1(data).hexdigest()
+    first = _FIRST_READS.setdefault(os.path.realpath(io.local_path(path)), digest)
+    if first != digest:
+        raise BadFileError(path, "changed while the command ran: read again now, it differs "
+                           "from what the command read at its start, and what it writes "
+                           "would mix the two", fix="put back the file the command started "
+                           "with and run the same command again (a training run resumes "
+                           "from its last checkpoint), or start over with the new one")
 
 
 def given_path(path: str) -> str:
@@ -156,9 +181,11 @@ def prepared(command: Any, flag_values: Any) -> Iterator[None]:
     """Checks every input `command` declares (`check_input`) with the values its
     flags were given, and spools the streams it reads by name (`spool`),
     giving the flags the spools' paths; the spools are removed when the block
-    ends, however it ends. Called by the command boundary before any work."""
+    ends, however it ends. Within the block, a file read twice must read the
+    same (`same_as_first_read`). Called by the command boundary before any work."""
     declared: Mapping[str, str] = getattr(command, "inputs", command) or {}
     with contextlib.ExitStack() as spools:
+        spools.enter_context(_first_reads())
         for name, way in declared.items():
             value = flag_value(flag_values, name)
             if value:
@@ -166,6 +193,17 @@ def prepared(command: Any, flag_values: Any) -> Iterator[None]:
                 if new != value:
                     _set_value(flag_values, name, new)
         yield
+
+
+@contextlib.contextmanager
+def _first_reads() -> Iterator[None]:
+    """A job's record of what it read first (`same_as_first_read`), for the block."""
+    global _FIRST_READS
+    outer, _FIRST_READS = _FIRST_READS, {}
+    try:
+        yield
+    finally:
+        _FIRST_READS = outer
 
 
 def _prepare_value(value, flag: str, way: str, spools: contextlib.ExitStack):

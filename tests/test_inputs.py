@@ -262,3 +262,31 @@ def test_names_with_commas_and_shards_are_read_as_file_sets_reads_them(tmp_path)
     values = {"input_file": f"{tmp_path}/a,b.txt,{tmp_path}/p.tfrecord@3"}
     with inputs.prepared({"input_file": "file"}, values):  # neither is refused here
         assert values["input_file"] == f"{tmp_path}/a,b.txt,{tmp_path}/p.tfrecord@3"
+
+
+def test_a_file_read_twice_in_a_job_must_read_the_same(tmp_path):
+    """A vocabulary read at the start (the model's files) and again at the end (an
+    export's copy): rewritten in between, at its size, the export would hold ids the
+    model was not trained with. Within a job the second read is refused, naming it;
+    outside a job (a library caller) a file is read as it is."""
+    from official_bert.text import tokenization
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\na\nb\n")
+    with inputs.prepared({}, {}):
+        assert tokenization.load_vocab_list(str(vocab)) == ["[PAD]", "[UNK]", "a", "b"]
+        assert tokenization.load_vocab_list(str(vocab))  # the same: read again freely
+        vocab.write_text("[PAD]\n[UNK]\nb\na\n")  # same size, the ids of a and b swapped
+        with pytest.raises(errors.BadFileError, match=r"vocab.txt changed while the command "
+                                                      r"ran"):
+            tokenization.load_vocab_list(str(vocab))
+    assert tokenization.load_vocab_list(str(vocab)) == ["[PAD]", "[UNK]", "b", "a"]
+
+
+def test_a_vocabulary_holding_nul_bytes_is_refused_with_its_line(tmp_path):
+    from official_bert.text import tokenization
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(b"[PAD]\n" + b"\0" * 64 + b"[UNK]\na\n")
+    with pytest.raises(tokenization.VocabError, match=r"vocab.txt line 2 holds NUL bytes"):
+        tokenization.load_vocab_list(str(vocab))

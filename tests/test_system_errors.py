@@ -117,12 +117,14 @@ def main(argv):
     elif kind == "pipe":
         for i in range(200000):
             print("line", i)
-    elif kind == "no_stdout":  # a file opened now must not take descriptor 1
+    elif kind.startswith("no_stdout"):  # a file opened now must not take descriptor 1
         with open(where, "w") as f:
             print("printed to stdout")
             os.write(1, b"written to descriptor 1\n")
             f.write("the file's own text\n")
 
+if sys.argv[1].endswith("quieted"):  # as predict does when it is imported
+    app.quiet_tensorflow()
 app.run(main, sys.argv[:1])
 """
 
@@ -157,13 +159,16 @@ def test_a_closed_standard_output_ends_the_command_quietly(tmp_path):
     assert "status 141" in result.stderr
 
 
-def test_a_command_run_without_a_standard_output_works_and_its_files_stay_its_own(tmp_path):
+@pytest.mark.parametrize("kind", ["no_stdout", "no_stdout_quieted"])
+def test_a_command_run_without_a_standard_output_works_and_its_files_stay_its_own(tmp_path,
+                                                                                 kind):
     """`bert ... >&-`: descriptor 1 is not open, so Python's sys.stdout is None and the
     next file opened would take descriptor 1 (what goes to stdout would land in it). The
-    boundary opens /dev/null there first: the command works, its file holds its own text."""
+    boundary opens /dev/null there first (before its stderr filter's pipe, which predict
+    starts when imported, can take it): the command works, its file holds its own text."""
     script, out = tmp_path / "script.py", tmp_path / "out.txt"
     script.write_text(SCRIPT)
-    result = subprocess.run(f"{sys.executable} {script} no_stdout {out} >&-", shell=True,
+    result = subprocess.run(f"{sys.executable} {script} {kind} {out} >&-", shell=True,
                             executable="/bin/bash", capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "error:" not in result.stderr, result.stderr

@@ -344,6 +344,7 @@ def quiet_tensorflow(argv=None):
     out; everything else passes. `--verbosity=1` (or more) on the command line
     `argv` (default: sys.argv), or OFFICIAL_BERT_VERBOSE=1, keeps them.
     """
+    standard_streams_open()  # (first: the filter's pipe must not take a closed stdout's 1)
     if verbose(argv):
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

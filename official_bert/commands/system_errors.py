@@ -37,7 +37,8 @@ PROBLEMS = {
                     "check the path: each part before the last must be a directory"),
     errno.EISDIR: ("is a directory", "give the path of a file, not of a directory"),
     errno.ENOENT: ("no such file or directory",
-                   "check the path (the directory an output goes to must exist)"),
+                   "check the path (a file read must stay there until the command ends; the "
+                   "directory an output goes to must exist)"),
     errno.ELOOP: ("a loop of symbolic links (too many levels of symbolic links)",
                   "check the path's symbolic links (ls -l shows where each one points)"),
     errno.EMFILE: ("too many open files", "raise the limit (ulimit -n) and run again"),

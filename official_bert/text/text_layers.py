@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import unicodedata
 from typing import List, Sequence, Union
 
@@ -231,6 +232,10 @@ class BertTokenizerLayer(keras.layers.Layer):
         # Same mapping as load_vocab (a token listed twice is refused there).
         self.token_to_id = dict(tokenization.vocab_from_list(self._vocab))
         if unknown_token not in self.token_to_id:
+            if isinstance(vocab, (str, bytes)) or hasattr(vocab, "__fspath__"):  # (name it)
+                raise tokenization.VocabError(
+                    os.fsdecode(vocab), f"has no {unknown_token} token, which WordPiece emits "
+                    "for unknown words", fix="add it to the vocabulary")
             raise tokenization.VocabError(
                 f"The vocabulary has no {unknown_token} token, which WordPiece "
                 "emits for unknown words; add it to the vocabulary."

@@ -35,7 +35,7 @@ from typing import Hashable, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 from absl import logging
 
-from official_bert import io
+from official_bert import inputs, io
 from official_bert.errors import BadFileError, UserError
 
 PAD_TOKEN = "[PAD]"
@@ -177,8 +177,10 @@ def load_vocab_list(vocab_file) -> List[str]:
 
     Raises:
         VocabFileNotFoundError: the file does not exist.
-        VocabError: the file holds no token, a blank line before a token, or a
-            token twice (`check_unique`).
+        VocabError: the file holds no token, a blank line before a token, a
+            token twice (`check_unique`), NUL bytes, or (while a command runs)
+            other content than the command read at its start
+            (`inputs.same_as_first_read`).
         official_bert.errors.BadFileError: the file is not UTF-8 (its line named).
     """
     vocab_file = os.fspath(vocab_file)
@@ -186,9 +188,15 @@ def load_vocab_list(vocab_file) -> List[str]:
         raise VocabFileNotFoundError(vocab_file, io.missing(vocab_file) if not io.exists(vocab_file)
                                      else "is not a file", fix=_missing_vocab_fix())
     text = io.read_text(vocab_file)
+    inputs.same_as_first_read(vocab_file, text)  # (an export's copy is the model's vocabulary)
     # Split on "\n" only: str.splitlines() would also split inside a token
     # holding an exotic line separator (U+2028, \x85, ...) and shift the ids.
     lines = text.split("\n")
+    if "\0" in text:
+        raise VocabError(vocab_file, "holds NUL bytes (a part of the file that was never "
+                         "written: a crash, or a copy cut short)",
+                         line=next(i for i, line in enumerate(lines, 1) if "\0" in line),
+                         fix="use the vocab.txt the checkpoint was trained with")
     tokens = [line.strip() for line in lines]
     while tokens and not tokens[-1]:
         tokens.pop()  # the newline that ends the last line, and blank lines after it

@@ -1181,8 +1181,27 @@ def stdout_case(command, klass) -> Generated:
     name = STDOUT_FAULTS[klass]
     if control is None:
         return Generated(klass, "stdout", Case(name, [], command=command.name), QUIET)
-    case = dataclasses.replace(control, name=name, names=(), after=_rerun_if_refused)
+    case = dataclasses.replace(control, name=name, names=(), after=_rerun_after_quiet(command))
     return Generated(klass, "stdout", case, QUIET, no_temporaries, launch=without_stdout(klass))
+
+
+def _rerun_after_quiet(command):
+    """A follow-up: after a quiet end (141) or a line, the same command finishes; or it
+    had finished its outputs before its report reached the closed stdout, and the rerun
+    refuses to overwrite them (an export is never overwritten): every output is there."""
+    def after(ctx, case) -> tuple:
+        if not getattr(ctx, "stop_line", ""):
+            return True, ""
+        ok, note = rerun_finishes(ctx, case)
+        if ok or "exists" not in note:
+            return ok, note
+        argv = ctx.resolve(case.argv)
+        given = [flag_value(argv, flag) for flag in command.outputs]
+        if all(value and os.path.exists(value) for value in given):
+            return True, ("its outputs were written before its report met the closed stdout; "
+                          "the rerun refuses to overwrite them")
+        return ok, note
+    return after
 
 
 # === The matrix ===

@@ -601,6 +601,23 @@ def test_a_tfrecord_deleted_while_training_is_named_and_the_steps_are_saved(w):
 
 
 @pytest.mark.slow
+def test_a_text_corpus_deleted_while_training_is_named_and_the_steps_are_saved(w):
+    """--input_format=text reads its corpus in a Python generator, again at every pass:
+    deleted mid-run, its FileNotFoundError reached the trainer as another TensorFlow
+    error, and the line came without a checkpoint (every step since the last lost)."""
+    data = w.path("gone.txt")
+    shutil.copy(w.path("corpus.txt"), data)
+    process, seen = _pretrain_until(w, 50, "--input_format=text", f"--input_file={data}",
+                                    "--save_checkpoints_steps=100000")
+    os.remove(data)  # read again at its next pass
+    result = _finish(process, seen)
+    line = one_line_error(result, str(data))
+    step = int(re.search(r"at step (\d+);", line).group(1))
+    assert "went away while training read it (no such file or directory)" in line
+    assert step >= 50 and w.path("run", f"ckpt-{step}.index").exists()
+
+
+@pytest.mark.slow
 def test_an_output_dir_made_unwritable_while_training_names_the_checkpoint(w):
     """Once the line named the lock file (or run.json's temporary), not the checkpoint."""
     if shutil.which("capsh") is None and os.geteuid() == 0:

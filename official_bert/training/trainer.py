@@ -310,6 +310,18 @@ class Trainer:
                "the same command to resume")
         return BadFileError(bad.path, bad.problem, record=bad.record, fix=fix)
 
+    def _lost_input(self, error) -> str | None:
+        """The input that vanished (or became unreadable) under `error`: the task's
+        `find_lost_input()`, else the path in TensorFlow's message; None when no input
+        is gone (then `error` is something else). A text corpus is read by a Python
+        generator, whose FileNotFoundError reaches here as another TensorFlow error."""
+        find = getattr(self.task, "find_lost_input", None)
+        lost = find() if find is not None else None
+        if lost is None and isinstance(error, (tf.errors.NotFoundError,
+                                               tf.errors.PermissionDeniedError)):
+            lost = _path_in_message(str(error))
+        return lost
+
     def _input_lost(self, error):
         """The error to raise when an input vanished (or became unreadable)
         while training read it: the steps trained since the last checkpoint
@@ -317,12 +329,10 @@ class Trainer:
         variables), and the line names the input (the task's
         `find_lost_input()`, else the path in TensorFlow's message) and that
         checkpoint. Without an input to name, `error` itself."""
-        find = getattr(self.task, "find_lost_input", None)
-        lost = (find() if find is not None else None) or _path_in_message(str(error))
+        lost = self._lost_input(error)
         if lost is None:
             return error
-        what = ("no such file or directory" if isinstance(error, tf.errors.NotFoundError)
-                else "permission denied")
+        what = ("no such file or directory" if not io.exists(lost) else "permission denied")
         try:
             saved = self.save()
         except Exception as e:  # noqa: BLE001 - the input's line matters more; say both
@@ -397,6 +407,10 @@ class Trainer:
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
             except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as e:
+                raise self._input_lost(e) from None
+            except tf.errors.OpError as e:  # a generator's error (a text corpus read in Python)
+                if self._lost_input(e) is None:
+                    raise
                 raise self._input_lost(e) from None
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step

@@ -707,7 +707,7 @@ PHASES = {
     "data": dict(line=r"^\s*progress:|features of|[Ii]nstances", unit="documents|files"),
     "train": dict(line=r"^\s*step \d+", unit="steps"),
     "eval": dict(line=r"dev features|^\s*[Ee]valuat", unit="batches"),
-    "predict": dict(line=r"test features|^[Pp]redict|^Extracting|^Embedding"),
+    "predict": dict(line=r"test features|^[Pp]redict|^Extracting|^Embedding|^Scoring"),
     "export": dict(line=r"^\s*Export|Assets written to"),  # (TensorFlow's, inside a save)
     "write": dict(opens="w"),
 }

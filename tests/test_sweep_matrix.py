@@ -116,3 +116,29 @@ def test_build_vocab_input_kinds(world, tmp_path, klass, outcome):
     assert row["outcome"] == outcome, row["why"]
     if outcome == "clean":
         assert row["why"].startswith("error: --input_file "), row["why"]
+
+
+def test_a_resumed_matrix_keeps_its_clean_cases_and_runs_the_others_again(tmp_path):
+    """--resume: a matrix too long for one sitting goes on where it stopped; a case that
+    was not clean or ok runs again (a fix since), and a case the registry no longer
+    generates is dropped."""
+    import json
+
+    import bad_input_sweep
+
+    generated = matrix.select(matrix.generate(), "build-vocab", "sigint,empty")
+    first, second, third = generated[:3]
+    written = [dict(command=g.command, klass=g.klass, target=g.target, case=g.case.name,
+                    outcome=outcome, why="", seconds=1.0)
+               for g, outcome in [(first, matrix.CLEAN), (second, "vague"), (third, matrix.OK)]]
+    written.append(dict(written[0], case="a case no longer generated"))
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps(written))
+    kept = bad_input_sweep.resumed_rows(str(path), generated)
+    assert [r["case"] for r in kept] == [first.case.name, third.case.name]
+    assert bad_input_sweep.resumed_rows(str(tmp_path / "not yet.json"), generated) == []
+    rows = [bad_input_sweep.row_of(r) for r in kept]
+    assert matrix.as_json(rows) == written[0:1] + written[2:3]
+    path.write_text("{")
+    with pytest.raises(SystemExit, match="--resume: .* is not an earlier run's --json"):
+        bad_input_sweep.resumed_rows(str(path), generated)

@@ -88,17 +88,20 @@ def run_all(cases: list, keep: bool, jobs: int = 1) -> list:
                          lambda case: f"{case.command}: {case.name}")
 
 
-def run_matrix(generated: list, keep: bool, jobs: int = 1, json_path=None) -> list:
+def run_matrix(generated: list, keep: bool, jobs: int = 1, json_path=None,
+               kept=()) -> list:
     """Builds the world and runs the generated cases (each in a copy); with
-    `json_path`, the outcomes so far are written there after each case (a long run
-    stopped part-way keeps what it ran, for --merge)."""
-    finished = []
+    `json_path`, the outcomes so far, after `kept` (rows of an earlier run, as JSON),
+    are written there after each case (a long run stopped part-way keeps what it ran,
+    for --resume and --merge)."""
+    finished = list(kept)
 
     def save(row):
         finished.append(row)
         if json_path:
             temporary = pathlib.Path(f"{json_path}.part")
-            temporary.write_text(json.dumps(matrix.as_json(finished), indent=1) + "\n")
+            temporary.write_text(json.dumps(
+                list(kept) + matrix.as_json(finished[len(kept):]), indent=1) + "\n")
             os.replace(temporary, json_path)
 
     return _run_in_world(generated, keep, jobs, "bad_input_matrix-", matrix.run_generated,
@@ -138,6 +141,15 @@ def _run_in_world(cases: list, keep: bool, jobs: int, prefix: str, run_one, name
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def row_of(written: dict) -> dict:
+    """A row as a run makes it, from its JSON (`matrix.as_json`)."""
+    case = types.SimpleNamespace(name=written["case"])
+    generated = types.SimpleNamespace(command=written["command"], klass=written["klass"],
+                                      target=written.get("target"), case=case)
+    return dict(generated=generated, outcome=written["outcome"], why=written["why"],
+                seconds=written["seconds"])
+
+
 def merged_rows(paths: str) -> list:
     """The rows of several runs' JSON (`--json`), the latest of each case winning:
     a matrix run by parts (`--commands=`, `--classes=`) read back as one."""
@@ -149,16 +161,27 @@ def merged_rows(paths: str) -> list:
             raise SystemExit(f"error: --merge: cannot read {path} ({e}): give the --json "
                              "files of earlier matrix runs") from None
         for row in read:
-            case = types.SimpleNamespace(name=row["case"])
-            generated = types.SimpleNamespace(command=row["command"], klass=row["klass"],
-                                              case=case)
-            rows[(row["command"], row["klass"], row["case"])] = dict(
-                generated=generated, outcome=row["outcome"], why=row["why"],
-                seconds=row["seconds"])
+            rows[(row["command"], row["klass"], row["case"])] = row_of(row)
     # In the registry's order; a case the registry no longer generates is left out.
     order = {(g.command, g.klass, g.case.name): i for i, g in enumerate(matrix.generate())}
     return sorted((r for key, r in rows.items() if key in order), key=lambda r: order[(
         r["generated"].command, r["generated"].klass, r["generated"].case.name)])
+
+
+def resumed_rows(json_path: str, generated: list) -> list:
+    """--resume: the rows of `json_path` (an earlier run's --json) that are clean or ok
+    and among `generated`; the others run again. None when the file is not there yet."""
+    path = pathlib.Path(json_path)
+    if not path.exists():
+        return []
+    try:
+        rows = json.loads(path.read_text())
+    except ValueError as e:
+        raise SystemExit(f"error: --resume: {path} is not an earlier run's --json ({e}): "
+                         "give another --json, or remove it to start again") from None
+    wanted = {(g.command, g.klass, g.case.name) for g in generated}
+    return [r for r in rows if r["outcome"] in matrix.GOOD
+            and (r["command"], r["klass"], r["case"]) in wanted]
 
 
 def matrix_main(args) -> int:
@@ -181,16 +204,23 @@ def matrix_main(args) -> int:
             print(f"{g.command}: {g.klass}: {g.case.name}")
         print(f"{len(generated)} generated cases", file=sys.stderr)
         return 0
-    print(f"{len(generated)} generated cases", file=sys.stderr, flush=True)
+    kept = resumed_rows(args.json, generated) if args.resume else []
+    done = {(r["command"], r["klass"], r["case"]) for r in kept}
+    generated = [g for g in generated if (g.command, g.klass, g.case.name) not in done]
+    print(f"{len(generated)} generated cases" + (
+        f" ({len(kept)} clean or ok in {args.json} kept)" if args.resume else ""),
+        file=sys.stderr, flush=True)
     start = time.time()
-    rows = run_matrix(generated, args.keep, args.jobs, args.json)
+    rows = [row_of(r) for r in kept] + run_matrix(generated, args.keep, args.jobs, args.json,
+                                                  kept)
     print(matrix.grid(rows))
     print()
     print(matrix.details(rows))
     print()
     good = sum(r["outcome"] in matrix.GOOD for r in rows)
     print(f"`python tools/bad_input_sweep.py --matrix` ({len(rows)} generated cases, {good} "
-          f"clean or ok, {time.time() - start:.0f} s)")
+          f"clean or ok, {sum(r['seconds'] for r in rows):.0f} s of cases, "
+          f"{time.time() - start:.0f} s this sitting)")
     pathlib.Path(args.json).write_text(json.dumps(matrix.as_json(rows), indent=1) + "\n")
     print(f"every case's outcome: {args.json}", file=sys.stderr)
     return 0 if good == len(rows) else 1
@@ -214,6 +244,9 @@ def main(argv=None) -> int:
                         f"(comma-separated: {', '.join(matrix.CLASSES)})")
     parser.add_argument("--json", default="bad_input_matrix.json",
                         help="with --matrix: where every case's outcome is written")
+    parser.add_argument("--resume", action="store_true", help="with --matrix: keep the "
+                        "clean or ok cases already in --json and run the rest (a matrix too "
+                        "long for one sitting, run again with the same command)")
     parser.add_argument("--merge", default="", help="with --matrix: print the table of these "
                         "runs' --json files (comma-separated; a later run's case wins) instead "
                         "of running cases")

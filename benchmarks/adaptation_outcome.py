@@ -47,12 +47,11 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import fmt, log_rates, read_key_values, seed_summary, spread, task_score  # noqa: E402,E501
-from benchmarks.step_runner import (InProcess, Step, check_choices, check_positive,  # noqa: E402
-                                    check_seeds, measure, measurement_parser, python,
-                                    read_json, split_lists)
+from benchmarks.step_runner import (InProcess, Step, add_data_dir_flags,  # noqa: E402
+                                    check_choices, check_positive, check_seeds, measure,
+                                    measurement_parser, python, read_json, split_lists)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
-SHARED = REPO.parent / "shared"
 # Task → (its kind: conll or a GLUE task name for run_classifier; the text columns its
 # training table is read by, for --input_format=table).
 TASKS = {"WNUT-17": ("conll", None), "SST-2": ("sst-2", "sentence"),
@@ -74,8 +73,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--ner_learning_rate", type=float, default=5e-5)
     add("--epochs", type=float, default=3.0)
     add("--transformers_python", default=None, help="A Python with torch and transformers.")
-    add("--glue_dir", default=str(SHARED / "data" / "glue"))
-    add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
+    add_data_dir_flags(p, "glue_dir", "wnut_dir")
     args = p.parse_args(argv)
     split_lists(args, "tasks", "seeds")
     check_choices(p, "tasks", args.tasks, TASKS)

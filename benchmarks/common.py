@@ -210,15 +210,20 @@ def write_json(path: str | None, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+def add_shape_flags(flags, num_layers=12, hidden_size=768, num_heads=12):
+    """The encoder's shape (BERT-Base's by default), as `bert_config_from_flags` reads it."""
+    flags.DEFINE_integer("num_layers", num_layers, "Transformer blocks L.")
+    flags.DEFINE_integer("hidden_size", hidden_size, "Hidden size H.")
+    flags.DEFINE_integer("num_heads", num_heads, "Attention heads A.")
+    flags.DEFINE_integer("intermediate_size", 0, "Feed-forward width (0 = 4H).")
+
+
 def add_model_flags(flags, defaults=None):
     """The model-shape and run flags every benchmark takes."""
     d = dict(num_layers=12, hidden_size=768, num_heads=12, batch_size=8,
              seq_length=128, steps=10)
     d.update(defaults or {})
-    flags.DEFINE_integer("num_layers", d["num_layers"], "Transformer blocks L.")
-    flags.DEFINE_integer("hidden_size", d["hidden_size"], "Hidden size H.")
-    flags.DEFINE_integer("num_heads", d["num_heads"], "Attention heads A.")
-    flags.DEFINE_integer("intermediate_size", 0, "Feed-forward width (0 = 4H).")
+    add_shape_flags(flags, d["num_layers"], d["hidden_size"], d["num_heads"])
     flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size.")
     flags.DEFINE_integer("batch_size", d["batch_size"], "Sequences per step.")
     flags.DEFINE_integer("seq_length", d["seq_length"], "Tokens per sequence.")
@@ -264,11 +269,13 @@ def time_transformers(FLAGS, mode: str, dropout: float | None = None) -> list | 
     return json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def bert_config_from_flags(FLAGS):
+def bert_config_from_flags(FLAGS, vocab_size=None):
+    """The encoder's config from `add_shape_flags`' flags (and --seq_length); its vocabulary:
+    `vocab_size`, else --vocab_size."""
     from official_bert.modeling.configs import BertConfig
 
     return BertConfig(
-        vocab_size=FLAGS.vocab_size,
+        vocab_size=vocab_size or FLAGS.vocab_size,
         hidden_size=FLAGS.hidden_size,
         num_hidden_layers=FLAGS.num_layers,
         num_attention_heads=FLAGS.num_heads,

@@ -52,12 +52,12 @@ sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import (fmt, read_key_values, row_summaries, spread,  # noqa: E402
                                         task_score)
-from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
-                                    check_positive, check_seeds, measure, measurement_parser,
-                                    python, read_json, split_lists)
+from benchmarks.step_runner import (InProcess, Step, add_data_dir_flags,  # noqa: E402
+                                    add_fine_tuning_flags, bert, check_choices, check_positive,
+                                    check_seeds, measure, measurement_parser, python, read_json,
+                                    split_lists)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
-SHARED = REPO.parent / "shared"
 GLUE_TASKS = {"SST-2": "sst-2", "MRPC": "mrpc", "STS-B": "sts-b"}
 TASKS = (*GLUE_TASKS, "WNUT-17")
 ROWS = ("teacher", "student", "distilled", "general", "narrow", "narrow_distilled",
@@ -87,15 +87,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--extra_rows", type=int, default=1000,
         help="The distilled_text row's unlabelled text: the training rows after --train_rows.")
     add("--seq_length", type=int, default=64)
-    add("--epochs", type=float, default=3.0)
-    add("--learning_rate", type=float, default=1e-4)
-    add("--batch_size", type=int, default=32)
+    add_fine_tuning_flags(p)
     add("--general_minutes", type=float, default=15.0,
         help="Training time of general distillation on the corpus.")
     add("--general_learning_rate", type=float, default=1e-4)
-    add("--corpus_dir", default=str(SHARED / "data" / "pretrain_text"))
-    add("--glue_dir", default=str(SHARED / "data" / "glue"))
-    add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
+    add_data_dir_flags(p, "corpus_dir", "glue_dir", "wnut_dir")
     args = p.parse_args(argv)
     check_args(p, args)
     return args

@@ -59,12 +59,12 @@ from benchmarks.outcome_metrics import (  # noqa: E402
     format_tables, glue_average, glue_score, log_rates, read_key_values,
     seed_summary, split_documents, task_score)
 from benchmarks.common import machine, minilm_dir  # noqa: E402
-from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
-                                    check_positive, check_seeds, measure, measurement_parser,
-                                    python, split_lists, write_json)
+from benchmarks.step_runner import (InProcess, Step, add_data_dir_flags,  # noqa: E402
+                                    add_fine_tuning_flags, bert, check_choices, check_positive,
+                                    check_seeds, measure, measurement_parser, python,
+                                    split_lists, write_json)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
-SHARED = REPO.parent / "shared"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the unigram baseline reads TFRecords here
 # GLUE task (its directory under --glue_dir) → run_classifier's --task_name.
 GLUE_TASKS = {"SST-2": "sst-2", "MRPC": "mrpc", "STS-B": "sts-b", "CoLA": "cola", "RTE": "rte",
@@ -79,9 +79,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--sections", default="pretrain,glue,tapt", help="Comma-separated: " + ",".join(SECTIONS))
     add("--rows", default=",".join(ROWS), help="Comma-separated: " + ",".join(ROWS))
     add("--budget_minutes", type=float, default=60.0, help="Training time of every row.")
-    add("--corpus_dir", default=str(SHARED / "data" / "pretrain_text"))
-    add("--glue_dir", default=str(SHARED / "data" / "glue"))
-    add("--wnut_dir", default=str(SHARED / "data" / "ner" / "wnut17"))
+    add_data_dir_flags(p, "corpus_dir", "glue_dir", "wnut_dir")
     add("--heldout_fraction", type=float, default=0.05, help="Of the corpus's characters.")
     add("--vocab_size", type=int, default=8000)
     add("--num_layers", type=int, default=4)
@@ -107,9 +105,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--tasks", default="SST-2,MRPC,STS-B,CoLA,RTE", help="GLUE tasks: " + ",".join(GLUE_TASKS))
     add("--seeds", default="42,43,44,45,46")
     add("--sst2_train_rows", type=int, default=8000, help="SST-2 trains on its first N rows.")
-    add("--glue_epochs", type=float, default=3.0)
-    add("--glue_learning_rate", type=float, default=5e-5)
-    add("--glue_batch_size", type=int, default=32)
+    add_fine_tuning_flags(p, "glue_", learning_rate=5e-5)
     add("--tapt_minutes", type=float, default=20.0,
         help="Training time of the masked LM on WNUT-17's training text.")
     add("--tapt_learning_rate", type=float, default=1e-4)

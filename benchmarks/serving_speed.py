@@ -99,31 +99,32 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    """The flags, defined when run as a script (the tests import the module)."""
+    """The flags, defined when run as a script (the tests import the module); by section."""
     flags.DEFINE_list("sections", ["synthetic"], "synthetic (B1/B32 ids), traffic (SST-2 text), "
                       "squad_traffic (SQuAD question + context).")
-    flags.DEFINE_list("engines", list(ENGINES), "Engines of the synthetic section.")
-    flags.DEFINE_integer("num_layers", 12, "Transformer blocks L.")
-    flags.DEFINE_integer("hidden_size", 768, "Hidden size H.")
-    flags.DEFINE_integer("num_heads", 12, "Attention heads A.")
-    flags.DEFINE_integer("intermediate_size", 0, "Feed-forward width (0 = 4H).")
+    # Every section: the encoder, its length, the threads, where the files go.
+    common.add_shape_flags(flags)
     flags.DEFINE_integer("seq_length", 128, "Packed length of the requests and exports.")
-    flags.DEFINE_integer("batch_size", 32, "The throughput request's batch.")
-    flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds.")
-    flags.DEFINE_integer("b1_calls", 8, "B1 calls per engine and round.")
-    flags.DEFINE_integer("batch_calls", 1, "Batch calls per engine and round.")
     flags.DEFINE_integer("threads", 1, "Intra-op threads of every engine (inter-op: 1).")
     flags.DEFINE_string("work_dir", "/tmp/serving_speed", "Exports and converted files (cached).")
     flags.DEFINE_string("transformers_python", None,
                         "A Python with torch, transformers, onnx and onnxscript, to write "
                         "transformers' ONNX export for the ort_* and ov_* engines.")
+    flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
+    # synthetic
+    flags.DEFINE_list("engines", list(ENGINES), "Engines of the synthetic section.")
+    flags.DEFINE_integer("batch_size", 32, "The throughput request's batch.")
+    flags.DEFINE_integer("rounds", 5, "Interleaved timing rounds.")
+    flags.DEFINE_integer("b1_calls", 8, "B1 calls per engine and round.")
+    flags.DEFINE_integer("batch_calls", 1, "Batch calls per engine and round.")
+    # traffic
     flags.DEFINE_string("sst2_dev", None, "SST-2 dev.tsv for the traffic section.")
+    flags.DEFINE_integer("traffic_singles", 128, "Sentences sent one at a time (traffic).")
+    flags.DEFINE_integer("traffic_batches", 8, "Batches of 32 sentences (traffic).")
+    # squad_traffic
     flags.DEFINE_string("squad_dev", None, "A SQuAD json for the squad_traffic section.")
     flags.DEFINE_integer("squad_requests", 48, "Questions sent one at a time (squad_traffic).")
     flags.DEFINE_integer("squad_seq_length", 384, "max_seq_length of the SQuAD exports.")
-    flags.DEFINE_integer("traffic_singles", 128, "Sentences sent one at a time (traffic).")
-    flags.DEFINE_integer("traffic_batches", 8, "Batches of 32 sentences (traffic).")
-    flags.DEFINE_string("json_output", None, "Write the results as JSON here.")
 
 
 # --- building the models ---------------------------------------------------------------
@@ -140,15 +141,6 @@ def _vocab():
             return [line.rstrip("\n") for line in f]
     except ImportError:
         return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30517)]
-
-
-def _config(vocab_size):
-    from official_bert.modeling.configs import BertConfig
-
-    return BertConfig(vocab_size=vocab_size, hidden_size=FLAGS.hidden_size,
-                      num_hidden_layers=FLAGS.num_layers, num_attention_heads=FLAGS.num_heads,
-                      intermediate_size=FLAGS.intermediate_size or 4 * FLAGS.hidden_size,
-                      max_position_embeddings=max(512, FLAGS.seq_length))
 
 
 def _encoders(config, policies=()):
@@ -368,7 +360,7 @@ def build_engines(names):
     from official_bert.serving import edge
 
     vocab = _vocab()
-    config = _config(len(vocab))
+    config = common.bert_config_from_flags(FLAGS, len(vocab))
     encoder, copies = _encoders(config, [p for name, p in (("tf_bf16", "mixed_bfloat16"),
                                                           ("tf_bf16_weights", "bfloat16"))
                                          if name in names])
@@ -554,7 +546,7 @@ def traffic_section(results):
     if not FLAGS.sst2_dev:
         raise app.UsageError("--sections=traffic needs --sst2_dev (SST-2's dev.tsv)")
     vocab = _vocab()
-    encoder, _ = _encoders(_config(len(vocab)))
+    encoder, _ = _encoders(common.bert_config_from_flags(FLAGS, len(vocab)))
 
     class PaddedEncoderServing(encoder_serving.EncoderServing):
         """The export as it was before trimming: every request at seq_length."""
@@ -640,7 +632,7 @@ def squad_traffic_section(results):
     if not FLAGS.squad_dev:
         raise app.UsageError("--sections=squad_traffic needs --squad_dev (a SQuAD json)")
     vocab = _vocab()
-    encoder, _ = _encoders(_config(len(vocab)))
+    encoder, _ = _encoders(common.bert_config_from_flags(FLAGS, len(vocab)))
     model = BertSpanLabeler(encoder, seed=0)
     model(dummy_inputs())
 

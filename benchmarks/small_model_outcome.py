@@ -57,12 +57,11 @@ sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is not installed
 from benchmarks.common import machine, minilm_dir  # noqa: E402
 from benchmarks.outcome_metrics import (read_key_values, row_summaries, spread,  # noqa: E402
                                         task_score)
-from benchmarks.step_runner import (InProcess, Step, bert, check_choices,  # noqa: E402
-                                    check_seeds, measure, measurement_parser, python,
-                                    read_json, split_lists)
+from benchmarks.step_runner import (InProcess, Step, add_data_dir_flags, bert,  # noqa: E402
+                                    check_choices, check_seeds, measure, measurement_parser,
+                                    python, read_json, split_lists)
 from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 
-SHARED = REPO.parent / "shared"
 EXPORT_LENGTH, THREADS = 128, 2
 TASKS = ("MRPC", "CoNLL-2003", "SST-2")
 ROWS = ("teacher", "student", "distilled", "narrow_distilled", "pretrained_start")
@@ -92,8 +91,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--seeds", default="42,43,44", help="Of the student rows.")
     add("--start_seeds", default="42", help="Of the pretrained_start row.")
     add("--batch_size", type=int, default=32)
-    add("--glue_dir", default=str(SHARED / "data" / "glue"))
-    add("--conll_dir", default=str(SHARED / "data" / "ner" / "conll2003"))
+    add_data_dir_flags(p, "glue_dir", "conll_dir")
     args = p.parse_args(argv)
     split_lists(args, "tasks", "rows", "seeds", "start_seeds")
     check_choices(p, "tasks", args.tasks, TASKS)

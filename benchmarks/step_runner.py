@@ -13,7 +13,8 @@ kind's mean so far, else the steps' own estimates).
 
 Used by `benchmarks/pretraining_outcome.py`, `distillation_outcome.py`,
 `adaptation_outcome.py` and `small_model_outcome.py` (`measure` is their main;
-`measurement_parser` and the `check_*` functions, the flags they share).
+`measurement_parser`, the `add_*_flags` and the `check_*` functions, the flags they
+share).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def read_json(path) -> dict:
     return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
 
 
-# --- the flags every measurement has, and their checks (argparse's one-line errors) ---
+# --- the flags the measurements share, and their checks (argparse's one-line errors) ---
 
 
 def measurement_parser(doc: str, work_dir: str) -> argparse.ArgumentParser:
@@ -75,6 +76,26 @@ def measurement_parser(doc: str, work_dir: str) -> argparse.ArgumentParser:
     p.add_argument("--report_only", action="store_true",
                    help="The report of the steps finished so far in --work_dir; run nothing.")
     return p
+
+
+# The data sets the measurements read: flag → its place in ../shared/data (beside the repository).
+DATA_DIRS = {"corpus_dir": ("pretrain_text",), "glue_dir": ("glue",),
+             "wnut_dir": ("ner", "wnut17"), "conll_dir": ("ner", "conll2003")}
+
+
+def add_data_dir_flags(parser, *names: str) -> None:
+    """The `DATA_DIRS` flags `names`, each defaulting to its shared copy."""
+    for name in names:
+        parser.add_argument(f"--{name}",
+                            default=str(REPO.parent.joinpath("shared", "data", *DATA_DIRS[name])))
+
+
+def add_fine_tuning_flags(parser, prefix: str = "", learning_rate: float = 1e-4) -> None:
+    """--<prefix>epochs, --<prefix>learning_rate and --<prefix>batch_size: how every row
+    fine-tunes on a task (3 epochs and batches of 32 by default: in the grid of BERT's paper)."""
+    parser.add_argument(f"--{prefix}epochs", type=float, default=3.0)
+    parser.add_argument(f"--{prefix}learning_rate", type=float, default=learning_rate)
+    parser.add_argument(f"--{prefix}batch_size", type=int, default=32)
 
 
 def check_choices(parser, name: str, values: list, allowed, allow_empty=False) -> None:

@@ -53,72 +53,81 @@ _WNUT = "https://raw.githubusercontent.com/leondz/emerging_entities_17/master/"
 _XNLI = "https://dl.fbaipublicfiles.com/XNLI/"
 _NVIDIA = "md5 from NVIDIA DeepLearningExamples' squad_download.sh; sha256 not pinned yet"
 
+
+def _file(base: str, name: str, size: int, sha256: str) -> Remote:
+    """A file whose digest huggingface/datasets pins, fetched from `base` + the
+    `<file>` of its name (`<group>/<file>`)."""
+    return Remote(name, base + name.split("/", 1)[1], size, sha256, pinned_by=_HF)
+
+
+def _squad(version: str, train: tuple, dev: tuple, evaluation: tuple) -> list:
+    """SQuAD `version`'s three files: train and dev ((size, sha256) each) and its
+    evaluation script (its CodaLab bundle, and the md5 that is its only digest)."""
+    bundle, md5 = evaluation
+    return [_file(_SQUAD, f"squad/train-v{version}.json", *train),
+            _file(_SQUAD, f"squad/dev-v{version}.json", *dev),
+            Remote(f"squad/evaluate-v{version}.py",
+                   f"https://worksheets.codalab.org/rest/bundles/{bundle}/contents/blob/",
+                   None, None, md5=md5, pinned_by=_NVIDIA)]
+
+
 REMOTES: Dict[str, Remote] = {r.name: r for r in [
     # GLUE: the archives of GLUE's own download script (download_glue_data.py);
     # MRPC comes as SentEval's copy of the Microsoft files plus GLUE's dev ids.
-    Remote("glue/CoLA.zip", _GLUE + "CoLA.zip", 376971,
-           "f212fcd832b8f7b435fb991f101abf89f96b933ab400603bf198960dfc32cbff", pinned_by=_HF),
-    Remote("glue/SST-2.zip", _GLUE + "SST-2.zip", 7439277,
-           "d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa", pinned_by=_HF),
-    Remote("glue/msr_paraphrase_train.txt", _SENTEVAL + "msr_paraphrase_train.txt", 1047044,
-           "60a9b09084528f0673eedee2b69cb941920f0b8cd0eeccefc464a98768457f89", pinned_by=_HF),
-    Remote("glue/msr_paraphrase_test.txt", _SENTEVAL + "msr_paraphrase_test.txt", 441275,
-           "a04e271090879aaba6423d65b94950c089298587d9c084bf9cd7439bd785f784", pinned_by=_HF),
-    Remote("glue/mrpc_dev_ids.tsv", _GLUE + "mrpc_dev_ids.tsv", 6222,
-           "971d7767d81b997fd9060ade0ec23c4fc31cbb226a55d1bd4a1bac474eb81dc7",
-           pinned_by=_HF + "; equal to ../shared/data/glue/MRPC/dev_ids.tsv"),
-    Remote("glue/QQP-clean.zip", _GLUE + "QQP-clean.zip", 41696084,
-           "40e7c862c04eb26ee04b67fd900e76c45c6ba8e6d8fab4f8f1f8072a1a3fbae0", pinned_by=_HF),
-    Remote("glue/STS-B.zip", _GLUE + "STS-B.zip", 802872,
-           "e60a6393de5a8b5b9bac5020a1554b54e3691f9d600b775bd131e613ac179c85", pinned_by=_HF),
-    Remote("glue/MNLI.zip", _GLUE + "MNLI.zip", 312783507,
-           "e7c1d896d26ed6caf700110645df426cc2d8ebf02a5ab743d5a5c68ac1c83633", pinned_by=_HF),
-    Remote("glue/QNLIv2.zip", _GLUE + "QNLIv2.zip", 10627589,
-           "e634e78627a29adaecd4f955359b22bf5e70f2cbd93b493f2d624138a0c0e5f5", pinned_by=_HF),
-    Remote("glue/RTE.zip", _GLUE + "RTE.zip", 697150,
-           "6bf86de103ecd335f3441bd43574d23fef87ecc695977a63b82d5efb206556ee", pinned_by=_HF),
-    Remote("glue/WNLI.zip", _GLUE + "WNLI.zip", 28999,
-           "ae0e8e4d16f4d46d4a0a566ec7ecceccfd3fbfaa4a7a4b4e02848c0f2561ac46", pinned_by=_HF),
-    Remote("glue/AX.tsv", _GLUE + "AX.tsv", 222257,
-           "0e13510b1bb14436ff7e2ee82338f0efb0133ecf2e73507a697dc210db3f05fd", pinned_by=_HF),
+    _file(_GLUE, "glue/CoLA.zip", 376971,
+          "f212fcd832b8f7b435fb991f101abf89f96b933ab400603bf198960dfc32cbff"),
+    _file(_GLUE, "glue/SST-2.zip", 7439277,
+          "d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa"),
+    _file(_SENTEVAL, "glue/msr_paraphrase_train.txt", 1047044,
+          "60a9b09084528f0673eedee2b69cb941920f0b8cd0eeccefc464a98768457f89"),
+    _file(_SENTEVAL, "glue/msr_paraphrase_test.txt", 441275,
+          "a04e271090879aaba6423d65b94950c089298587d9c084bf9cd7439bd785f784"),
+    # The same file as ../shared/data/glue/MRPC/dev_ids.tsv.
+    _file(_GLUE, "glue/mrpc_dev_ids.tsv", 6222,
+          "971d7767d81b997fd9060ade0ec23c4fc31cbb226a55d1bd4a1bac474eb81dc7"),
+    _file(_GLUE, "glue/QQP-clean.zip", 41696084,
+          "40e7c862c04eb26ee04b67fd900e76c45c6ba8e6d8fab4f8f1f8072a1a3fbae0"),
+    _file(_GLUE, "glue/STS-B.zip", 802872,
+          "e60a6393de5a8b5b9bac5020a1554b54e3691f9d600b775bd131e613ac179c85"),
+    _file(_GLUE, "glue/MNLI.zip", 312783507,
+          "e7c1d896d26ed6caf700110645df426cc2d8ebf02a5ab743d5a5c68ac1c83633"),
+    _file(_GLUE, "glue/QNLIv2.zip", 10627589,
+          "e634e78627a29adaecd4f955359b22bf5e70f2cbd93b493f2d624138a0c0e5f5"),
+    _file(_GLUE, "glue/RTE.zip", 697150,
+          "6bf86de103ecd335f3441bd43574d23fef87ecc695977a63b82d5efb206556ee"),
+    _file(_GLUE, "glue/WNLI.zip", 28999,
+          "ae0e8e4d16f4d46d4a0a566ec7ecceccfd3fbfaa4a7a4b4e02848c0f2561ac46"),
+    _file(_GLUE, "glue/AX.tsv", 222257,
+          "0e13510b1bb14436ff7e2ee82338f0efb0133ecf2e73507a697dc210db3f05fd"),
     # SQuAD: the files google-research/bert's README links.
-    Remote("squad/train-v1.1.json", _SQUAD + "train-v1.1.json", 30288272,
-           "3527663986b8295af4f7fcdff1ba1ff3f72d07d61a20f487cb238a6ef92fd955", pinned_by=_HF),
-    Remote("squad/dev-v1.1.json", _SQUAD + "dev-v1.1.json", 4854279,
-           "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9", pinned_by=_HF),
-    Remote("squad/evaluate-v1.1.py",
-           "https://worksheets.codalab.org/rest/bundles/0xbcd57bee090b421c982906709c8c27e1"
-           "/contents/blob/", None, None, md5="afb04912d18ff20696f7f88eed49bea9",
-           pinned_by=_NVIDIA),
-    Remote("squad/train-v2.0.json", _SQUAD + "train-v2.0.json", 42123633,
-           "68dcfbb971bd3e96d5b46c7177b16c1a4e7d4bdef19fb204502738552dede002", pinned_by=_HF),
-    Remote("squad/dev-v2.0.json", _SQUAD + "dev-v2.0.json", 4370528,
-           "80a5225e94905956a6446d296ca1093975c4d3b3260f1d6c8f68bc2ab77182d8", pinned_by=_HF),
-    Remote("squad/evaluate-v2.0.py",
-           "https://worksheets.codalab.org/rest/bundles/0x6b567e1cf2e041ec80d7098f031c5c9e"
-           "/contents/blob/", None, None, md5="ff23213bed5516ea4a6d9edb6cd7d627",
-           pinned_by=_NVIDIA),
+    *_squad("1.1",
+            (30288272, "3527663986b8295af4f7fcdff1ba1ff3f72d07d61a20f487cb238a6ef92fd955"),
+            (4854279, "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9"),
+            ("0xbcd57bee090b421c982906709c8c27e1", "afb04912d18ff20696f7f88eed49bea9")),
+    *_squad("2.0",
+            (42123633, "68dcfbb971bd3e96d5b46c7177b16c1a4e7d4bdef19fb204502738552dede002"),
+            (4370528, "80a5225e94905956a6446d296ca1093975c4d3b3260f1d6c8f68bc2ab77182d8"),
+            ("0x6b567e1cf2e041ec80d7098f031c5c9e", "ff23213bed5516ea4a6d9edb6cd7d627")),
     # SWAG (regular: sent1, sent2, ending0-3, label), from its authors' repository.
-    Remote("swag/train.csv", _SWAG + "train.csv", 28243333,
-           "5748b51126ac255c5a6f26e1ba473b51116d6c822aeb25e63ecba282c9d0e610", pinned_by=_HF),
-    Remote("swag/val.csv", _SWAG + "val.csv", 7893588,
-           "c0497b2cd7f3e6b7df995524b1853f62285d60d110d659b19545ca80b2903234", pinned_by=_HF),
-    Remote("swag/test.csv", _SWAG + "test.csv", 7817885,
-           "a689a1a4e892a65ca625c1f0fcf77bcce004b59ad1caeb134ca5ec080a711cb6", pinned_by=_HF),
-    # WNUT-17 emerging entities (CoNLL, 2 columns), from its authors' repository.
-    Remote("wnut17/wnut17train.conll", _WNUT + "wnut17train.conll", 493781,
-           "731820e13f71af324c6b55a1575ec2ce59fbaa2a0806f8f0400b98d56cd6a7a5",
-           pinned_by=_HF + "; equal to ../shared/data/ner/wnut17"),
-    Remote("wnut17/emerging.dev.conll", _WNUT + "emerging.dev.conll", 114749,
-           "e053b752b8155113ca66e7db08af5f2f5f43ab993694e4774f1ec5bad42312d8",
-           pinned_by=_HF + "; equal to ../shared/data/ner/wnut17"),
-    Remote("wnut17/emerging.test.annotated", _WNUT + "emerging.test.annotated", 192425,
-           "2aa79b764e56ec9264a1b30fdd9b70195bd00ff400b62edd8f399d5f13c178f0", pinned_by=_HF),
+    _file(_SWAG, "swag/train.csv", 28243333,
+          "5748b51126ac255c5a6f26e1ba473b51116d6c822aeb25e63ecba282c9d0e610"),
+    _file(_SWAG, "swag/val.csv", 7893588,
+          "c0497b2cd7f3e6b7df995524b1853f62285d60d110d659b19545ca80b2903234"),
+    _file(_SWAG, "swag/test.csv", 7817885,
+          "a689a1a4e892a65ca625c1f0fcf77bcce004b59ad1caeb134ca5ec080a711cb6"),
+    # WNUT-17 emerging entities (CoNLL, 2 columns), from its authors' repository; train
+    # and dev are the same files as ../shared/data/ner/wnut17's.
+    _file(_WNUT, "wnut17/wnut17train.conll", 493781,
+          "731820e13f71af324c6b55a1575ec2ce59fbaa2a0806f8f0400b98d56cd6a7a5"),
+    _file(_WNUT, "wnut17/emerging.dev.conll", 114749,
+          "e053b752b8155113ca66e7db08af5f2f5f43ab993694e4774f1ec5bad42312d8"),
+    _file(_WNUT, "wnut17/emerging.test.annotated", 192425,
+          "2aa79b764e56ec9264a1b30fdd9b70195bd00ff400b62edd8f399d5f13c178f0"),
     # XNLI: dev/test (human translations) and the machine-translated MultiNLI training set.
-    Remote("xnli/XNLI-1.0.zip", _XNLI + "XNLI-1.0.zip", 17865352,
-           "4ba1d5e1afdb7161f0f23c66dc787802ccfa8a25a3ddd3b165a35e50df346ab1", pinned_by=_HF),
-    Remote("xnli/XNLI-MT-1.0.zip", _XNLI + "XNLI-MT-1.0.zip", 466098360,
-           "f732517ba2fb1d550e9f3c2aabaef6017c91ee2dcec90e878f138764d224db05", pinned_by=_HF),
+    _file(_XNLI, "xnli/XNLI-1.0.zip", 17865352,
+          "4ba1d5e1afdb7161f0f23c66dc787802ccfa8a25a3ddd3b165a35e50df346ab1"),
+    _file(_XNLI, "xnli/XNLI-MT-1.0.zip", 466098360,
+          "f732517ba2fb1d550e9f3c2aabaef6017c91ee2dcec90e878f138764d224db05"),
 ]}
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from support import processes, tiny_config
+from tools.kit.serving_exports import pack, scale_head
 
 VOCAB = ("[PAD] [UNK] [CLS] [SEP] [MASK] the a man woman walk ##s ##ed ##ing is in park cafe "
          "good bad movie very . , ! ? he she it was un ##believ ##able").split()
@@ -35,9 +36,7 @@ def build_classifier(num_classes, seed, center_on=None):
     encoder = BertEncoder.from_bert_config(tiny_config(vocab_size=len(VOCAB)))
     model = BertClassifier(encoder, num_classes)
     model(dummy_inputs())
-    # Larger head weights than the initializer's, so the classes differ visibly.
-    kernel = model.classifier.kernel
-    kernel.assign(np.random.default_rng(seed).normal(0, 1.0, kernel.shape).astype("float32"))
+    scale_head(model.classifier, seed)  # so that the classes differ visibly
     if center_on is not None:
         # A random encoder's pooled vectors hardly differ; centering the logits over
         # these inputs makes the predicted class differ between them.
@@ -47,16 +46,8 @@ def build_classifier(num_classes, seed, center_on=None):
 
 
 def packed_with_full_tokenizer(tokenizer, texts_a, texts_b=None):
-    from official_bert.text import tokenization
-
-    rows = {"input_word_ids": [], "input_mask": [], "input_type_ids": []}
-    for i, a in enumerate(texts_a):
-        b = tokenizer.tokenize(texts_b[i]) if texts_b is not None else None
-        tokens, mask, segments = tokenization.pack_tokens(tokenizer.tokenize(a), b, SEQ_LENGTH)
-        rows["input_word_ids"].append(tokenizer.convert_tokens_to_ids(tokens))
-        rows["input_mask"].append(mask)
-        rows["input_type_ids"].append(segments)
-    return {k: np.asarray(v, np.int32) for k, v in rows.items()}
+    """The ids the Python preprocessing makes (the export's in-graph ones must equal them)."""
+    return pack(tokenizer, texts_a, texts_b, seq=SEQ_LENGTH)
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,8 @@ or a command module), and classifies what happened:
                          command after the fault did not resume
 
 It prints one Markdown row per case, then the totals and the same counts per command
-(docs/guide.md, "Troubleshooting", shows the last full run's). Exit status 1 unless
-every bad input gave a clean error and every control ran through.
+(docs/troubleshoot.md, "Bad input and faults: the sweep", shows the last full run's).
+Exit status 1 unless every bad input gave a clean error and every control ran through.
 """
 
 from __future__ import annotations

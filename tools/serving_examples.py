@@ -1,4 +1,5 @@
-"""The guide's per-task serving examples (docs/guide.md §7), made from real exports.
+"""The guide's per-task serving examples (docs/serve.md, "Every task: its signature, request
+and response"), made from real exports.
 
 For each task: the export command, `saved_model_cli show` of its raw-text
 signature, the `curl` request to TF Serving's REST API, the response body, and

@@ -28,39 +28,51 @@ _HF_TIED = re.compile(r"cls\.predictions\.decoder\.(weight|bias)$")
 # (Hugging Face regex, canonical template, transpose?). HF's nn.Linear keeps
 # weights as [out, in]; TF kernels are [in, out]. Google's NSP, classifier and
 # SQuAD heads store their matrices as [classes, H] like HF, so no transpose.
+# Every layer's tensors follow its kind, so the table is written per layer.
+
+
+def _linear(hf, canonical):
+    """A dense layer: HF's weight is the kernel, transposed."""
+    return [(hf + r"\.weight", canonical + "/kernel", True),
+            (hf + r"\.bias", canonical + "/bias", False)]
+
+
+def _layer_norm(hf, canonical):
+    """A LayerNorm: weight and bias (gamma and beta in older HF files)."""
+    return [(hf + r"\.(?:weight|gamma)", canonical + "/gamma", False),
+            (hf + r"\.(?:bias|beta)", canonical + "/beta", False)]
+
+
+def _output_layer(hf, scope):
+    """A head's output layer: Google's output_weights ([classes, H], as HF's) and output_bias."""
+    return [(hf + r"\.weight", scope + "output_weights", False),
+            (hf + r"\.bias", scope + "output_bias", False)]
+
+
+# Transformer block N: `encoder.layer.N.` in HF's names, `bert/encoder/layer_N/` in Google's.
+_HF_BLOCK, _BLOCK = r"encoder\.layer\.(\d+)\.", r"bert/encoder/layer_\1/"
+
 _HF_TO_CANONICAL = [
     (r"embeddings\.word_embeddings\.weight", "bert/embeddings/word_embeddings", False),
     (r"embeddings\.position_embeddings\.weight", "bert/embeddings/position_embeddings", False),
     (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
-    (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
-    (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight", r"bert/encoder/layer_\1/attention/self/\2/kernel", True),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias", r"bert/encoder/layer_\1/attention/self/\2/bias", False),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.weight", r"bert/encoder/layer_\1/attention/output/dense/kernel", True),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.bias", r"bert/encoder/layer_\1/attention/output/dense/bias", False),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(?:weight|gamma)", r"bert/encoder/layer_\1/attention/output/LayerNorm/gamma", False),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(?:bias|beta)", r"bert/encoder/layer_\1/attention/output/LayerNorm/beta", False),
-    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.weight", r"bert/encoder/layer_\1/intermediate/dense/kernel", True),
-    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.bias", r"bert/encoder/layer_\1/intermediate/dense/bias", False),
-    (r"encoder\.layer\.(\d+)\.output\.dense\.weight", r"bert/encoder/layer_\1/output/dense/kernel", True),
-    (r"encoder\.layer\.(\d+)\.output\.dense\.bias", r"bert/encoder/layer_\1/output/dense/bias", False),
-    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(?:weight|gamma)", r"bert/encoder/layer_\1/output/LayerNorm/gamma", False),
-    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(?:bias|beta)", r"bert/encoder/layer_\1/output/LayerNorm/beta", False),
-    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
-    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
+    *_layer_norm(r"embeddings\.LayerNorm", "bert/embeddings/LayerNorm"),
+    *_linear(_HF_BLOCK + r"attention\.self\.(query|key|value)", _BLOCK + r"attention/self/\2"),
+    *_linear(_HF_BLOCK + r"attention\.output\.dense", _BLOCK + "attention/output/dense"),
+    *_layer_norm(_HF_BLOCK + r"attention\.output\.LayerNorm",
+                 _BLOCK + "attention/output/LayerNorm"),
+    *_linear(_HF_BLOCK + r"intermediate\.dense", _BLOCK + "intermediate/dense"),
+    *_linear(_HF_BLOCK + r"output\.dense", _BLOCK + "output/dense"),
+    *_layer_norm(_HF_BLOCK + r"output\.LayerNorm", _BLOCK + "output/LayerNorm"),
+    *_linear(r"pooler\.dense", "bert/pooler/dense"),
     # Heads of BertForPreTraining / BertForMaskedLM / BertForNextSentencePrediction.
-    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
-    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(?:weight|gamma)", "cls/predictions/transform/LayerNorm/gamma", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(?:bias|beta)", "cls/predictions/transform/LayerNorm/beta", False),
+    *_linear(r"cls\.predictions\.transform\.dense", "cls/predictions/transform/dense"),
+    *_layer_norm(r"cls\.predictions\.transform\.LayerNorm", "cls/predictions/transform/LayerNorm"),
     (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
-    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
-    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
+    *_output_layer(r"cls\.seq_relationship", "cls/seq_relationship/"),
     # BertForSequenceClassification / BertForQuestionAnswering.
-    (r"classifier\.weight", "output_weights", False),
-    (r"classifier\.bias", "output_bias", False),
-    (r"qa_outputs\.weight", "cls/squad/output_weights", False),
-    (r"qa_outputs\.bias", "cls/squad/output_bias", False),
+    *_output_layer(r"classifier", ""),
+    *_output_layer(r"qa_outputs", "cls/squad/"),
 ]
 _HF_PATTERNS = [(re.compile(p + "$"), t, tr) for p, t, tr in _HF_TO_CANONICAL]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -77,21 +79,11 @@ class BertEncoder(keras.Model):
         dtype=None,
         **kwargs,
     ):
-        # Validate through the one definition of what a valid config is.
-        config = BertConfig(
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_hidden_layers=num_hidden_layers,
-            num_attention_heads=num_attention_heads,
-            intermediate_size=intermediate_size,
-            hidden_act=hidden_act,
-            hidden_dropout_prob=hidden_dropout_prob,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            layer_norm_eps=layer_norm_eps,
-        )
+        # Validate through the one definition of what a valid config is; the
+        # arguments above are its fields, by name.
+        arguments = locals()
+        config = BertConfig(**{field.name: arguments[field.name]
+                               for field in dataclasses.fields(BertConfig)})
         policy = keras.dtype_policies.get(dtype) if dtype else None
         policy = policy or keras.config.dtype_policy()
         embeddings, blocks, pooler = _encoder_layers(config, policy)
@@ -135,29 +127,29 @@ class BertEncoder(keras.Model):
 def _encoder_layers(config: BertConfig, policy):
     """The encoder's layers, (embeddings, Transformer blocks, pooler); their
     names are the weights' names in a checkpoint."""
-    embeddings = bert_layers.BertEmbeddings(
-        vocab_size=config.vocab_size,
+    # What the embeddings and every block take alike from the config.
+    shared = dict(
         hidden_size=config.hidden_size,
-        max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size,
         dropout=config.hidden_dropout_prob,
         initializer_range=config.initializer_range,
         layer_norm_eps=config.layer_norm_eps,
         dtype=policy,
+    )
+    embeddings = bert_layers.BertEmbeddings(
+        vocab_size=config.vocab_size,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
         name="embeddings",
+        **shared,
     )
     blocks = [
         bert_layers.TransformerBlock(
-            hidden_size=config.hidden_size,
             num_heads=config.num_attention_heads,
             intermediate_size=config.intermediate_size,
             activation=config.hidden_act,
-            dropout=config.hidden_dropout_prob,
             attention_dropout=config.attention_probs_dropout_prob,
-            initializer_range=config.initializer_range,
-            layer_norm_eps=config.layer_norm_eps,
-            dtype=policy,
             name=f"transformer_layer_{i}",
+            **shared,
         )
         for i in range(config.num_hidden_layers)
     ]

@@ -151,6 +151,15 @@ def inspect_file(path: str) -> tuple[str, dict[str, tuple[str, int]]]:
     return compression, features
 
 
+def _feature_form(name, seq_length, max_predictions_per_seq) -> tuple:
+    """(kind, length) of a pre-training feature as google-research/bert writes it:
+    what a file is checked against and what its records are parsed with."""
+    kind = "float" if name == "masked_lm_weights" else "int64"
+    length = (1 if name == "next_sentence_labels" else
+              max_predictions_per_seq if name.startswith("masked_lm_") else seq_length)
+    return kind, length
+
+
 def _check_features(path, features, seq_length, max_predictions_per_seq) -> bool:
     """Validates one file's features; returns whether it is static (masked)."""
     static = any(name.startswith("masked_lm_") for name in features)
@@ -161,9 +170,7 @@ def _check_features(path, features, seq_length, max_predictions_per_seq) -> bool
             raise BadFileError(path, f"has no feature {name!r} (a {kind} pre-training "
                                f"file needs {', '.join(required)})", record=0)
         kind, length = features[name]
-        want_kind = "float" if name == "masked_lm_weights" else "int64"
-        want_length = (1 if name == "next_sentence_labels" else
-                       max_predictions_per_seq if name.startswith("masked_lm_") else seq_length)
+        want_kind, want_length = _feature_form(name, seq_length, max_predictions_per_seq)
         if kind != want_kind:
             raise BadFileError(path, f"has the feature {name!r} as {kind}, expected {want_kind}",
                                record=0)
@@ -194,27 +201,12 @@ def _vocab_ids(vocab_file: str):
             sorted(ordinary))
 
 
-def _static_spec(seq_length, max_predictions_per_seq):
-    return {
-        "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
-
-
-def _dynamic_spec(seq_length, word_starts):
-    spec = {
-        "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
-    if word_starts:
-        spec[WORD_START_FEATURE] = tf.io.FixedLenFeature([seq_length], tf.int64)
+def _feature_spec(names, seq_length, max_predictions_per_seq) -> dict:
+    """The `tf.io.parse_example` spec of the features `names`."""
+    spec = {}
+    for name in names:
+        kind, length = _feature_form(name, seq_length, max_predictions_per_seq)
+        spec[name] = tf.io.FixedLenFeature([length], tf.float32 if kind == "float" else tf.int64)
     return spec
 
 
@@ -288,8 +280,10 @@ def pretraining_dataset(
                             bucket_batches)
     else:
         d = d.batch(per_replica_batch, drop_remainder=drop_remainder)
-    spec = (_static_spec(seq_length, max_predictions_per_seq) if source.static
-            else _dynamic_spec(seq_length, masking is not None and masking.word_starts))
+    word_starts = masking is not None and masking.word_starts
+    names = (STATIC_FEATURES if source.static else
+             DYNAMIC_FEATURES + ((WORD_START_FEATURE,) if word_starts else ()))
+    spec = _feature_spec(names, seq_length, max_predictions_per_seq)
     d = _model_inputs_of(d, _parser(spec, length_bucket_width), masking, source.static,
                          local_seed, deterministic)
     return d.prefetch(tf.data.AUTOTUNE)

@@ -1,15 +1,15 @@
 """The SQuAD v1.1 acceptance recipe over several seeds on both sides, with a table.
 
 One epoch of this recipe is decided more by a run's random draws than by the
-implementation (docs/guide.md): a single seed compares little. This runs, for
-each seed, `run_squad.py` (side "run_squad") and transformers on run_squad's
-windows (`hf_squad_finetune.py`, side "transformers", in the torch
-environment given by `--hf_python`), each as a subprocess with its log in
-`--output_dir`, and prints a Markdown table: EM and F1 per seed and side,
-their mean and standard deviation, and two-sided tests on EM between the
-sides: Welch's t-test and the Mann-Whitney U test on the two samples, and a
-paired t-test on the seeds both ran (the same seed draws the same span head
-on both sides).
+implementation (docs/fine_tune.md, "SQuAD: seeds"): a single seed compares
+little. This runs, for each seed, `run_squad.py` (side "run_squad") and
+transformers on run_squad's windows (`hf_squad_finetune.py`, side
+"transformers", in the torch environment given by `--hf_python`), each as a
+subprocess with its log in `--output_dir`, and prints a Markdown table: EM and
+F1 per seed and side, their mean and standard deviation, and two-sided tests on
+EM between the sides: Welch's t-test and the Mann-Whitney U test on the two
+samples, and a paired t-test on the seeds both ran (the same seed draws the
+same span head on both sides).
 
 Each run's scores are stored as `OUTPUT_DIR/SIDE_SEED.json` (run_squad's own
 files in `OUTPUT_DIR/run_squad_SEED/`); a run whose file exists is skipped, so

@@ -7,6 +7,8 @@
     setups.py    what a case does to its copy before the run, and the follow-ups
                  (rerun after the fault: it must succeed or resume)
     cases/       one module per command: COMMAND and CASES, a list of Case
+    shared_cases.py  the cases several commands' tables share (a fault of an input they
+                 read alike), written once
     run.py       the world, running one case, the tables
     matrix.py    the cases nobody writes: generated from the command registry (every
                  command x every output fault, signal at each phase, run-record fault),

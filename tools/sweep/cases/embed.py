@@ -3,6 +3,7 @@
 from ..argv import embed
 from ..case import Case, at
 from ..setups import GEN, kept, mkdir, same_as_without_bom, text, with_bom
+from ..shared_cases import text_input_faults
 
 COMMAND = "embed"
 
@@ -10,10 +11,7 @@ OUT = ["gen/vectors.npy"]
 
 CASES = [
     Case("good input", embed(), setup=GEN, control=True),
-    Case("input missing", embed(input_file=at("nope.txt")), setup=GEN, names=["nope.txt"],
-         outputs=OUT),
-    Case("input not UTF-8 (line 2)", embed(input_file=at("bad.txt")),
-         setup=(text("bad.txt", b"fine\n\xff\n"), GEN), names=["bad.txt line 2"], outputs=OUT),
+    *text_input_faults(embed, OUT, setup=GEN),
     Case("empty input", embed(input_file=at("e.txt")), setup=(text("e.txt", ""), GEN),
          names=["e.txt"], outputs=OUT),
     Case("output exists", embed(output_file=at("taken.npy")),

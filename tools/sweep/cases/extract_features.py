@@ -2,7 +2,8 @@
 
 from ..argv import features
 from ..case import Case, at
-from ..setups import GEN, text
+from ..setups import GEN
+from ..shared_cases import text_input_faults
 
 COMMAND = "extract-features"
 
@@ -10,10 +11,7 @@ OUT = ["gen/features.jsonl"]
 
 CASES = [
     Case("good input", features(), setup=GEN, control=True),
-    Case("input missing", features(input_file=at("nope.txt")), setup=GEN, names=["nope.txt"],
-         outputs=OUT),
-    Case("input not UTF-8", features(input_file=at("bad.txt")),
-         setup=(text("bad.txt", b"fine\n\xff\n"), GEN), names=["bad.txt line 2"], outputs=OUT),
+    *text_input_faults(features, OUT, setup=GEN),
     Case("--layers=x", features("--layers=x"), setup=GEN, names=["--layers"], outputs=OUT),
     Case("--layers=-9", features("--layers=-9"), setup=GEN, names=["--layers"], outputs=OUT),
     Case("output is the input", features(f"--output_file={at('predict.txt')}"),

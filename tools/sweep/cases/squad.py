@@ -7,6 +7,7 @@ from tools.kit import fault_kit as kit
 from ..argv import squad
 from ..case import Case, at
 from ..setups import binary, remember, text, trained_classifier, unchanged
+from ..shared_cases import holds_a_classifier_run
 
 COMMAND = "squad"
 
@@ -69,10 +70,7 @@ CASES = [
          squad(predict=at("squad", "mixed.json")),
          setup=text("squad/mixed.json", _paragraphs("", "the cat sat on the mat .", "  ")),
          control=True),
-    # Issue 36: another task's finished run directory (once a shape ValueError).
-    Case("--output_dir holds a classifier's run", squad(),
-         setup=(trained_classifier, remember("out")), names=["holds a classification"],
-         after=unchanged("out")),
+    holds_a_classifier_run(squad()),
     Case("predict with another task's run directory", squad(train=False, predict=at(
         "squad", "dev.json")), setup=(trained_classifier, remember("out")),
          names=["holds a classification"], after=unchanged("out")),

@@ -3,8 +3,9 @@
 from tools.kit import fault_kit as kit
 
 from ..argv import swag
-from ..case import Case, at
-from ..setups import binary, remember, text, trained_classifier, unchanged
+from ..case import Case
+from ..setups import text
+from ..shared_cases import holds_a_classifier_run, train_file_faults
 
 COMMAND = "swag"
 
@@ -12,7 +13,7 @@ OUT = ["out/checkpoint"]
 
 CASES = [
     Case("good input", swag(), control=True),
-    Case("file missing", swag(train=at("nope.csv")), names=["nope.csv"], outputs=OUT),
+    *train_file_faults(swag, "swag/train.csv", "", OUT),
     Case("header without endings", swag(),
          setup=text("swag/train.csv", "sent1,sent2,label\na,b,0\n"), names=["train.csv"],
          outputs=OUT),
@@ -25,12 +26,5 @@ CASES = [
     Case("a row with fewer endings", swag(), setup=text(
         "swag/train.csv", kit.SWAG_HEADER + "v0,0,a,the cat,sat,gold,mat,dog,0\n"),
          names=["train.csv line 2"], outputs=OUT),
-    Case("empty file", swag(), setup=text("swag/train.csv", ""), names=["train.csv"],
-         outputs=OUT),
-    Case("binary file", swag(), setup=binary("swag/train.csv"), names=["train.csv"],
-         outputs=OUT),
-    # Issue 36: another task's finished run directory (once a shape ValueError).
-    Case("--output_dir holds a classifier's run", swag(),
-         setup=(trained_classifier, remember("out")), names=["holds a classification"],
-         after=unchanged("out")),
+    holds_a_classifier_run(swag()),
 ]

@@ -290,6 +290,7 @@ def _toy_trainer(out_dir, budget_seconds, steps, task=None):
                                           toy.GLOBAL_BATCH)
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_the_clock_counts_the_backward_pass(tmp_path):
     # The loss is ready after the forward pass; a clock read then missed the
     # backward pass (two thirds of a real step: a 15-minute budget trained for

@@ -216,6 +216,7 @@ def test_cloud_paths(tiny_model, tmp_path):
     assert remote.shape == (9, 16)
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_savedmodel_in_a_tf1_session_as_tf_serving(tiny_model, tmp_path):
     """TF Serving loads a SavedModel into a TF1 session: the raw-text signature
     answers there as `bert embed` writes, and refuses a request over max_batch_size."""

@@ -267,10 +267,10 @@ def test_a_truncated_safetensors_file_is_named(w):
     assert not kit.changed(before, kit.snapshot(hf))  # the input is left as it was
 
 
-# "index" runs by default (two tiny runs); the others also follow the advice and resume.
-@pytest.mark.parametrize("damage", [
-    "index", pytest.param("data", marks=pytest.mark.slow),
-    pytest.param("corrupt", marks=pytest.mark.slow)])
+# Each follows the advice and resumes (two tiny runs each: the slow set; a damaged
+# checkpoint's line itself runs by default: test_a_damaged_init_checkpoint_is_named).
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["index", "data", "corrupt"])
 def test_a_damaged_checkpoint_in_a_run_directory_says_how_to_resume(w, damage):
     first = run("run_pretraining.py", *pretrain_args(w, steps=4))
     assert first.returncode == 0, first.stderr[-3000:]

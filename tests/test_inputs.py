@@ -220,6 +220,7 @@ def _documents(result) -> int:
     return int(line.split()[1])
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_create_pretraining_data_reads_all_of_a_fifo_or_stdin(tmp_path, vocab):
     whole, _ = _cpd(tmp_path, vocab, SAMPLE)
     assert whole.returncode == 0, whole.stderr

@@ -192,7 +192,8 @@ def test_ctrl_c_during_pre_training_saves_a_checkpoint_and_the_same_command_resu
     assert steps_of(resumed.stdout) == [4]
 
 
-@pytest.mark.parametrize("name", ["SIGINT", pytest.param("SIGTERM", marks=pytest.mark.slow)])
+@pytest.mark.slow  # (the features phase's stop below is the same "outside training" line)
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_during_evaluation_stops_with_one_line(w, name):
     stopped = hooked("run_classifier.py", classify_args(w, "--do_eval", "--num_train_epochs=1"),
                      stop_at="eval", name=name)
@@ -204,7 +205,8 @@ def test_a_signal_during_evaluation_stops_with_one_line(w, name):
 # === Every stop signal: the same stop, the policy's status; later ones noted ===
 
 
-@pytest.mark.parametrize("name", ["SIGHUP", pytest.param("SIGQUIT", marks=pytest.mark.slow)])
+@pytest.mark.slow  # (SIGHUP's stop at step 2 runs by default in the second-signal test below)
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGQUIT"])
 def test_a_closed_terminal_or_ctrl_backslash_during_fine_tuning_saves_a_checkpoint(w, name):
     stopped = hooked("run_classifier.py", classify_args(w), stop_at=2, name=name)
     assert stopped.returncode == EXIT[name] == {"SIGHUP": 75, "SIGQUIT": 131}[name], \

@@ -125,6 +125,7 @@ def test_another_classification_task_is_refused(world, run_dir):
     assert kit.snapshot(run_dir) == before
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_other_settings_need_the_flag_and_are_recorded(world, run_dir, caplog):
     before = kit.snapshot(run_dir)
     with pytest.raises(RunDirectoryError) as refused:
@@ -163,6 +164,7 @@ def test_other_training_data_needs_the_flag(world, run_dir, tmp_path):
     assert f"{glue / 'train.tsv'} was (none), now" in str(refused.value)
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_training_data_is_known_by_content_not_size(world, tmp_path, caplog):
     """Issue 56: a train.tsv with every label flipped keeps its byte size; the record's
     fingerprint of it tells. A record of an earlier version (sizes alone) still resumes,
@@ -321,6 +323,7 @@ def test_the_pretrained_checkpoints_directory_is_not_a_run_directory(world, tmp_
     assert sorted(os.listdir(ckpt)) == sorted(os.listdir(world.ckpt))  # not even a lock file
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_a_run_made_before_records_resumes_and_starts_its_record(world, run_dir, caplog):
     (run_dir / "run.json").unlink()  # as a run directory of an earlier version
     with caplog.at_level(logging.INFO, logger="absl"):
@@ -616,6 +619,7 @@ def test_a_dtype_change_on_resume_is_one_line(world, run_dir):
     assert kit.snapshot(run_dir) == before
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_a_budget_change_needs_the_flag_and_is_recorded(world, run_dir):
     before = kit.snapshot(run_dir)
     with pytest.raises(RunDirectoryError, match="--max_train_minutes was null, now 60"):

@@ -156,6 +156,7 @@ def test_a_distilled_student_exports_and_serves_what_it_predicts(world, teacher_
     assert len(kernels) == 1
 
 
+@pytest.mark.slow  # (minutes of CI: its runs; `pytest -m slow`)
 def test_a_resume_with_another_teacher_is_refused_even_allowed(world, teacher_run, tmp_path):
     student = tmp_path / "student"
     classify(world, student, do_train=True, num_train_epochs=1, teacher=str(teacher_run))

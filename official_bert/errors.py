@@ -109,6 +109,19 @@ class BadFileError(UserError):
         super().__init__(text + (f"; {fix}" if fix else ""))
 
 
+class CheckpointError(BadFileError):
+    """A checkpoint is missing, damaged, of an unknown kind, or does not fit the model."""
+
+    subject = "the checkpoint"
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (TensorFlow's run on), for a
+    `CheckpointError`'s text."""
+    text = str(getattr(error, "message", None) or error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]
+
+
 class RunDirectoryError(UserError):
     """`--output_dir` is locked by a running process, or holds files of another run."""
 

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from official_bert.errors import BadFileError
+from official_bert.errors import CheckpointError, first_line  # noqa: F401 (this package's names)
 from official_bert.modeling.configs import BertConfig
 
 HUGGINGFACE = "huggingface"
 GOOGLE_TF1 = "google_tf1"
 OFFICIAL_BERT = "official_bert"
-
-
-class CheckpointError(BadFileError):
-    """A checkpoint is missing, damaged, of an unknown kind, or does not fit the model."""
-
-    subject = "the checkpoint"
 
 
 @dataclasses.dataclass
@@ -49,9 +43,3 @@ class BertCheckpoint:
         """The weights whose canonical name starts with `prefix`."""
         return {k: v for k, v in self.weights.items() if k.startswith(prefix)}
 
-
-def first_line(error: BaseException) -> str:
-    """The first line of an error's message (TensorFlow's run on), for a
-    `CheckpointError`'s text."""
-    text = str(getattr(error, "message", None) or error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:200]

@@ -13,23 +13,9 @@ import os
 import tensorflow as tf
 
 from official_bert import io
-from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
-from official_bert.errors import is_machine_limit
-from official_bert.run_directory.latest import latest_checkpoint, listed_checkpoints, readable
-
-def open_reader(prefix):
-    """The reader of the checkpoint at `prefix` (its files as this process holds
-    them, when it read them from a run that trains: `latest.readable`). Not
-    `tf.train.load_checkpoint`: it takes a path that `tf.io.gfile.isdir` calls a
-    directory for one, and TensorFlow's `ram://` calls every prefix of a stored
-    name one."""
-    return tf.compat.v1.train.NewCheckpointReader(readable(prefix))
-
-
-def checkpoint_files(prefix) -> list:
-    """The files of the TensorFlow checkpoint `prefix` (.index, .data-*)."""
-    return [prefix + ".index"] + io.glob(glob.escape(prefix) + ".data-*")
-
+from official_bert.errors import CheckpointError, first_line, is_machine_limit
+from official_bert.run_directory.latest import (checkpoint_files, latest_checkpoint,
+                                                listed_checkpoints, open_reader)
 
 def checkpoint_prefix(path):
     """Resolves a TF checkpoint directory or prefix to a prefix, or None."""

@@ -33,9 +33,9 @@ import os
 import tensorflow as tf
 
 from official_bert import io
-from official_bert.checkpoints.tf_checkpoints import checkpoint_files, open_reader
 from official_bert.run_directory import layout
-from official_bert.run_directory.latest import listed_checkpoints, write_state_file
+from official_bert.run_directory.latest import (checkpoint_files, listed_checkpoints, open_reader,
+                                                write_state_file)
 
 
 class RunCheckpoints:

@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert import io
-from official_bert.errors import show_path_as
+from official_bert.errors import CheckpointError, first_line, show_path_as
 from official_bert.run_directory import layout
 from official_bert.run_directory.lock import RunLock
 
@@ -53,10 +53,7 @@ def listed_checkpoints(directory) -> list:
             raise ValueError("not a CheckpointState text proto, or no model_checkpoint_path")
     except (tf.errors.OpError, ValueError) as e:  # text_format.ParseError is a ValueError
         # (Treating it as "no checkpoint" would start the run over and overwrite
-        # the checkpoints it has.) Imported here: the checkpoints package imports
-        # this module as it loads.
-        from official_bert.checkpoints.bert_checkpoint import CheckpointError, first_line
-
+        # the checkpoints it has.)
         indexes = sorted(io.glob(io.join(glob.escape(str(directory)), "*.index")),
                          key=lambda p: (len(p), p))
         newest = os.path.basename(indexes[-1])[:-len(".index")] if indexes else None
@@ -210,3 +207,20 @@ def _say_what_is_read(directory: str, prefix: str) -> None:
         logging.warning("Reading %s%s, the latest checkpoint of %s so far: the run is still "
                         "training (%s holds its lock), so later steps are not in it",
                         os.path.basename(prefix), at, directory, holder)
+
+
+# === A checkpoint's files ===
+
+
+def open_reader(prefix):
+    """The reader of the checkpoint at `prefix` (its files as this process holds
+    them, when it read them from a run that trains: `readable`). Not
+    `tf.train.load_checkpoint`: it takes a path that `tf.io.gfile.isdir` calls a
+    directory for one, and TensorFlow's `ram://` calls every prefix of a stored
+    name one."""
+    return tf.compat.v1.train.NewCheckpointReader(readable(prefix))
+
+
+def checkpoint_files(prefix) -> list:
+    """The files of the TensorFlow checkpoint `prefix` (.index, .data-*)."""
+    return [prefix + ".index"] + io.glob(glob.escape(prefix) + ".data-*")

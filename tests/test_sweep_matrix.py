@@ -142,3 +142,20 @@ def test_a_resumed_matrix_keeps_its_clean_cases_and_runs_the_others_again(tmp_pa
     path.write_text("{")
     with pytest.raises(SystemExit, match="--resume: .* is not an earlier run's --json"):
         bad_input_sweep.resumed_rows(str(path), generated)
+
+
+def test_the_counts_table_adds_up_to_the_generated_cases():
+    """--counts: the troubleshooting page's table of the matrix's size, from the registry."""
+    import bad_input_sweep
+
+    generated = matrix.generate()
+    table = bad_input_sweep.counts(generated).splitlines()
+    header, total = table[0], table[-1].strip("|").split("|")
+    assert header.startswith("| command | outputs | inputs | live runs | signals |")
+    assert total[0].strip() == "all" and int(total[-1]) == len(generated)
+    rows = {r.strip("|").split("|")[0].strip(): [int(x) for x in r.strip("|").split("|")[1:]]
+            for r in table[2:-1]}
+    assert set(rows) == {g.command for g in generated}
+    assert sum(r[-1] for r in rows.values()) == len(generated)
+    signals = sum(g.command == "classify" and g.klass in matrix.SIGNALS for g in generated)
+    assert rows["classify"][3] == signals == 8 * len(registry.command("classify").phases)

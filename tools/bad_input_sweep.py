@@ -168,6 +168,21 @@ def merged_rows(paths: str) -> list:
         r["generated"].command, r["generated"].klass, r["generated"].case.name)])
 
 
+def counts(generated: list) -> str:
+    """The cases a command gets of each group of classes, as a Markdown table."""
+    groups = {"outputs": (*matrix.OUTPUT_FAULTS, "record"), "inputs": tuple(matrix.INPUT_FAULTS),
+              "live runs": ("live-run",), "signals": tuple(matrix.SIGNALS),
+              "limits, stdout": (*matrix.LIMITS, *matrix.STDOUT_FAULTS)}
+    commands = list(dict.fromkeys(g.command for g in generated))
+    n = {(c, group): sum(g.command == c and g.klass in classes for g in generated)
+         for c in commands for group, classes in groups.items()}
+    lines = ["| command | " + " | ".join(groups) + " | all |", "|---" * (len(groups) + 2) + "|"]
+    for c in [*commands, "all"]:
+        row = [sum(n[(d, group)] for d in commands if c in ("all", d)) for group in groups]
+        lines.append(f"| {c} | " + " | ".join(map(str, row)) + f" | {sum(row)} |")
+    return "\n".join(lines)
+
+
 def resumed_rows(json_path: str, generated: list) -> list:
     """--resume: the rows of `json_path` (an earlier run's --json) that are clean or ok
     and among `generated`; the others run again. None when the file is not there yet."""
@@ -199,6 +214,9 @@ def matrix_main(args) -> int:
         words = [w.strip().lower() for w in args.only.split(",")]
         generated = [g for g in generated
                      if any(w in f"{g.command}: {g.klass}: {g.case.name}".lower() for w in words)]
+    if args.counts:
+        print(counts(generated))
+        return 0
     if args.list:
         for g in generated:
             print(f"{g.command}: {g.klass}: {g.case.name}")
@@ -244,6 +262,8 @@ def main(argv=None) -> int:
                         f"(comma-separated: {', '.join(matrix.CLASSES)})")
     parser.add_argument("--json", default="bad_input_matrix.json",
                         help="with --matrix: where every case's outcome is written")
+    parser.add_argument("--counts", action="store_true", help="with --matrix: a table of how "
+                        "many cases each command gets of each group of classes, not run")
     parser.add_argument("--resume", action="store_true", help="with --matrix: keep the "
                         "clean or ok cases already in --json and run the rest (a matrix too "
                         "long for one sitting, run again with the same command)")

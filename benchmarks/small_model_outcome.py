@@ -21,7 +21,7 @@ Rows, each a supported command of the page:
                      (--start_seeds; where the student starts)
 
 Levers, rows run only when --rows names them (where the distilled student falls
-short of 97% of the teacher), each the `distilled` row with one change:
+short of 97% of the teacher), each the `distilled` row with one change (the last, both):
 
   distilled_longer   twice the epochs
   distilled_text     `--distill_text`: more text of the task's kind, without labels,
@@ -30,6 +30,7 @@ short of 97% of the teacher), each the `distilled` row with one change:
                      MSRpar pairs (taken from MRPC's own corpus) and any pair with a
                      sentence of MRPC's dev or test set. CoNLL-2003: the sentences of
                      MRPC's training pairs and of STS-B's news pairs, as CoNLL words.
+  distilled_text_longer  both: `--distill_text` and twice the epochs
 
 Every row's first-seed run is exported with `--quantize` (float32 SavedModel and
 int8 `model.tflite` in one version folder); `bert compare` then scores every
@@ -65,13 +66,15 @@ from official_bert.run_directory.layout import EVAL_RESULTS  # noqa: E402
 EXPORT_LENGTH, THREADS = 128, 2
 TASKS = ("MRPC", "CoNLL-2003", "SST-2")
 ROWS = ("teacher", "student", "distilled", "narrow_distilled", "pretrained_start")
-LEVERS = ("distilled_longer", "distilled_text")
+LEVERS = ("distilled_longer", "distilled_text", "distilled_text_longer")
+LONGER = ("distilled_longer", "distilled_text_longer")  # twice the epochs
+WITH_TEXT = ("distilled_text", "distilled_text_longer")  # --distill_text
 # Row → (the layers it keeps, or None: all; whether it learns from the teacher; whether it
 # starts from the pre-trained checkpoint rather than the fine-tuned teacher run).
 SHAPES = {"teacher": (None, False, True), "student": ("0,2,4", False, False),
           "distilled": ("0,2,4", True, False), "narrow_distilled": ("0,5", True, False),
           "pretrained_start": ("0,2,4", True, True),
-          "distilled_longer": ("0,2,4", True, False), "distilled_text": ("0,2,4", True, False)}
+          **{lever: ("0,2,4", True, False) for lever in LEVERS}}
 # Task → (its command's own flags, length, epochs, learning rate); one epoch of SST-2's
 # 67,349 rows is 2,104 steps of 32.
 TASK_SETTINGS = {
@@ -96,8 +99,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     split_lists(args, "tasks", "rows", "seeds", "start_seeds")
     check_choices(p, "tasks", args.tasks, TASKS)
     check_choices(p, "rows", args.rows, ROWS + LEVERS)
-    if "distilled_text" in args.rows and "SST-2" in args.tasks:
-        p.error("--rows=distilled_text: SST-2 has no text of its kind here beyond its own "
+    if set(WITH_TEXT) & set(args.rows) and "SST-2" in args.tasks:
+        p.error(f"--rows={','.join(r for r in args.rows if r in WITH_TEXT)}: SST-2 has no text of its kind here beyond its own "
                 "67,349 rows; leave it out of --tasks")
     if "teacher" not in args.rows:
         args.rows.insert(0, "teacher")  # (every student learns from it)
@@ -127,7 +130,7 @@ def task_flags(args, task: str) -> list:
 def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
     layers, distils, pretrained = SHAPES[row]
     _, length, epochs, learning_rate = TASK_SETTINGS[task]
-    epochs *= 2 if row == "distilled_longer" else 1
+    epochs *= 2 if row in LONGER else 1
 
     def make(r):
         teacher = None if row == "teacher" else r[f"{task}/teacher/seed42"]["output_dir"]
@@ -136,7 +139,7 @@ def train_step(args, task: str, row: str, seed: str, base: str) -> Step:
             init.append(f"--student_layers={layers}")
         if distils:
             init.append(f"--teacher={teacher}")
-        if row == "distilled_text":
+        if row in WITH_TEXT:
             init.append(f"--distill_text={r[f'{task}/distill_text']['file']}")
         return python(script_of(task)) + task_flags(args, task) + init + [
             "--do_train", "--do_eval", f"--train_batch_size={args.batch_size}",
@@ -253,7 +256,7 @@ def plan(args) -> list:
     # part-way leaves whole tasks. Then the other seeds (cut seeds before data).
     for task in args.tasks:
         steps.append(train_step(args, task, "teacher", "42", base))
-        if "distilled_text" in rows:
+        if set(WITH_TEXT) & set(rows):
             steps.append(distill_text_step(args, task))
         steps += [train_step(args, task, row, seeds_of(args, row)[0], base) for row in rows]
         steps += [export_step(args, task, row) for row in args.rows]

@@ -386,7 +386,7 @@ class Trainer:
                   if self.is_chief else tf.summary.create_noop_writer())
         results = {}
         step = start_step
-        window_start, window_steps = time.time(), 0
+        window_start, window_steps = self.clock(), 0
         window_loss, window_metrics = 0.0, None
         # The time left is measured from the end of the first host call, which
         # holds one step only: tracing and compiling are not in the rate.
@@ -428,11 +428,11 @@ class Trainer:
             last = step == config.num_train_steps or (
                 self.budget is not None and self.budget.spent)
             if step % config.log_steps == 0 or last:
-                elapsed = max(time.time() - window_start, 1e-9)
+                elapsed = max(self.clock() - window_start, 1e-9)
                 results = self._window_results(window_loss, window_metrics, window_steps,
                                                window_steps * global_batch_size / elapsed)
                 self._report(step, results, writer, hooks)
-                window_start, window_steps = time.time(), 0
+                window_start, window_steps = self.clock(), 0
                 window_loss, window_metrics = 0.0, None
             elif due:  # between two --log_steps lines, one every 10 s to 2 min
                 logging.info("step %d/%d%s", step, config.num_train_steps, self._timing())

@@ -406,12 +406,11 @@ class Trainer:
                 loss, metrics = self._call_train_loop(iterator, boundary - step)
             except tf.errors.DataLossError as e:
                 raise self._data_loss(e) from None
-            except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as e:
-                raise self._input_lost(e) from None
-            except tf.errors.OpError as e:  # a generator's error (a text corpus read in Python)
-                if self._lost_input(e) is None:
+            except tf.errors.OpError as e:  # (a text corpus read in Python: another kind)
+                stop = self._input_lost(e)
+                if stop is e:  # no input is gone: the error is something else
                     raise
-                raise self._input_lost(e) from None
+                raise stop from None
             # Fewer than asked when SIGTERM, or the budget, ended the call early.
             step, done = int(self.global_step.numpy()), int(self.global_step.numpy()) - step
             due = self._progress.update(step)

@@ -94,14 +94,14 @@ def run_matrix(generated: list, keep: bool, jobs: int = 1, json_path=None,
     `json_path`, the outcomes so far, after `kept` (rows of an earlier run, as JSON),
     are written there after each case (a long run stopped part-way keeps what it ran,
     for --resume and --merge)."""
-    finished = list(kept)
+    finished = []
 
     def save(row):
         finished.append(row)
         if json_path:
             temporary = pathlib.Path(f"{json_path}.part")
-            temporary.write_text(json.dumps(
-                list(kept) + matrix.as_json(finished[len(kept):]), indent=1) + "\n")
+            temporary.write_text(json.dumps([*kept, *matrix.as_json(finished)], indent=1)
+                                 + "\n")
             os.replace(temporary, json_path)
 
     return _run_in_world(generated, keep, jobs, "bad_input_matrix-", matrix.run_generated,

@@ -159,3 +159,25 @@ def test_the_counts_table_adds_up_to_the_generated_cases():
     assert sum(r[-1] for r in rows.values()) == len(generated)
     signals = sum(g.command == "classify" and g.klass in matrix.SIGNALS for g in generated)
     assert rows["classify"][3] == signals == 8 * len(registry.command("classify").phases)
+
+
+def test_a_sweep_started_by_nohup_delivers_its_stop_signals(capsys):
+    """A sweep started by `nohup` (or `&` from a script) inherits SIGHUP (SIGINT,
+    SIGQUIT) ignored, which every command keeps ignored: its signal cases would
+    end "silent". The sweep puts them back to their default action first."""
+    import signal
+
+    import bad_input_sweep
+    saved = {s: signal.getsignal(s) for s in (signal.SIGHUP, signal.SIGQUIT, signal.SIGINT)}
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        bad_input_sweep.deliverable_stop_signals()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGQUIT) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) == signal.default_int_handler
+        assert "SIGHUP was ignored" in capsys.readouterr().err
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)

@@ -44,6 +44,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -54,6 +55,7 @@ import types
 # repository root is not, and the fault kit (`tools.kit`) is not installed with the library.
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from official_bert import interruption  # noqa: E402
 from sweep import cases as sweep_cases  # noqa: E402
 from sweep import matrix  # noqa: E402
 from sweep import run as sweep_run  # noqa: E402
@@ -244,6 +246,21 @@ def matrix_main(args) -> int:
     return 0 if good == len(rows) else 1
 
 
+def deliverable_stop_signals() -> None:
+    """Every stop signal at its default action here, so in every case's process.
+    A sweep started by `nohup` or with `&` from a script inherits SIGHUP, or SIGINT
+    and SIGQUIT, ignored, and every command rightly keeps an ignored signal ignored
+    (`official_bert.interruption`): its signal cases would end "silent", the
+    harness's environment and not the command's behaviour. A user's terminal
+    delivers them at their default action; the cases must too."""
+    for signum in interruption.STOP_SIGNALS:
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            print(f"{signal.Signals(signum).name} was ignored (nohup, or started with &): set "
+                  "to its default action for the cases", file=sys.stderr)
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT
+                          else signal.SIG_DFL)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commands", default="", help="run the cases of these commands "
@@ -271,6 +288,7 @@ def main(argv=None) -> int:
                         "runs' --json files (comma-separated; a later run's case wins) instead "
                         "of running cases")
     args = parser.parse_args(argv)
+    deliverable_stop_signals()
     if args.matrix:
         return matrix_main(args)
     cases = select(sweep_cases.by_command(), args.commands, args.only, args.limit)

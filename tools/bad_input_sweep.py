@@ -247,18 +247,24 @@ def matrix_main(args) -> int:
 
 
 def deliverable_stop_signals() -> None:
-    """Every stop signal at its default action here, so in every case's process.
-    A sweep started by `nohup` or with `&` from a script inherits SIGHUP, or SIGINT
-    and SIGQUIT, ignored, and every command rightly keeps an ignored signal ignored
-    (`official_bert.interruption`): its signal cases would end "silent", the
-    harness's environment and not the command's behaviour. A user's terminal
-    delivers them at their default action; the cases must too."""
+    """Every stop signal at its default action in every case's process. A sweep
+    started by `nohup` or with `&` from a script inherits SIGHUP, or SIGINT and
+    SIGQUIT, ignored; an exec'd process keeps an ignored signal ignored, and every
+    command rightly keeps it so (`official_bert.interruption`): the signal cases
+    would end "silent", the harness's environment and not the command's behaviour.
+    A handler, unlike an ignore, is reset to the default action by exec: the cases
+    get the default, and the sweep itself still ignores what it was started
+    ignoring (nohup's SIGHUP), bar Ctrl-C's KeyboardInterrupt."""
     for signum in interruption.STOP_SIGNALS:
         if signal.getsignal(signum) == signal.SIG_IGN:
-            print(f"{signal.Signals(signum).name} was ignored (nohup, or started with &): set "
-                  "to its default action for the cases", file=sys.stderr)
+            print(f"{signal.Signals(signum).name} was ignored (nohup, or started with &): "
+                  "its default action in the cases", file=sys.stderr)
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT
-                          else signal.SIG_DFL)
+                          else _still_ignored)
+
+
+def _still_ignored(signum, frame) -> None:
+    """The sweep's own stand-in for an inherited ignore (see above)."""
 
 
 def main(argv=None) -> int:

@@ -518,6 +518,8 @@ def create_pretraining_data(input_file: str | Sequence[str], output_file: str | 
 
 def _run_pool(jobs, progress: _GenerationProgress):
     ctx = _mp_context()
+    if ctx.get_start_method() != "fork":  # spawned workers' semaphores need the tracker
+        interruption.start_resource_tracker()
     counters = ctx.Array("q", 2 * len(jobs), lock=False)
     with ctx.Pool(len(jobs), initializer=_init_pool_worker, initargs=(counters,)) as pool:
         # The pool replaces a worker that dies, but its job is lost with it and the

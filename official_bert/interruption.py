@@ -42,6 +42,7 @@ ignored, so cleaning up is never cut short. Imports nothing above `errors`.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing.resource_tracker
 import signal
 import threading
 
@@ -129,3 +130,19 @@ def as_worker_process() -> None:
     sets a handler: a worker is not where the job's policy runs."""
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
+
+
+def start_resource_tracker() -> None:
+    """Starts multiprocessing's resource tracker (the process that unlinks a
+    spawned pool's semaphores) deaf to every stop signal, before a pool that
+    needs one. It shares the job's process group, so a closed terminal's SIGHUP
+    and Ctrl-\\ reach it too, and it ignores only SIGINT and SIGTERM itself:
+    killed, it would be relaunched when the pool ends and print a warning and a
+    KeyError traceback for each semaphore after the job's stop line. The signals
+    are blocked while it starts (a blocked mask survives exec, and the tracker
+    never unblocks them); this process's own arrive when they are unblocked."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        multiprocessing.resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

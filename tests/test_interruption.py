@@ -53,6 +53,9 @@ def stop_line(stderr: str, name: str) -> str:
     """The one line a stopped command prints; asserts there is no other error."""
     assert "Traceback" not in stderr, stderr[-3000:]
     assert "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    # (nor a Python warning: a helper process the signal killed, such as
+    # multiprocessing's resource tracker, says "UserWarning: ... died unexpectedly")
+    assert "Warning: " not in stderr, stderr[-3000:]
     lines = [line for line in stderr.splitlines() if line.startswith(PREFIX[name])]
     assert len(lines) == 1, stderr[-3000:]
     assert not [line for line in stderr.splitlines() if line.startswith("error:")], stderr[-3000:]

@@ -36,7 +36,8 @@ def test_every_registered_command_gets_a_case_of_every_class(command):
         if flag in matrix.recorded_runs(command):
             assert "record" in hit, flag
     for klass in matrix.SIGNALS:
-        assert sorted(g.target for g in mine if g.klass == klass) == sorted(command.phases)
+        assert sorted(g.target for g in mine if g.klass == klass) == sorted(
+            command.phases * len(matrix.pools(command)))  # (a pool's: forked and spawned)
     for flag, way in matrix.input_flags(command).items():  # the registry's inputs
         hit = {g.klass for g in mine if g.target == f"--{flag}"}
         assert set(matrix.ANY_INPUT_FAULTS) <= hit, flag
@@ -106,6 +107,33 @@ def test_build_vocab_stopped_by_a_terminals_signal(world, tmp_path, klass, phase
     row = matrix.run_generated(world, tmp_path, 0, _case("build-vocab", klass, phase))
     assert row["outcome"] == matrix.CLEAN, row["why"]
     assert "the rerun finished" in row["why"]
+
+
+def test_a_pooled_command_is_signalled_with_its_workers_forked_and_spawned(world, tmp_path):
+    """create_pretraining_data's pool, spawned (as from a program that loaded TensorFlow):
+    a closed terminal's SIGHUP reaches the workers and multiprocessing's resource tracker,
+    and the stop is still one line, with no warning of a helper that died after it."""
+    names = [g.case.name for g in matrix.select(matrix.generate(), "create-pretraining-data",
+                                                "sighup")]
+    assert "SIGHUP during data, 2 forked workers" in names
+    row = matrix.run_generated(world, tmp_path, 0, _case("create-pretraining-data", "sighup",
+                                                         "data, 2 spawned"))
+    assert row["outcome"] == matrix.CLEAN, row["why"]
+    assert "the rerun finished" in row["why"]
+
+
+def test_a_python_warning_after_the_stop_line_is_not_clean():
+    """A helper process the signal killed (the resource tracker, once) warns after the
+    job's one line: the cell says so."""
+    generated = _case("create-pretraining-data", "sighup", "data, 2 spawned")
+    stop = ("preempted: stopped by SIGHUP outside training: nothing was lost; run the same "
+            "command again to finish")
+    warned = ("/usr/lib/python3.11/multiprocessing/resource_tracker.py:123: UserWarning: "
+              "resource_tracker: process died unexpectedly, relaunching.")
+    result = kit.Result([], 75, "", f"{stop}\n{warned}\n", 1.0)
+    assert matrix.judge_stop(generated, result)[0] == matrix.VAGUE
+    result = kit.Result([], 75, "", f"{warned}\n{stop}\n", 1.0)  # (before it: the run's own)
+    assert matrix.judge_stop(generated, result)[0] == matrix.CLEAN
 
 
 @pytest.mark.parametrize("klass, outcome", [("fifo", "ok"), ("stdin", "ok"),

@@ -787,6 +787,8 @@ class Watched:  # (a line is judged when its newline is written: print writes it
         return getattr(self._stream, name)
 sys.stderr = Watched(sys.stderr)
 sys.stdout = Watched(sys.stdout)  # (the quickstart prints its stages' phases there)
+if os.environ.get("MATRIX_IMPORT"):
+    __import__(os.environ["MATRIX_IMPORT"])
 kind, target, sys.argv = sys.argv[1], sys.argv[2], [sys.argv[2], *sys.argv[3:]]
 if kind == "-m":
     runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -795,14 +797,43 @@ else:
 """
 
 
-def signal_case(command, klass, phase) -> Generated:
+# A command with a pool of workers is signalled with two (POOL_FLAGS: and enough work that
+# its "data" phase begins at a progress line while they run, not before the pool starts),
+# started as from a shell (the workers are forked) and as from a program that loaded
+# TensorFlow (a notebook, the library's callers: they are spawned, beside multiprocessing's
+# resource tracker): a terminal's signal reaches its whole process group. POOLS: the
+# driver's environment for each (MATRIX_IMPORT: a module it imports before the command).
+POOL_FLAGS = {"create-pretraining-data": ("--num_workers=2", "--dupe_factor=3000",
+                                          "--progress_seconds=0.2")}
+POOLS = {"forked": {}, "spawned": {"MATRIX_IMPORT": "tensorflow"}}
+
+
+def pools(command) -> tuple:
+    """The ways `command`'s signal cases start it: POOLS' where it has a pool, else one."""
+    return tuple(POOLS) if command.name in POOL_FLAGS else (None,)
+
+
+def signal_cases(command, klass) -> list:
+    return [signal_case(command, klass, phase, pool)
+            for phase in command.phases for pool in pools(command)]
+
+
+def signal_case(command, klass, phase, pool=None) -> Generated:
     signum, code = SIGNALS[klass]
     control = control_case(command.name)
     name = f"{signal.Signals(signum).name} during {phase}"
+    env = None
+    if pool and control:
+        argv = control.argv
+        for flag in POOL_FLAGS[command.name]:
+            argv = with_flag(argv, *flag[2:].split("=", 1))
+        control = dataclasses.replace(control, argv=argv)
+        name += f", 2 {pool} workers"
+        env = dict(POOLS[pool], MATRIX_UNIT="")  # (its phase: a line, once the pool runs)
     case = (dataclasses.replace(control, name=name, after=rerun_finishes) if control
             else Case(name, [], command=command.name))
     return Generated(klass, phase, case, STOP, no_temporaries,
-                     launch=signalled(signum, phase), exit_code=code)
+                     launch=signalled(signum, phase, env), exit_code=code)
 
 
 # === Run-record faults (a run_dir output, on a run the control trained) ===
@@ -1227,7 +1258,7 @@ def generate(commands: list | None = None, classes=CLASSES) -> list:
             made += [live_run(command, flag) for flag in live_flags(command)]
         for klass in SIGNALS:
             if klass in classes:
-                made += [signal_case(command, klass, phase) for phase in command.phases]
+                made += signal_cases(command, klass)
         made += [limit_case(command, klass) for klass in LIMITS if klass in classes]
         made += [stdout_case(command, klass) for klass in STDOUT_FAULTS if klass in classes]
     return made
@@ -1237,7 +1268,7 @@ def expected_count(command: Command, classes=CLASSES) -> int:
     """How many cases `generate` makes for `command` (the test checks it against the registry)."""
     per_output = {"device": len(DEVICES)}
     n = sum(per_output.get(k, 1) for k in OUTPUT_FAULTS if k in classes) * len(command.outputs)
-    n += sum(len(command.phases) for k in SIGNALS if k in classes)
+    n += sum(len(command.phases) * len(pools(command)) for k in SIGNALS if k in classes)
     for way in input_flags(command).values():
         kinds = INPUT_FAULTS if way in CONTENT_WAYS else ANY_INPUT_FAULTS
         n += sum(k in classes for k in kinds)
@@ -1314,14 +1345,15 @@ def run_twice(ctx, case) -> kit.Result:
 RACE_SEPARATOR = "=== the second writer ==="
 
 
-def signalled(signum: int, phase: str):
-    """A launch: the command under DRIVER; `signum` once `phase` has begun (a terminal's
-    SIGINT, SIGQUIT or SIGHUP to its process group; SIGTERM and the others to it alone, as
-    a supervisor or a scheduler sends them: `processes.send_as_a_session_does`)."""
-    return _under_driver(phase, lambda ctx, process: _send(process, signum))
+def signalled(signum: int, phase: str, env: dict | None = None):
+    """A launch: the command under DRIVER (with `env` added to its environment); `signum`
+    once `phase` has begun (a terminal's SIGINT, SIGQUIT or SIGHUP to its process group;
+    SIGTERM and the others to it alone, as a supervisor or a scheduler sends them:
+    `processes.send_as_a_session_does`)."""
+    return _under_driver(phase, lambda ctx, process: _send(process, signum), env)
 
 
-def _under_driver(phase: str, act):
+def _under_driver(phase: str, act, extra_env: dict | None = None):
     """A launch: the command under DRIVER; `act(ctx, process)` once `phase` has begun
     (while the driver holds the command there). The result says whether it was reached."""
     def launch(ctx, case) -> kit.Result:
@@ -1329,7 +1361,8 @@ def _under_driver(phase: str, act):
         noted = pathlib.Path(str(ctx.root) + ".phase")
         noted.unlink(missing_ok=True)
         where = {f"MATRIX_{k.upper()}": v for k, v in PHASES[phase].items()}
-        env = _env(MATRIX_PHASE_FILE=str(noted), MATRIX_ROOT=str(ctx.root), **where)
+        env = _env(**{"MATRIX_PHASE_FILE": str(noted), "MATRIX_ROOT": str(ctx.root), **where,
+                      **(extra_env or {})})
         start = time.time()
         process = processes.start([sys.executable, "-c", DRIVER, *_kind_and_target(full)],
                                   env=env, cwd=kit.REPO)
@@ -1379,6 +1412,8 @@ def _last_line(result) -> str:
 # === Judging one case ===
 
 STOP_LINE = re.compile(r"^(interrupted|preempted|stopped|error):")
+# A line of Python's warnings module: "file.py:123: UserWarning: ...".
+PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: ", re.M)
 
 
 def _collapse(text: str) -> str:
@@ -1410,6 +1445,9 @@ def judge_stop(generated, result) -> tuple:
     lines = [l for l in result.stderr.splitlines() if STOP_LINE.match(l)]
     if result.returncode != generated.exit_code or len(lines) != 1:
         return VAGUE, f"exit {result.returncode}, {len(lines)} stop lines: {_tail(result)}"
+    after = result.stderr.split(lines[0], 1)[1]
+    if PYTHON_WARNING.search(after):  # (a helper process the signal killed says so)
+        return VAGUE, "a Python warning after the stop line: " + _tail(result)
     return CLEAN, lines[0][:300]
 
 

@@ -215,3 +215,22 @@ def test_a_sweep_started_by_nohup_delivers_its_stop_signals(capsys):
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
+
+
+def test_a_part_resumed_keeps_the_other_parts_rows_in_its_json(tmp_path):
+    """--resume with a narrower selection (--commands=, --classes=) writes the file back
+    with the rows of the cases outside it: another part's outcomes are never dropped."""
+    import json
+
+    other = dict(command="download", klass="sigint", target="read", case="SIGINT during read",
+                 outcome=matrix.CLEAN, why="kept", seconds=1.0)
+    path = tmp_path / "part.json"
+    path.write_text(json.dumps([other]))
+    result = subprocess.run(
+        [sys.executable, "tools/bad_input_sweep.py", "--matrix", "--resume", "--jobs=1",
+         "--commands=build-vocab", "--classes=sigint", "--only=SIGINT during read",
+         f"--json={path}"], cwd=kit.REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads(path.read_text())
+    assert other in rows
+    assert [r["command"] for r in rows if r is not other and r != other] == ["build-vocab"]

@@ -201,6 +201,16 @@ def resumed_rows(json_path: str, generated: list) -> list:
             and (r["command"], r["klass"], r["case"]) in wanted]
 
 
+def rows_beside(json_path: str, generated: list) -> list:
+    """--resume: the rows of `json_path` whose cases are not among `generated`."""
+    path = pathlib.Path(json_path)
+    if not path.exists():
+        return []
+    wanted = {(g.command, g.klass, g.case.name) for g in generated}
+    return [r for r in json.loads(path.read_text())
+            if (r["command"], r["klass"], r["case"]) not in wanted]
+
+
 def matrix_main(args) -> int:
     if args.merge:
         rows = merged_rows(args.merge)
@@ -225,6 +235,9 @@ def matrix_main(args) -> int:
         print(f"{len(generated)} generated cases", file=sys.stderr)
         return 0
     kept = resumed_rows(args.json, generated) if args.resume else []
+    # (the file's rows of cases outside this selection stay in it: a part resumed with
+    # --commands= or --classes= never drops another part's outcomes)
+    beside = rows_beside(args.json, generated) if args.resume else []
     done = {(r["command"], r["klass"], r["case"]) for r in kept}
     generated = [g for g in generated if (g.command, g.klass, g.case.name) not in done]
     print(f"{len(generated)} generated cases" + (
@@ -232,7 +245,7 @@ def matrix_main(args) -> int:
         file=sys.stderr, flush=True)
     start = time.time()
     rows = [row_of(r) for r in kept] + run_matrix(generated, args.keep, args.jobs, args.json,
-                                                  kept)
+                                                  [*beside, *kept])
     print(matrix.grid(rows))
     print()
     print(matrix.details(rows))
@@ -241,7 +254,9 @@ def matrix_main(args) -> int:
     print(f"`python tools/bad_input_sweep.py --matrix` ({len(rows)} generated cases, {good} "
           f"clean or ok, {sum(r['seconds'] for r in rows):.0f} s of cases, "
           f"{time.time() - start:.0f} s this sitting)")
-    pathlib.Path(args.json).write_text(json.dumps(matrix.as_json(rows), indent=1) + "\n")
+    written = pathlib.Path(f"{args.json}.part")
+    written.write_text(json.dumps([*beside, *matrix.as_json(rows)], indent=1) + "\n")
+    os.replace(written, args.json)
     print(f"every case's outcome: {args.json}", file=sys.stderr)
     return 0 if good == len(rows) else 1
 
